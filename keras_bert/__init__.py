@@ -1,0 +1,10 @@
+"""keras-bert: BERT (Devlin et al., 2018) for TensorFlow and Keras 3.
+
+The public API: configuration, the encoder and task models, tokenization, checkpoint interop.
+"""
+
+from keras_bert.config import BertConfig
+from keras_bert.models import BertEncoder
+
+__all__ = ["BertConfig", "BertEncoder"]
+__version__ = "0.1.0"

@@ -1,0 +1,46 @@
+"""The `keras-bert` command: thin wrappers that parse flags, call the library and report.
+
+Each subcommand lives in the module that owns its work and registers itself through an
+``add_parser(subparsers)`` function listed in COMMANDS; ``main`` dispatches to the ``run``
+callable the parser stores in ``args.run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+# module path -> the function that adds its subparser(s).
+COMMANDS = (
+    "keras_bert.checkpoints.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="keras-bert",
+        description="BERT for TensorFlow / Keras 3: tokenization, pretraining data, pretraining, "
+                    "fine-tuning, checkpoint conversion, export and serving.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module_name in COMMANDS:
+        importlib.import_module(module_name).add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.run(args) or 0)
+    except (ValueError, FileNotFoundError, FileExistsError) as e:
+        print(f"keras-bert {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""BertConfig: the model hyperparameters, read from and written to Google's bert_config.json and
+Hugging Face's config.json, plus the named presets (BERT-base/large and Google's 24 small BERTs).
+
+Activation names follow Google's bert_config.json: ``"gelu"`` is the tanh approximation that
+google-research/bert's modeling.py computes. The exact erf form is ``"gelu_exact"``. Hugging Face
+spells these ``"gelu_new"`` (tanh) and ``"gelu"`` (erf); the HF readers and writers translate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import tensorflow as tf
+
+# Activations the encoder knows, in Google's naming ("gelu" = tanh approximation).
+ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear", "silu")
+
+# Hugging Face activation name -> ours. HF's "gelu" is the exact erf form.
+_HF_TO_OURS = {
+    "gelu": "gelu_exact",
+    "gelu_python": "gelu_exact",
+    "gelu_new": "gelu",
+    "gelu_pytorch_tanh": "gelu",
+    "gelu_fast": "gelu",
+    "relu": "relu",
+    "tanh": "tanh",
+    "linear": "linear",
+    "silu": "silu",
+    "swish": "silu",
+}
+_OURS_TO_HF = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu", "tanh": "tanh",
+               "linear": "linear", "silu": "silu"}
+
+# The fields of Google's bert_config.json, in Google's order.
+GOOGLE_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_act",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "initializer_range",
+)
+
+DEFAULT_LAYER_NORM_EPS = 1e-12
+
+
+@dataclasses.dataclass
+class BertConfig:
+    """The hyperparameters of a BERT encoder, as in Google's bert_config.json.
+
+    Args:
+        vocab_size: number of WordPiece tokens.
+        hidden_size: width H of every layer.
+        num_hidden_layers: number L of transformer blocks.
+        num_attention_heads: number A of attention heads; must divide hidden_size.
+        intermediate_size: width of the feed-forward layer (4H in the paper).
+        hidden_act: feed-forward activation, one of ACTIVATIONS. ``"gelu"`` is Google's tanh
+            approximation, ``"gelu_exact"`` the erf form.
+        hidden_dropout_prob: dropout after embeddings, attention output and feed-forward.
+        attention_probs_dropout_prob: dropout on the attention probabilities.
+        max_position_embeddings: longest sequence the position table covers.
+        type_vocab_size: number of segment ids (2 for sentence pairs).
+        initializer_range: stddev of the truncated-normal initializer.
+        layer_norm_eps: LayerNorm epsilon (1e-12 in BERT).
+
+    Example:
+    >>> config = BertConfig.preset("L-2_H-128_A-2")
+    >>> (config.num_hidden_layers, config.hidden_size, config.num_attention_heads)
+    (2, 128, 2)
+    >>> config.intermediate_size
+    512
+    """
+
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_eps: float = DEFAULT_LAYER_NORM_EPS
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # ------------------------------------------------------------------ validation
+    def validate(self, source: str = "BertConfig") -> None:
+        """Raises ValueError naming the field and the source when a value is unusable."""
+        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                     "intermediate_size", "max_position_embeddings", "type_vocab_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{source}: {name} must be a positive integer, got {value!r}")
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"{source}: hidden_size={self.hidden_size} is not divisible by "
+                f"num_attention_heads={self.num_attention_heads}")
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+                raise ValueError(f"{source}: {name} must be in [0, 1), got {value!r}")
+        for name in ("initializer_range", "layer_norm_eps"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"{source}: {name} must be a positive number, got {value!r}")
+        if self.hidden_act not in ACTIVATIONS:
+            raise ValueError(
+                f"{source}: unknown hidden_act {self.hidden_act!r}; expected one of "
+                f"{', '.join(ACTIVATIONS)} (Google's 'gelu' is the tanh approximation, "
+                f"'gelu_exact' the erf form)")
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    # ------------------------------------------------------------------ dicts
+    def to_dict(self) -> dict[str, Any]:
+        """All fields, our naming; the inverse of ``BertConfig(**d)``."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any], source: str = "config") -> "BertConfig":
+        """Builds a config from Google-style keys; unknown keys are ignored, as Google's are."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in values.items() if k in fields}
+        config = cls.__new__(cls)
+        for f in dataclasses.fields(cls):
+            setattr(config, f.name, kwargs.get(f.name, f.default))
+        config.validate(source)
+        return config
+
+    # ------------------------------------------------------------------ Google bert_config.json
+    def to_google_dict(self) -> dict[str, Any]:
+        """The bert_config.json dict. Non-default LayerNorm epsilon is kept as an extra field."""
+        values = {name: getattr(self, name) for name in GOOGLE_FIELDS}
+        if self.layer_norm_eps != DEFAULT_LAYER_NORM_EPS:
+            values["layer_norm_eps"] = self.layer_norm_eps
+        return values
+
+    @classmethod
+    def from_json_file(cls, path: str) -> "BertConfig":
+        """Reads Google's bert_config.json (local or gs://)."""
+        return cls.from_dict(_read_json(path), source=path)
+
+    def to_json_string(self) -> str:
+        return json.dumps(self.to_google_dict(), indent=2, sort_keys=False) + "\n"
+
+    def to_json_file(self, path: str) -> None:
+        """Writes Google's bert_config.json."""
+        with tf.io.gfile.GFile(path, "w") as f:
+            f.write(self.to_json_string())
+
+    # ------------------------------------------------------------------ Hugging Face config.json
+    @classmethod
+    def from_hf_dict(cls, values: dict[str, Any], source: str = "config.json") -> "BertConfig":
+        """Translates a Hugging Face BertConfig dict (activation names, layer_norm_eps)."""
+        model_type = values.get("model_type", "bert")
+        if model_type != "bert":
+            raise ValueError(f"{source}: model_type is {model_type!r}; only 'bert' is supported")
+        position_type = values.get("position_embedding_type", "absolute")
+        if position_type != "absolute":
+            raise ValueError(f"{source}: position_embedding_type={position_type!r} is not BERT's "
+                             "absolute positions; it cannot be loaded")
+        hf_act = values.get("hidden_act", "gelu")
+        if hf_act not in _HF_TO_OURS:
+            raise ValueError(f"{source}: unknown hidden_act {hf_act!r}; expected one of "
+                             f"{', '.join(sorted(_HF_TO_OURS))}")
+        ours = {k: v for k, v in values.items() if k in GOOGLE_FIELDS}
+        ours["hidden_act"] = _HF_TO_OURS[hf_act]
+        ours["layer_norm_eps"] = values.get("layer_norm_eps", DEFAULT_LAYER_NORM_EPS)
+        return cls.from_dict(ours, source=source)
+
+    @classmethod
+    def from_hf_json_file(cls, path: str) -> "BertConfig":
+        return cls.from_hf_dict(_read_json(path), source=path)
+
+    def to_hf_dict(self, architectures: tuple[str, ...] = ("BertModel",)) -> dict[str, Any]:
+        """A config.json that transformers.BertConfig reads."""
+        values = {name: getattr(self, name) for name in GOOGLE_FIELDS}
+        values["hidden_act"] = _OURS_TO_HF[self.hidden_act]
+        values.update({
+            "architectures": list(architectures),
+            "model_type": "bert",
+            "layer_norm_eps": self.layer_norm_eps,
+            "pad_token_id": 0,
+            "position_embedding_type": "absolute",
+        })
+        return values
+
+    def to_hf_json_file(self, path: str, architectures: tuple[str, ...] = ("BertModel",)) -> None:
+        with tf.io.gfile.GFile(path, "w") as f:
+            f.write(json.dumps(self.to_hf_dict(architectures), indent=2) + "\n")
+
+    # ------------------------------------------------------------------ presets
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> "BertConfig":
+        """A named architecture: see ``BertConfig.presets()``."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; known presets: {', '.join(PRESETS)}")
+        values = dict(PRESETS[name])
+        values.update(overrides)
+        return cls(**values)
+
+    @staticmethod
+    def presets() -> tuple[str, ...]:
+        return tuple(PRESETS)
+
+
+def _read_json(path: str) -> dict[str, Any]:
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(f"config file {path!r} does not exist")
+    with tf.io.gfile.GFile(path, "r") as f:
+        text = f.read()
+    try:
+        values = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"config file {path!r} is not valid JSON: {e}") from None
+    if not isinstance(values, dict):
+        raise ValueError(f"config file {path!r} must hold a JSON object, got {type(values).__name__}")
+    return values
+
+
+def _architecture(layers: int, hidden: int, vocab_size: int = 30522) -> dict[str, Any]:
+    return {
+        "vocab_size": vocab_size,
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": hidden // 64,
+        "intermediate_size": 4 * hidden,
+    }
+
+
+# Cased and uncased differ only in the vocabulary (Google's cased vocab has 28996 entries).
+PRESETS: dict[str, dict[str, Any]] = {
+    "bert_base_uncased": _architecture(12, 768),
+    "bert_base_cased": _architecture(12, 768, vocab_size=28996),
+    "bert_large_uncased": _architecture(24, 1024),
+    "bert_large_cased": _architecture(24, 1024, vocab_size=28996),
+}
+# Google's 24 small BERTs (Turc et al., 2019), uncased, under Google's names.
+for _layers in (2, 4, 6, 8, 10, 12):
+    for _hidden in (128, 256, 512, 768):
+        PRESETS[f"L-{_layers}_H-{_hidden}_A-{_hidden // 64}"] = _architecture(_layers, _hidden)
+del _layers, _hidden

@@ -1,0 +1,184 @@
+"""The BERT transformer block: post-LayerNorm multi-head self-attention and a GELU feed-forward."""
+
+import keras
+from keras import ops
+
+from keras_bert.layers.activations import get_activation
+
+# Added to attention scores at padded key positions, as google-research/bert does.
+MASK_ADDER = -10000.0
+
+
+def attention_mask_bias(input_mask):
+    """int [batch, seq] (1 = token, 0 = padding) -> float32 [batch, 1, 1, seq] additive bias."""
+    mask = ops.cast(input_mask, "float32")
+    return (1.0 - mask)[:, None, None, :] * MASK_ADDER
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertSelfAttention(keras.layers.Layer):
+    """Multi-head scaled dot-product self-attention with a padding mask; softmax in float32.
+
+    The query, key and value projections are kept as three [hidden, hidden] kernels, the layout of
+    Google's and Hugging Face's checkpoints, and run as one fused [hidden, 3*hidden] matmul.
+
+    Call args:
+        hidden_states: float [batch, seq, hidden].
+        mask_bias: float32 [batch, 1, 1, seq] from ``attention_mask_bias``.
+
+    Returns:
+        float [batch, seq, hidden], before the output projection.
+    """
+
+    def __init__(self, hidden_size, num_attention_heads, initializer_range=0.02, dropout=0.1,
+                 **kwargs):
+        super().__init__(**kwargs)
+        if hidden_size % num_attention_heads:
+            raise ValueError(f"hidden_size={hidden_size} is not divisible by "
+                             f"num_attention_heads={num_attention_heads}")
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.head_size = hidden_size // num_attention_heads
+        self.initializer_range = initializer_range
+        self.dropout = dropout
+        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        self.query = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
+                                        dtype=self.dtype_policy, name="query")
+        self.key = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
+                                      dtype=self.dtype_policy, name="key")
+        self.value = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
+                                        dtype=self.dtype_policy, name="value")
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy,
+                                                  name="dropout")
+
+    def build(self, input_shape=None):
+        for dense in (self.query, self.key, self.value):
+            dense.build((None, None, self.hidden_size))
+        self.built = True
+
+    def _split_heads(self, x, batch, seq):
+        # [batch, seq, hidden] -> [batch, heads, seq, head_size]
+        x = ops.reshape(x, (batch, seq, self.num_attention_heads, self.head_size))
+        return ops.transpose(x, (0, 2, 1, 3))
+
+    def call(self, hidden_states, mask_bias, training=None):
+        batch, seq = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
+        dtype = self.compute_dtype
+        kernel = ops.concatenate(
+            [ops.cast(self.query.kernel, dtype), ops.cast(self.key.kernel, dtype),
+             ops.cast(self.value.kernel, dtype)], axis=1)                      # [H, 3H]
+        bias = ops.concatenate(
+            [ops.cast(self.query.bias, dtype), ops.cast(self.key.bias, dtype),
+             ops.cast(self.value.bias, dtype)], axis=0)                        # [3H]
+        flat = ops.reshape(hidden_states, (-1, self.hidden_size))             # [B*S, H]
+        qkv = ops.matmul(flat, kernel) + bias                                  # [B*S, 3H]
+        query, key, value = ops.split(qkv, 3, axis=1)
+        query = self._split_heads(query, batch, seq)                           # [B, N, S, D]
+        key = self._split_heads(key, batch, seq)
+        value = self._split_heads(value, batch, seq)
+
+        query = query * ops.cast(1.0 / (self.head_size ** 0.5), dtype)
+        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))          # [B, N, S, S]
+        scores = ops.cast(scores, "float32") + ops.cast(mask_bias, "float32")
+        probs = ops.cast(ops.softmax(scores, axis=-1), dtype)
+        probs = self.dropout_layer(probs, training=training)
+        context = ops.matmul(probs, value)                                     # [B, N, S, D]
+        context = ops.transpose(context, (0, 2, 1, 3))
+        return ops.reshape(context, (batch, seq, self.hidden_size))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "hidden_size": self.hidden_size,
+            "num_attention_heads": self.num_attention_heads,
+            "initializer_range": self.initializer_range,
+            "dropout": self.dropout,
+        })
+        return config
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class TransformerBlock(keras.layers.Layer):
+    """One post-LN BERT layer: x = LN(x + Attn(x)); x = LN(x + FFN(x)).
+
+    Args:
+        hidden_size: width H.
+        num_attention_heads: heads A; must divide H.
+        intermediate_size: feed-forward width.
+        hidden_act: activation name (see keras_bert.config.ACTIVATIONS).
+        hidden_dropout: dropout on the attention output and feed-forward output.
+        attention_dropout: dropout on attention probabilities.
+        initializer_range: stddev of the truncated-normal initializer.
+        layer_norm_eps: LayerNorm epsilon.
+
+    Call args:
+        hidden_states: float [batch, seq, hidden].
+        mask_bias: float32 [batch, 1, 1, seq] from ``attention_mask_bias``.
+
+    Returns:
+        float [batch, seq, hidden].
+    """
+
+    def __init__(self, hidden_size, num_attention_heads, intermediate_size, hidden_act="gelu",
+                 hidden_dropout=0.1, attention_dropout=0.1, initializer_range=0.02,
+                 layer_norm_eps=1e-12, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout = hidden_dropout
+        self.attention_dropout = attention_dropout
+        self.initializer_range = initializer_range
+        self.layer_norm_eps = layer_norm_eps
+
+        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        policy = self.dtype_policy
+        self.attention = BertSelfAttention(hidden_size, num_attention_heads, initializer_range,
+                                           attention_dropout, dtype=policy, name="attention")
+        self.attention_output = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
+                                                   dtype=policy, name="attention_output")
+        self.attention_dropout_layer = keras.layers.Dropout(hidden_dropout, dtype=policy)
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype=policy, name="attention_layer_norm")
+        self.intermediate = keras.layers.Dense(
+            intermediate_size, activation=get_activation(hidden_act),
+            kernel_initializer=initializer, dtype=policy, name="intermediate")
+        self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
+                                               dtype=policy, name="output")
+        self.output_dropout_layer = keras.layers.Dropout(hidden_dropout, dtype=policy)
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype=policy, name="output_layer_norm")
+
+    def build(self, input_shape=None):
+        shape = (None, None, self.hidden_size)
+        self.attention.build(shape)
+        self.attention_output.build(shape)
+        self.attention_layer_norm.build(shape)
+        self.intermediate.build(shape)
+        self.output_dense.build((None, None, self.intermediate_size))
+        self.output_layer_norm.build(shape)
+        self.built = True
+
+    def call(self, hidden_states, mask_bias, training=None):
+        attention = self.attention(hidden_states, mask_bias, training=training)
+        attention = self.attention_output(attention)
+        attention = self.attention_dropout_layer(attention, training=training)
+        hidden_states = self.attention_layer_norm(hidden_states + attention)
+        feed_forward = self.output_dense(self.intermediate(hidden_states))
+        feed_forward = self.output_dropout_layer(feed_forward, training=training)
+        return self.output_layer_norm(hidden_states + feed_forward)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "hidden_size": self.hidden_size,
+            "num_attention_heads": self.num_attention_heads,
+            "intermediate_size": self.intermediate_size,
+            "hidden_act": self.hidden_act,
+            "hidden_dropout": self.hidden_dropout,
+            "attention_dropout": self.attention_dropout,
+            "initializer_range": self.initializer_range,
+            "layer_norm_eps": self.layer_norm_eps,
+        })
+        return config

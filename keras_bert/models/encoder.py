@@ -1,0 +1,150 @@
+"""BertEncoder: the BERT network as a Keras functional model with TF Hub's input and output names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+from keras import ops
+
+from keras_bert.config import BertConfig
+from keras_bert.layers import BertEmbeddings, TransformerBlock, attention_mask_bias
+
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertEncoder(keras.Model):
+    """The BERT encoder: embeddings, L post-LN transformer blocks and the tanh pooler.
+
+    Constructor arguments are BertConfig's fields (``BertEncoder.from_bert_config`` takes a
+    config). Weights start as truncated normal(initializer_range), biases zero, LayerNorm (1, 0).
+
+    Inputs (a dict, TF Hub names), int32 [batch, seq]:
+        input_word_ids: WordPiece ids, [CLS] first.
+        input_mask: 1 for tokens, 0 for padding.
+        input_type_ids: segment ids, 0 for the first segment, 1 for the second.
+
+    Outputs (a dict):
+        sequence_output: [batch, seq, hidden], the last layer.
+        pooled_output: [batch, hidden], tanh(dense(sequence_output[:, 0])).
+        encoder_outputs: a list of num_hidden_layers tensors [batch, seq, hidden], one per layer.
+
+    Under a mixed policy (``dtype="mixed_bfloat16"`` or ``"mixed_float16"``) weights stay float32,
+    matmuls run in the half type, and softmax and LayerNorm compute in float32.
+
+    Example:
+    >>> import numpy as np
+    >>> encoder = BertEncoder(vocab_size=100, hidden_size=32, num_hidden_layers=2,
+    ...                       num_attention_heads=2, intermediate_size=64)
+    >>> ids = np.array([[2, 10, 11, 3, 0]], dtype="int32")
+    >>> outputs = encoder({"input_word_ids": ids, "input_mask": np.int32(ids > 0),
+    ...                    "input_type_ids": np.zeros_like(ids)})
+    >>> tuple(outputs["sequence_output"].shape), tuple(outputs["pooled_output"].shape)
+    ((1, 5, 32), (1, 32))
+    >>> len(outputs["encoder_outputs"])
+    2
+    """
+
+    def __init__(self, vocab_size: int = 30522, hidden_size: int = 768,
+                 num_hidden_layers: int = 12, num_attention_heads: int = 12,
+                 intermediate_size: int = 3072, hidden_act: str = "gelu",
+                 hidden_dropout_prob: float = 0.1, attention_probs_dropout_prob: float = 0.1,
+                 max_position_embeddings: int = 512, type_vocab_size: int = 2,
+                 initializer_range: float = 0.02, layer_norm_eps: float = 1e-12,
+                 dtype: Any = None, **kwargs):
+        config = BertConfig(
+            vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=num_hidden_layers,
+            num_attention_heads=num_attention_heads, intermediate_size=intermediate_size,
+            hidden_act=hidden_act, hidden_dropout_prob=hidden_dropout_prob,
+            attention_probs_dropout_prob=attention_probs_dropout_prob,
+            max_position_embeddings=max_position_embeddings, type_vocab_size=type_vocab_size,
+            initializer_range=initializer_range, layer_norm_eps=layer_norm_eps)
+
+        # === Layers ===
+        embeddings = BertEmbeddings(
+            vocab_size, hidden_size, max_position_embeddings, type_vocab_size,
+            initializer_range, hidden_dropout_prob, layer_norm_eps, dtype=dtype,
+            name="embeddings")
+        blocks = [
+            TransformerBlock(hidden_size, num_attention_heads, intermediate_size, hidden_act,
+                             hidden_dropout_prob, attention_probs_dropout_prob,
+                             initializer_range, layer_norm_eps, dtype=dtype,
+                             name=f"transformer_layer_{i}")
+            for i in range(num_hidden_layers)
+        ]
+        pooler = keras.layers.Dense(
+            hidden_size, activation="tanh",
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype=dtype, name="pooler")
+
+        # === Functional model ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+                  for name in INPUT_NAMES}
+        hidden = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
+        mask_bias = keras.layers.Lambda(attention_mask_bias, name="attention_mask_bias")(
+            inputs["input_mask"])
+        encoder_outputs = []
+        for block in blocks:
+            hidden = block(hidden, mask_bias)
+            encoder_outputs.append(hidden)
+        first_token = keras.layers.Lambda(lambda x: x[:, 0, :], name="first_token")(hidden)
+        pooled = pooler(first_token)
+        super().__init__(
+            inputs=inputs,
+            outputs={"sequence_output": hidden, "pooled_output": pooled,
+                     "encoder_outputs": encoder_outputs},
+            **kwargs)
+        if dtype is not None:
+            # Functional models do not keep the policy they were given; the layers have it.
+            self.dtype_policy = keras.dtype_policies.get(dtype)
+
+        # === Config ===
+        self.bert_config = config
+        self.embeddings = embeddings
+        self.transformer_layers = blocks
+        self.pooler = pooler
+
+    @property
+    def word_embeddings(self) -> keras.layers.Embedding:
+        return self.embeddings.word_embeddings
+
+    @classmethod
+    def from_bert_config(cls, config: BertConfig, **kwargs) -> "BertEncoder":
+        """An encoder with random weights for ``config``."""
+        return cls(**config.to_dict(), **kwargs)
+
+    @classmethod
+    def from_preset(cls, name: str, **kwargs) -> "BertEncoder":
+        """An encoder with random weights in a named architecture (``BertConfig.presets()``)."""
+        return cls.from_bert_config(BertConfig.preset(name), **kwargs)
+
+    @classmethod
+    def from_pretrained(cls, path: str, **kwargs) -> "BertEncoder":
+        """Loads weights from a Google TF1 directory, a Hugging Face directory or our own save.
+
+        The format is detected from the files present; ``path`` may be local or gs://.
+        Keyword arguments (e.g. ``dtype``) are passed to the constructor.
+        """
+        from keras_bert.checkpoints import load_encoder
+        return load_encoder(path, **kwargs)
+
+    def dummy_inputs(self, batch_size: int = 1, seq_length: int = 8) -> dict[str, Any]:
+        """All-[PAD]-free int32 inputs of the given shape, for building or tracing."""
+        ones = ops.ones((batch_size, seq_length), dtype="int32")
+        return {"input_word_ids": ones, "input_mask": ones, "input_type_ids": ones * 0}
+
+    def get_config(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            **self.bert_config.to_dict(),
+        }
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> "BertEncoder":
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)

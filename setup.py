@@ -1,0 +1,36 @@
+"""Package definition for keras-bert: BERT for TensorFlow / Keras 3."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="keras-bert-tf",
+    version="0.1.0",
+    description="BERT (Devlin et al., 2018) for TensorFlow and Keras 3: tokenization, "
+    "pretraining data, pretraining, fine-tuning, checkpoint interop and TF Serving export.",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["keras_bert", "keras_bert.*"]),
+    python_requires=">=3.11",
+    install_requires=[
+        "tensorflow==2.21.*",
+        "keras==3.15.*",
+        "tensorflow-text==2.21.*",
+        "numpy",
+        "safetensors",
+        "tqdm",
+    ],
+    extras_require={
+        "serving": ["tensorflow-serving-api==2.21.*", "grpcio"],
+        "test": [
+            "pytest",
+            "hypothesis",
+            "tensorflow-serving-api==2.21.*",
+            "grpcio",
+            "nbclient",
+            "nbformat",
+            "ipykernel",
+        ],
+        "notebooks": ["jupyter", "nbclient", "nbformat", "ipykernel", "matplotlib"],
+    },
+    entry_points={"console_scripts": ["keras-bert=keras_bert.cli:main"]},
+)
