@@ -4,7 +4,7 @@ The public API: configuration, the encoder and task models, tokenization, checkp
 """
 
 from keras_bert.config import BertConfig
-from keras_bert.models import BertEncoder
+from keras_bert.models import BertEncoder, BertPretrainer
 
-__all__ = ["BertConfig", "BertEncoder"]
+__all__ = ["BertConfig", "BertEncoder", "BertPretrainer"]
 __version__ = "0.1.0"

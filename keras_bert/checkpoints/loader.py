@@ -1,0 +1,285 @@
+"""One entry point for checkpoints: detect the format, load into our models, save and convert.
+
+Formats: ``google`` (TF1 directory), ``hf`` (Hugging Face directory) and ``keras`` (our own: a
+directory with model.keras, bert_config.json and vocab.txt, or a bare ``.keras`` file).
+Loading checks every name and shape before any weight is assigned, so a failed load changes
+nothing; saving writes into a scratch directory that is renamed into place only on success.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from typing import Callable, Mapping
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.checkpoints import google, huggingface
+from keras_bert.checkpoints.names import (WeightName, encoder_weight_names,
+                                          is_ignored_google_name, is_ignored_hf_key,
+                                          normalize_hf_key, pretraining_head_weight_names)
+from keras_bert.config import BertConfig
+from keras_bert.io_utils import atomic_output_dir, join, local_copy
+from keras_bert.models import BertEncoder, BertPretrainer
+
+logger = logging.getLogger(__name__)
+
+FORMATS = ("google", "hf", "keras")
+KERAS_MODEL_NAME = "model.keras"
+
+
+class CheckpointMismatchError(ValueError):
+    """A checkpoint does not fit the model: lists missing variables and shape mismatches."""
+
+
+def detect_format(path: str) -> str:
+    """'google', 'hf' or 'keras' for a checkpoint directory, prefix or .keras file."""
+    if path.endswith(".keras") and tf.io.gfile.exists(path):
+        return "keras"
+    if tf.io.gfile.isdir(path):
+        if tf.io.gfile.exists(join(path, KERAS_MODEL_NAME)):
+            return "keras"
+        if huggingface.is_hf_directory(path):
+            return "hf"
+        if tf.io.gfile.exists(join(path, google.CONFIG_NAME)) and (
+                tf.io.gfile.glob(join(path, "*.index"))):
+            return "google"
+        raise ValueError(
+            f"{path!r} is not a checkpoint directory: expected bert_config.json + *.ckpt.index "
+            "(Google TF1), config.json + model.safetensors or pytorch_model.bin (Hugging Face), "
+            f"or {KERAS_MODEL_NAME} (keras-bert)")
+    if tf.io.gfile.exists(path + ".index"):
+        return "google"
+    raise FileNotFoundError(f"checkpoint {path!r} does not exist")
+
+
+# ---------------------------------------------------------------------------------- assignment
+def _check_and_collect(weights: list[WeightName], values: Mapping[str, np.ndarray],
+                       key_of: Callable[[WeightName], str], transpose: bool, where: str,
+                       ) -> tuple[list[tuple[keras.Variable, np.ndarray]], list[str], list[str]]:
+    """(assignments, missing keys, shape mismatch messages) for ``weights`` read from ``values``."""
+    assignments, missing, mismatches = [], [], []
+    for weight in weights:
+        key = key_of(weight)
+        if key not in values:
+            missing.append(key)
+            continue
+        value = np.asarray(values[key])
+        if transpose and weight.hf_transposed:
+            value = value.T
+        expected = tuple(weight.variable.shape)
+        if value.shape != expected:
+            mismatches.append(f"{key}: checkpoint has shape {value.shape}, model expects "
+                              f"{expected}" + (" (after transposing)" if transpose and
+                                               weight.hf_transposed else ""))
+            continue
+        assignments.append((weight.variable, value))
+    return assignments, missing, mismatches
+
+
+def _load_into(model, values: Mapping[str, np.ndarray], fmt: str, where: str,
+               with_heads: bool) -> None:
+    """Assigns every model weight from ``values`` (keys in ``fmt`` naming) or raises."""
+    encoder = model.encoder if isinstance(model, BertPretrainer) else model
+    if fmt == "hf":
+        values = {normalize_hf_key(k): v for k, v in values.items()}
+        key_of = lambda w: w.hf  # noqa: E731
+        ignored = is_ignored_hf_key
+    else:
+        key_of = lambda w: w.google  # noqa: E731
+        ignored = is_ignored_google_name
+    transpose = fmt == "hf"
+    encoder_weights = encoder_weight_names(encoder)
+    assignments, missing, mismatches = _check_and_collect(
+        encoder_weights, values, key_of, transpose, where)
+    used = {key_of(w) for w in encoder_weights}
+    if with_heads:
+        head_weights = pretraining_head_weight_names(model)
+        used |= {key_of(w) for w in head_weights}
+        head_assignments, head_missing, head_mismatches = _check_and_collect(
+            head_weights, values, key_of, transpose, where)
+        mismatches += head_mismatches
+        if len(head_missing) == len(head_weights):
+            logger.warning("%s has no pretraining heads (%s ...); they keep their fresh "
+                           "initialisation", where, head_missing[0])
+        else:
+            missing += head_missing
+            assignments += head_assignments
+    if missing or mismatches:
+        lines = [f"checkpoint {where} does not fit the model "
+                 f"(L={encoder.bert_config.num_hidden_layers}, H={encoder.bert_config.hidden_size}, "
+                 f"vocab={encoder.bert_config.vocab_size}); nothing was loaded:"]
+        lines += [f"  shape mismatch: {m}" for m in mismatches]
+        lines += [f"  missing: {m}" for m in missing]
+        raise CheckpointMismatchError("\n".join(lines))
+    unexpected = sorted(k for k in values if k not in used and not ignored(k))
+    if unexpected:
+        logger.warning("%s: %d variables not used by %s: %s", where, len(unexpected),
+                       type(model).__name__, ", ".join(unexpected[:20]) +
+                       (" ..." if len(unexpected) > 20 else ""))
+    for variable, value in assignments:
+        variable.assign(value)
+
+
+def _has_heads(values: Mapping[str, np.ndarray], fmt: str) -> bool:
+    if fmt == "hf":
+        return "cls.predictions.bias" in values or "cls.predictions.decoder.bias" in values
+    return "cls/predictions/output_bias" in values
+
+
+# ---------------------------------------------------------------------------------- loading
+def read_checkpoint(path: str, fmt: str | None = None):
+    """(config, values, vocab path, fmt) for a google or hf checkpoint."""
+    fmt = fmt or detect_format(path)
+    if fmt == "google":
+        config, values, vocab = google.read_google_checkpoint(path)
+    elif fmt == "hf":
+        config, values, vocab = huggingface.read_hf_directory(path)
+        if "cls.predictions.decoder.bias" in values and "cls.predictions.bias" not in values:
+            values["cls.predictions.bias"] = values["cls.predictions.decoder.bias"]
+    else:
+        raise ValueError(f"read_checkpoint reads 'google' or 'hf', not {fmt!r}")
+    return config, values, vocab, fmt
+
+
+def _load_keras(path: str, **kwargs):
+    file_path = path if path.endswith(".keras") else join(path, KERAS_MODEL_NAME)
+    with tempfile.TemporaryDirectory() as scratch:
+        model = keras.saving.load_model(local_copy(file_path, scratch))
+    if kwargs.get("dtype") is not None:
+        logger.warning("dtype=%r is ignored for a saved keras model; it keeps its own policy",
+                       kwargs["dtype"])
+    return model
+
+
+def load_encoder(path: str, fmt: str | None = None, **kwargs) -> BertEncoder:
+    """A BertEncoder with the weights at ``path`` (any format; heads are ignored)."""
+    fmt = fmt or detect_format(path)
+    if fmt == "keras":
+        model = _load_keras(path, **kwargs)
+        if isinstance(model, BertEncoder):
+            return model
+        if isinstance(getattr(model, "encoder", None), BertEncoder):
+            return model.encoder
+        raise ValueError(f"{path!r} holds a {type(model).__name__}, which has no BertEncoder")
+    config, values, _, fmt = read_checkpoint(path, fmt)
+    encoder = BertEncoder.from_bert_config(config, **kwargs)
+    _load_into(encoder, values, fmt, repr(path), with_heads=False)
+    return encoder
+
+
+def load_pretrainer(path: str, fmt: str | None = None, **kwargs) -> BertPretrainer:
+    """A BertPretrainer with encoder and (when present) MLM/NSP head weights from ``path``."""
+    fmt = fmt or detect_format(path)
+    if fmt == "keras":
+        model = _load_keras(path, **kwargs)
+        if isinstance(model, BertPretrainer):
+            return model
+        encoder = model if isinstance(model, BertEncoder) else getattr(model, "encoder", None)
+        if not isinstance(encoder, BertEncoder):
+            raise ValueError(f"{path!r} holds a {type(model).__name__}, which has no BertEncoder")
+        logger.warning("%s has no pretraining heads; they keep their fresh initialisation", path)
+        return BertPretrainer(encoder)
+    config, values, _, fmt = read_checkpoint(path, fmt)
+    pretrainer = BertPretrainer(BertEncoder.from_bert_config(config, **kwargs))
+    _load_into(pretrainer, values, fmt, repr(path), with_heads=True)
+    return pretrainer
+
+
+def load_model(path: str, fmt: str | None = None, **kwargs):
+    """The model a checkpoint holds: a BertPretrainer when it has heads, else a BertEncoder."""
+    fmt = fmt or detect_format(path)
+    if fmt == "keras":
+        return _load_keras(path, **kwargs)
+    config, values, _, fmt = read_checkpoint(path, fmt)
+    if _has_heads(values, fmt):
+        model = BertPretrainer(BertEncoder.from_bert_config(config, **kwargs))
+        _load_into(model, values, fmt, repr(path), with_heads=True)
+    else:
+        model = BertEncoder.from_bert_config(config, **kwargs)
+        _load_into(model, values, fmt, repr(path), with_heads=False)
+    return model
+
+
+def find_vocab(path: str) -> str | None:
+    """The vocab.txt beside a checkpoint, if any."""
+    directory = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+    candidate = join(directory, "vocab.txt")
+    return candidate if tf.io.gfile.exists(candidate) else None
+
+
+# ---------------------------------------------------------------------------------- saving
+def model_values(model, fmt: str) -> dict[str, np.ndarray]:
+    """{name: float32 array} of a BertEncoder or BertPretrainer in 'google' or 'hf' naming."""
+    encoder = model.encoder if isinstance(model, BertPretrainer) else model
+    if not isinstance(encoder, BertEncoder):
+        raise TypeError(f"expected a BertEncoder or BertPretrainer, got {type(model).__name__}")
+    weights = encoder_weight_names(encoder)
+    heads = pretraining_head_weight_names(model) if isinstance(model, BertPretrainer) else []
+    if fmt == "google":
+        return {w.google: np.asarray(w.variable.numpy()) for w in weights + heads}
+    prefix = "bert." if heads else ""
+    values = {}
+    for w in weights:
+        value = np.asarray(w.variable.numpy())
+        values[prefix + w.hf] = value.T if w.hf_transposed else value
+    for w in heads:
+        value = np.asarray(w.variable.numpy())
+        values[w.hf] = value.T if w.hf_transposed else value
+    return values
+
+
+def infer_lower_case(vocab_file: str) -> bool:
+    """True when a vocab looks uncased: almost no non-special entry has an upper-case letter."""
+    with tf.io.gfile.GFile(vocab_file) as f:
+        tokens = [line.rstrip("\n") for line in f]
+    words = [t for t in tokens if not (t.startswith("[") and t.endswith("]"))]
+    upper = sum(1 for t in words if any(c.isupper() for c in t))
+    return upper <= 0.01 * max(len(words), 1)
+
+
+def save_checkpoint(model, dst: str, fmt: str, vocab_file: str | None = None,
+                    do_lower_case: bool | None = None, overwrite: bool = False) -> None:
+    """Saves a BertEncoder or BertPretrainer to ``dst`` in ``fmt`` ('google', 'hf', 'keras').
+
+    The directory appears only when everything was written (see io_utils.atomic_output_dir).
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown checkpoint format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    encoder = model.encoder if isinstance(model, BertPretrainer) else model
+    if not isinstance(encoder, BertEncoder):
+        raise TypeError(f"expected a BertEncoder or BertPretrainer, got {type(model).__name__}")
+    config: BertConfig = encoder.bert_config
+    if vocab_file and do_lower_case is None:
+        do_lower_case = infer_lower_case(vocab_file)
+    values = model_values(model, fmt) if fmt != "keras" else None
+    with atomic_output_dir(dst, overwrite=overwrite) as scratch:
+        if fmt == "google":
+            google.write_google_checkpoint(scratch, config, values, vocab_file)
+        elif fmt == "hf":
+            architecture = "BertForPreTraining" if isinstance(model, BertPretrainer) else "BertModel"
+            huggingface.write_hf_directory(scratch, config, values, architecture, vocab_file,
+                                           do_lower_case)
+        else:
+            model.save(os.path.join(scratch, KERAS_MODEL_NAME))
+            config.to_json_file(os.path.join(scratch, google.CONFIG_NAME))
+            if vocab_file:
+                tf.io.gfile.copy(vocab_file, os.path.join(scratch, "vocab.txt"))
+    logger.info("saved %s as %s checkpoint %s", type(model).__name__, fmt, dst)
+
+
+def convert(src: str, dst: str, to_format: str, from_format: str | None = None,
+            overwrite: bool = False) -> None:
+    """Converts a checkpoint between formats; heads are kept when the source has them."""
+    if to_format not in FORMATS:
+        raise ValueError(f"unknown target format {to_format!r}; expected one of {', '.join(FORMATS)}")
+    detected = detect_format(src)
+    if from_format and from_format != detected:
+        raise ValueError(f"{src!r} looks like a {detected!r} checkpoint, not {from_format!r}")
+    do_lower_case = huggingface.read_do_lower_case(src) if detected == "hf" else None
+    model = load_model(src, detected)
+    save_checkpoint(model, dst, to_format, vocab_file=find_vocab(src),
+                    do_lower_case=do_lower_case, overwrite=overwrite)

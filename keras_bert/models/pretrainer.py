@@ -1,0 +1,84 @@
+"""BertPretrainer: the encoder plus the masked-LM and next-sentence heads, as BERT is pretrained."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+
+from keras_bert.layers import MaskedLMHead, NextSentenceHead
+from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertPretrainer(keras.Model):
+    """The encoder with google-research/bert's pretraining heads (cls/predictions, cls/seq_relationship).
+
+    Args:
+        encoder: a BertEncoder; the MLM output weights are tied to its word embeddings.
+
+    Inputs (a dict): the encoder's three int32 [batch, seq] inputs plus
+        masked_lm_positions: int32 [batch, max_predictions_per_seq], positions to predict.
+
+    Outputs (a dict):
+        mlm_logits: float32 [batch, max_predictions_per_seq, vocab_size].
+        nsp_logits: float32 [batch, 2]; class 0 = actual next segment, 1 = random.
+
+    Example:
+    >>> import numpy as np
+    >>> encoder = BertEncoder(vocab_size=50, hidden_size=16, num_hidden_layers=1,
+    ...                       num_attention_heads=2, intermediate_size=32)
+    >>> pretrainer = BertPretrainer(encoder)
+    >>> ids = np.array([[2, 7, 4, 3]], dtype="int32")
+    >>> out = pretrainer({"input_word_ids": ids, "input_mask": np.ones_like(ids),
+    ...                   "input_type_ids": np.zeros_like(ids),
+    ...                   "masked_lm_positions": np.array([[2]], dtype="int32")})
+    >>> tuple(out["mlm_logits"].shape), tuple(out["nsp_logits"].shape)
+    ((1, 1, 50), (1, 2))
+    """
+
+    def __init__(self, encoder: BertEncoder, **kwargs):
+        config = encoder.bert_config
+        dtype = encoder.dtype_policy
+        # === Layers ===
+        masked_lm = MaskedLMHead(encoder.word_embeddings, config.hidden_act,
+                                 config.initializer_range, config.layer_norm_eps, dtype=dtype,
+                                 name="masked_lm")
+        next_sentence = NextSentenceHead(config.hidden_size, config.initializer_range,
+                                         dtype=dtype, name="next_sentence")
+        # === Functional model ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+                  for name in INPUT_NAMES}
+        inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32",
+                                                    name="masked_lm_positions")
+        encoded = encoder({name: inputs[name] for name in INPUT_NAMES})
+        outputs = {
+            "mlm_logits": masked_lm(encoded["sequence_output"], inputs["masked_lm_positions"]),
+            "nsp_logits": next_sentence(encoded["pooled_output"]),
+        }
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        # === Config ===
+        self.encoder = encoder
+        self.masked_lm = masked_lm
+        self.next_sentence = next_sentence
+        self.dtype_policy = dtype
+
+    @classmethod
+    def from_pretrained(cls, path: str, **kwargs) -> "BertPretrainer":
+        """Loads encoder and heads from a Google TF1, Hugging Face or keras-bert directory.
+
+        Heads missing from the checkpoint (e.g. an HF ``BertModel`` without ``cls.*``) keep their
+        fresh initialisation, and a warning lists them.
+        """
+        from keras_bert.checkpoints import load_pretrainer
+        return load_pretrainer(path, **kwargs)
+
+    def get_config(self) -> dict[str, Any]:
+        return {"name": self.name, "trainable": self.trainable,
+                "encoder": keras.saving.serialize_keras_object(self.encoder)}
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> "BertPretrainer":
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)

