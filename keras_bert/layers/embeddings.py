@@ -59,6 +59,10 @@ class BertEmbeddings(keras.layers.Layer):
 
     def call(self, input_word_ids, input_type_ids, training=None):
         seq_length = ops.shape(input_word_ids)[1]
+        if isinstance(seq_length, int) and seq_length > self.max_position_embeddings:
+            raise ValueError(
+                f"input sequences have {seq_length} tokens but max_position_embeddings is "
+                f"{self.max_position_embeddings}; truncate inputs to at most that length")
         positions = ops.cast(self.position_embeddings[:seq_length], self.compute_dtype)
         embeddings = (self.word_embeddings(input_word_ids)
                       + self.token_type_embeddings(input_type_ids)

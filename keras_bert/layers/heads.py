@@ -39,7 +39,8 @@ class MaskedLMHead(keras.layers.Layer):
     def __init__(self, embedding_layer, hidden_act="gelu", initializer_range=0.02,
                  layer_norm_eps=1e-12, **kwargs):
         super().__init__(**kwargs)
-        self.embedding_layer = embedding_layer
+        # Not tracked as a sublayer: the table belongs to (and is saved with) the encoder.
+        object.__setattr__(self, "embedding_layer", embedding_layer)
         self.hidden_act = hidden_act
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps

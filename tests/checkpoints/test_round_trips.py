@@ -106,6 +106,9 @@ def test_keras_format_round_trip_and_detection(tiny_config, tmp_path):
     reloaded = load_model(str(tmp_path / "k"))
     assert isinstance(reloaded, BertPretrainer)
     inputs = random_inputs(vocab_size=97)
+    with_positions = dict(inputs, masked_lm_positions=np.array([[1, 4]] * 3, np.int32))
+    np.testing.assert_array_equal(np.asarray(model(with_positions)["mlm_logits"]),
+                                  np.asarray(reloaded(with_positions)["mlm_logits"]))
     np.testing.assert_array_equal(
         np.asarray(model.encoder(inputs)["sequence_output"]),
         np.asarray(BertEncoder.from_pretrained(str(tmp_path / "k"))(inputs)["sequence_output"]))

@@ -1,0 +1,70 @@
+"""Pretraining heads: the MLM head is tied to the word embeddings and gathers positions; NSP."""
+
+import keras
+import numpy as np
+
+from keras_bert import BertEncoder, BertPretrainer
+from keras_bert.layers import gather_positions
+from tests.helpers import random_inputs
+
+
+def _layer_norm(x, gamma, beta, eps=1e-12):
+    mean = x.mean(-1, keepdims=True)
+    var = x.var(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def test_gather_positions_picks_rows():
+    sequence = np.arange(2 * 4 * 3, dtype=np.float32).reshape(2, 4, 3)
+    positions = np.array([[3, 0], [1, 1]], dtype=np.int32)
+    np.testing.assert_array_equal(np.asarray(gather_positions(sequence, positions)),
+                                  np.stack([sequence[0, [3, 0]], sequence[1, [1, 1]]]))
+
+
+def test_mlm_and_nsp_heads_compute_googles_formulas(tiny_config):
+    keras.utils.set_random_seed(7)
+    pretrainer = BertPretrainer(BertEncoder.from_bert_config(tiny_config))
+    mlm = pretrainer.masked_lm
+    mlm.output_bias.assign(np.linspace(-1, 1, tiny_config.vocab_size).astype(np.float32))
+    inputs = random_inputs(batch=2, seq=8, pad_rows=False)
+    positions = np.array([[1, 5, 0], [2, 3, 7]], dtype=np.int32)
+    out = pretrainer(dict(inputs, masked_lm_positions=positions))
+    encoded = pretrainer.encoder(inputs)
+    seq = np.asarray(encoded["sequence_output"])
+
+    gathered = np.stack([seq[b, positions[b]] for b in range(2)])
+    hidden = np.asarray(keras.activations.gelu(
+        gathered @ mlm.dense.kernel.numpy() + mlm.dense.bias.numpy(), approximate=True))
+    hidden = _layer_norm(hidden, mlm.layer_norm.gamma.numpy(), mlm.layer_norm.beta.numpy())
+    table = pretrainer.encoder.word_embeddings.embeddings.numpy()
+    expected = hidden @ table.T + mlm.output_bias.numpy()
+    np.testing.assert_allclose(np.asarray(out["mlm_logits"]), expected, atol=2e-5)
+    assert out["mlm_logits"].shape == (2, 3, tiny_config.vocab_size)
+
+    nsp = pretrainer.next_sentence
+    pooled = np.asarray(encoded["pooled_output"])
+    np.testing.assert_allclose(np.asarray(out["nsp_logits"]),
+                               pooled @ nsp.output_weights.numpy().T + nsp.output_bias.numpy(),
+                               atol=1e-5)
+
+
+def test_mlm_output_weights_are_tied_to_word_embeddings(tiny_config):
+    pretrainer = BertPretrainer(BertEncoder.from_bert_config(tiny_config))
+    own = {w.path for w in pretrainer.masked_lm.weights}
+    assert not any("word_embeddings" in path for path in own)
+    inputs = dict(random_inputs(batch=1, seq=6, pad_rows=False),
+                  masked_lm_positions=np.array([[2]], np.int32))
+    before = np.asarray(pretrainer(inputs)["mlm_logits"])
+    table = pretrainer.encoder.word_embeddings.embeddings
+    table.assign(table.numpy() * 2.0)
+    after = np.asarray(pretrainer(inputs)["mlm_logits"])
+    assert np.abs(after - before).max() > 1e-3
+    # One [vocab, hidden] table among the weights: the head adds none of its own.
+    vocab_tables = [w for w in pretrainer.weights if tuple(w.shape) == tuple(table.shape)]
+    assert len(vocab_tables) == 1
+
+
+def test_pretrainer_mixed_precision_logits_are_float32(tiny_config):
+    pretrainer = BertPretrainer(BertEncoder.from_bert_config(tiny_config, dtype="mixed_bfloat16"))
+    out = pretrainer(dict(random_inputs(), masked_lm_positions=np.zeros((3, 2), np.int32)))
+    assert out["mlm_logits"].dtype == "float32" and out["nsp_logits"].dtype == "float32"
