@@ -57,7 +57,7 @@ class CheckpointValues(collections.abc.Mapping):
 
     def __init__(self, prefix: str):
         self.prefix = prefix
-        self._reader = tf.train.load_checkpoint(prefix)
+        self._reader = tf.compat.v1.train.NewCheckpointReader(prefix)
         self._shapes = self._reader.get_variable_to_shape_map()
 
     def __getitem__(self, name: str) -> np.ndarray:

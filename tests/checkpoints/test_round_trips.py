@@ -180,3 +180,18 @@ def test_hf_to_google_writes_tanh_gelu_config(minilm_dir, tmp_path):
     convert(minilm_dir, str(tmp_path / "g"), "google")
     config = BertConfig.from_json_file(str(tmp_path / "g" / "bert_config.json"))
     assert config.hidden_act == "gelu"  # Google's format has only the tanh form
+
+
+@pytest.mark.parametrize("fmt", ["google", "hf", "keras"])
+def test_remote_filesystem_paths_work(tiny_config, fmt):
+    """gs:// goes through the same tf.io.gfile code paths as TF's in-memory ram:// filesystem."""
+    model = _tiny_pretrainer(tiny_config, seed=11)
+    path = f"ram://keras-bert-test/{fmt}"
+    save_checkpoint(model, path, fmt)
+    assert not any(".tmp-" in name for name in tf.io.gfile.listdir(path))
+    reloaded = load_model(path)
+    assert isinstance(reloaded, BertPretrainer)
+    np.testing.assert_array_equal(reloaded.masked_lm.output_bias.numpy(),
+                                  model.masked_lm.output_bias.numpy())
+    np.testing.assert_array_equal(reloaded.encoder.pooler.kernel.numpy(),
+                                  model.encoder.pooler.kernel.numpy())
