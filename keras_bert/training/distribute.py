@@ -1,0 +1,118 @@
+"""Choosing the tf.distribute strategy: TPU, several workers, several GPUs, one GPU or the CPU.
+
+``get_strategy()`` picks the one that fits the machine and ``get_strategy(name)`` forces one; both
+pretraining and fine-tuning build their models under ``strategy.scope()``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+import tensorflow as tf
+
+logger = logging.getLogger(__name__)
+
+STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+def _cluster_size_from_tf_config() -> int:
+    """Number of workers (incl. chief) that TF_CONFIG describes; 0 when TF_CONFIG is unset."""
+    raw = os.environ.get("TF_CONFIG")
+    if not raw:
+        return 0
+    try:
+        cluster = json.loads(raw).get("cluster", {})
+    except json.JSONDecodeError as e:
+        raise ValueError(f"TF_CONFIG is not valid JSON ({e}); see "
+                         "https://www.tensorflow.org/guide/distributed_training") from None
+    return len(cluster.get("worker", ())) + len(cluster.get("chief", ()))
+
+
+def _tpu_requested(tpu: str | None) -> bool:
+    return bool(tpu or os.environ.get("TPU_NAME") or os.environ.get("COLAB_TPU_ADDR"))
+
+
+def _tpu_strategy(tpu: str | None) -> tf.distribute.Strategy:
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
+    if tpu != "local":
+        tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def get_strategy(name: str | None = None, tpu: str | None = None) -> tf.distribute.Strategy:
+    """The distribution strategy named ``name``, or the one that fits this machine.
+
+    With ``name`` None or "auto": TPUStrategy if ``tpu`` is given or TPU_NAME / COLAB_TPU_ADDR is
+    set; MultiWorkerMirroredStrategy if TF_CONFIG lists more than one worker; MirroredStrategy
+    over all GPUs if there are several (or over the logical CPU devices, if
+    ``use_logical_cpu_devices`` made several); OneDeviceStrategy on the GPU if there is one;
+    else the default strategy (the CPU).
+
+    MultiWorkerMirroredStrategy and TPUStrategy must be created before any other TensorFlow
+    work in the process, so call this first.
+
+    Args:
+        name: one of STRATEGIES; "default" is TensorFlow's no-op strategy on the current device.
+        tpu: TPU name or grpc:// address ("local" on a TPU VM; "" lets the resolver find it).
+
+    Returns:
+        The strategy; ``strategy.num_replicas_in_sync`` is the data-parallel width.
+
+    Example:
+    >>> strategy = get_strategy("default")
+    >>> strategy.num_replicas_in_sync
+    1
+    """
+    name = name or "auto"
+    if name not in STRATEGIES:
+        raise ValueError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
+    if name == "auto":
+        gpus = tf.config.list_logical_devices("GPU")
+        cpus = tf.config.list_logical_devices("CPU")
+        if _tpu_requested(tpu):
+            name = "tpu"
+        elif _cluster_size_from_tf_config() > 1:
+            name = "multi_worker_mirrored"
+        elif len(gpus) > 1 or (not gpus and len(cpus) > 1):
+            name = "mirrored"
+        elif gpus:
+            name = "one_device"
+        else:
+            name = "default"
+    if name == "tpu":
+        strategy = _tpu_strategy(tpu)
+    elif name == "multi_worker_mirrored":
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    elif name == "mirrored":
+        gpus = tf.config.list_logical_devices("GPU")
+        devices = [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
+        strategy = tf.distribute.MirroredStrategy(devices)
+    elif name == "one_device":
+        gpus = tf.config.list_logical_devices("GPU")
+        strategy = tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+    else:
+        strategy = tf.distribute.get_strategy()
+    logger.info("using %s with %d replica(s)", type(strategy).__name__,
+                strategy.num_replicas_in_sync)
+    return strategy
+
+
+def use_logical_cpu_devices(num_devices: int) -> None:
+    """Splits the CPU into ``num_devices`` logical devices, to try data parallelism without GPUs.
+
+    Must run before TensorFlow initializes its devices (before any op or strategy is created);
+    ``get_strategy()`` then returns a MirroredStrategy over them.
+
+    Raises:
+        RuntimeError: TensorFlow's devices are already initialized.
+    """
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    try:
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * num_devices)
+    except RuntimeError as e:
+        raise RuntimeError(f"cannot split the CPU into {num_devices} devices: TensorFlow is "
+                           f"already initialized ({e}); call use_logical_cpu_devices first") from e
