@@ -1,1 +1,7 @@
-"""keras_bert.tokenization."""
+"""keras_bert.tokenization: vocabulary files and learning, the pure-Python BERT tokenizer (Google's
+behaviour, exactly), and the in-graph BertPreprocessor that gives the same ids."""
+
+from keras_bert.tokenization.tokenizer import BertTokenizer, TokenizedText
+from keras_bert.tokenization.vocab import load_vocab, save_vocab
+
+__all__ = ["BertTokenizer", "TokenizedText", "load_vocab", "save_vocab"]
