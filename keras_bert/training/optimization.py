@@ -41,7 +41,13 @@ def _sum_over_replicas(grads: list) -> list:
 
 
 class _BertOptimizerMixin:
-    """Path-based weight-decay exclusion and reduce-then-clip; mixed into Keras optimizers."""
+    """Path-based weight-decay exclusion and reduce-then-clip; mixed into Keras optimizers.
+
+    ``aggregate_gradients = False`` says the caller passes gradients already summed over
+    replicas (the pretraining loop does, to log the global norm); it is not part of the config.
+    """
+
+    aggregate_gradients = True
 
     def _init_exclusions(self, exclude_from_weight_decay: Sequence[str] | None) -> None:
         self.exclude_from_weight_decay_patterns = list(exclude_from_weight_decay or ())
@@ -58,7 +64,9 @@ class _BertOptimizerMixin:
     def _clip_gradients(self, grads):
         # Keras calls this right before `_backend_update_step`; summing here (and not again in
         # `_all_reduce_sum_gradients`) makes global-norm clipping see the global gradient.
-        return super()._clip_gradients(_sum_over_replicas(list(grads)))
+        if self.aggregate_gradients:
+            grads = _sum_over_replicas(list(grads))
+        return super()._clip_gradients(grads)
 
     def _all_reduce_sum_gradients(self, grads_and_vars):
         return list(grads_and_vars)  # already summed in _clip_gradients

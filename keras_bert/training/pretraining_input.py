@@ -1,0 +1,147 @@
+"""The pretraining input pipeline: TFRecord files -> batches of BertPretrainer inputs and labels.
+
+Deterministic for a given seed (fixed file order, seeded shuffles, ``deterministic`` interleave,
+stateless masking seeds), so its iterator can be checkpointed with ``tf.train.Checkpoint`` and a
+resumed run sees exactly the batches an uninterrupted one would. Reads records written by
+google-research/bert or keras_bert.data (original or v2 names, plain or GZIP), sharded by file
+across the input pipelines of a multi-worker strategy.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import tensorflow as tf
+
+from keras_bert.data.dynamic_masking import DynamicMasker
+from keras_bert.data.pretraining_schema import parse_pretraining_example, restore_masked_tokens
+
+logger = logging.getLogger(__name__)
+
+MODEL_INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
+LABEL_NAMES = ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
+
+
+def resolve_input_files(input_files: str | Sequence[str]) -> list[str]:
+    """Sorted paths matching comma-separated (or listed) globs, local or gs://.
+
+    Raises:
+        FileNotFoundError: a pattern matches nothing.
+    """
+    patterns = input_files.split(",") if isinstance(input_files, str) else list(input_files)
+    files = []
+    for pattern in (p.strip() for p in patterns if p.strip()):
+        matched = sorted(tf.io.gfile.glob(pattern))
+        if not matched:
+            raise FileNotFoundError(f"input pattern {pattern!r} matches no file; check the path "
+                                    "(globs like data/*.tfrecord are allowed)")
+        files.extend(matched)
+    if not files:
+        raise FileNotFoundError("no pretraining input files given")
+    return files
+
+
+def _read_records(path: tf.Tensor) -> tf.data.Dataset:
+    is_gzip = tf.strings.regex_full_match(path, r".*\.(gz|gzip)")
+    return tf.data.TFRecordDataset(path, compression_type=tf.where(is_gzip, "GZIP", ""))
+
+
+def pretraining_dataset(input_files: str | Sequence[str], batch_size: int, max_seq_length: int,
+                        max_predictions_per_seq: int, *, is_training: bool = True,
+                        seed: int = 0, shuffle_buffer_size: int = 1000,
+                        masker: DynamicMasker | None = None,
+                        input_context: tf.distribute.InputContext | None = None
+                        ) -> tf.data.Dataset:
+    """Batches of (inputs, labels) for BertPretrainer from pretraining TFRecords.
+
+    Training repeats forever and shuffles files and records; evaluation reads each record once
+    in order. With ``masker`` the static masks in the records are undone and each batch is
+    masked afresh (the seed of batch i is (seed, i), so a resumed iterator masks identically).
+
+    Args:
+        input_files: comma-separated globs or a list of them.
+        batch_size: examples per batch *of this input pipeline* (per replica under a strategy).
+        max_seq_length, max_predictions_per_seq: the lengths the records were written with.
+        is_training: repeat and shuffle.
+        seed: seed of the file and record shuffles and of dynamic masking.
+        shuffle_buffer_size: records held for shuffling.
+        masker: re-mask dynamically with this DynamicMasker (its max_predictions_per_seq must
+            equal ``max_predictions_per_seq``).
+        input_context: from ``strategy.distribute_datasets_from_function``; the files are split
+            among the input pipelines (records are, if there are fewer files than pipelines).
+
+    Returns:
+        A dataset of (inputs, labels) dicts. inputs: input_word_ids, input_mask,
+        input_type_ids int32 [batch, max_seq_length], masked_lm_positions int32
+        [batch, max_predictions_per_seq]. labels: masked_lm_ids int32 and masked_lm_weights
+        float32 [batch, max_predictions_per_seq], next_sentence_labels int32 [batch].
+
+    Example:
+        >>> dataset = pretraining_dataset("data/*.tfrecord", 32, 128, 20)
+        >>> inputs, labels = next(iter(dataset))
+    """
+    files = resolve_input_files(input_files)
+    if masker is not None and masker.max_predictions_per_seq != max_predictions_per_seq:
+        raise ValueError(f"the masker has max_predictions_per_seq="
+                         f"{masker.max_predictions_per_seq} but the records have "
+                         f"{max_predictions_per_seq}; build it with the same value")
+    dataset = tf.data.Dataset.from_tensor_slices(files)
+    shard_records = False
+    if input_context and input_context.num_input_pipelines > 1:
+        if len(files) >= input_context.num_input_pipelines:
+            dataset = dataset.shard(input_context.num_input_pipelines,
+                                    input_context.input_pipeline_id)
+        else:
+            logger.warning("%d input files for %d input pipelines: every pipeline reads all "
+                           "files and keeps its share of records; write more shards to read "
+                           "less", len(files), input_context.num_input_pipelines)
+            shard_records = True
+    if is_training:
+        dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True).repeat()
+    dataset = dataset.interleave(_read_records, cycle_length=min(len(files), 8), block_length=1,
+                                 num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if shard_records:
+        dataset = dataset.shard(input_context.num_input_pipelines,
+                                input_context.input_pipeline_id)
+    if is_training:
+        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed + 1,
+                                  reshuffle_each_iteration=True)
+    dataset = dataset.batch(batch_size, drop_remainder=is_training)
+    dataset = dataset.map(
+        lambda records: parse_pretraining_example(records, max_seq_length,
+                                                  max_predictions_per_seq),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if masker is not None:
+        dataset = dataset.enumerate().map(
+            lambda index, features: _remask(features, masker, seed, index),
+            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    dataset = dataset.map(_to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE,
+                          deterministic=True)
+    options = tf.data.Options()
+    options.deterministic = True
+    return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
+
+
+def _remask(features: dict[str, tf.Tensor], masker: DynamicMasker, seed: int,
+            index: tf.Tensor) -> dict[str, tf.Tensor]:
+    """Replaces the records' static masks with fresh ones seeded by (seed, batch index)."""
+    token_ids = restore_masked_tokens(features)
+    masked = masker(token_ids, features["input_mask"],
+                    seed=tf.stack([tf.constant(seed, tf.int64), index]))
+    return {**features, **masked}
+
+
+def _to_model_inputs(features: dict[str, tf.Tensor]):
+    inputs = {
+        "input_word_ids": features["input_ids"],
+        "input_mask": features["input_mask"],
+        "input_type_ids": features["segment_ids"],
+        "masked_lm_positions": tf.cast(features["masked_lm_positions"], tf.int32),
+    }
+    labels = {
+        "masked_lm_ids": tf.cast(features["masked_lm_ids"], tf.int32),
+        "masked_lm_weights": features["masked_lm_weights"],
+        "next_sentence_labels": tf.reshape(features["next_sentence_labels"], [-1]),
+    }
+    return inputs, labels

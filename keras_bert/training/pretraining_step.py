@@ -1,0 +1,124 @@
+"""The distributed pretraining step: forward, backward, all-reduce, optimizer update, on every replica.
+
+``make_train_loop`` returns a ``tf.function`` that runs N steps per call (fewer host round trips;
+TPUs need this), each ``strategy.run(replica_step)``. A step splits each replica's batch into
+``gradient_accumulation_steps`` micro-batches, sums their gradients, all-reduces the sum once
+and applies it; the loss of every part is normalised by the *global* batch's totals, so the
+update equals that of one big batch on one device whatever the replica and micro-batch split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import keras
+import tensorflow as tf
+
+from keras_bert.training.pretraining_loss import pretraining_loss, pretraining_loss_sums
+
+SUM_NAMES = ("mlm_loss_sum", "mlm_weight_sum", "mlm_correct_sum", "nsp_loss_sum",
+             "nsp_correct_sum", "num_examples")
+
+
+def _inner_optimizer(optimizer: keras.optimizers.Optimizer) -> keras.optimizers.Optimizer:
+    return getattr(optimizer, "inner_optimizer", optimizer)
+
+
+def make_train_loop(model: keras.Model, optimizer: keras.optimizers.Optimizer,
+                    strategy: tf.distribute.Strategy, gradient_accumulation_steps: int = 1
+                    ) -> Callable[[object, tf.Tensor], tuple[dict, tf.Tensor]]:
+    """A tf.function ``train_loop(iterator, num_steps) -> (sums, grad_norm_sum)``.
+
+    Args:
+        model: a BertPretrainer built under ``strategy.scope()``.
+        optimizer: from ``create_optimizer`` (a BertAdamW/BertLamb, maybe loss-scaled), built on
+            ``model.trainable_variables``. Its own cross-replica reduction is turned off: the
+            step all-reduces, so clipping and the loss-scale finiteness check see the global
+            gradient.
+        strategy: the strategy the model was built under.
+        gradient_accumulation_steps: micro-batches per replica batch; the replica batch size
+            must be divisible by it.
+
+    Returns:
+        ``train_loop(iterator, num_steps)``: runs ``num_steps`` (int32 scalar tensor) updates
+        from a distributed iterator of (inputs, labels); returns the loss sums of
+        ``pretraining_loss_sums`` added over all replicas and steps, and the sum over steps of
+        the global gradient norm (before clipping).
+    """
+    _inner_optimizer(optimizer).aggregate_gradients = False
+    accumulation = int(gradient_accumulation_steps)
+    variables = model.trainable_variables
+
+    def forward_backward(inputs, labels, weight_total, example_total):
+        with tf.GradientTape() as tape:
+            outputs = model(inputs, training=True)
+            sums = pretraining_loss_sums(labels, outputs)
+            loss = pretraining_loss(sums, weight_total, example_total)
+            scaled_loss = optimizer.scale_loss(loss)
+        return tape.gradient(scaled_loss, variables), sums
+
+    def replica_step(inputs, labels):
+        context = tf.distribute.get_replica_context()
+        weights = labels["masked_lm_weights"]
+        weight_total, example_total = context.all_reduce(
+            tf.distribute.ReduceOp.SUM,
+            [tf.reduce_sum(weights), tf.cast(tf.shape(weights)[0], tf.float32)])
+        if accumulation == 1:
+            grads, sums = forward_backward(inputs, labels, weight_total, example_total)
+        else:
+            def split(t):  # [batch, ...] -> [accumulation, batch / accumulation, ...]
+                return tf.reshape(t, tf.concat([[accumulation, -1], tf.shape(t)[1:]], 0))
+            inputs, labels = tf.nest.map_structure(split, (inputs, labels))
+            grads = [tf.zeros_like(v) for v in variables]
+            sums = {name: tf.constant(0.0) for name in SUM_NAMES}
+            for i in tf.range(accumulation):
+                micro_grads, micro_sums = forward_backward(
+                    tf.nest.map_structure(lambda t: t[i], inputs),
+                    tf.nest.map_structure(lambda t: t[i], labels), weight_total, example_total)
+                grads = [g + tf.convert_to_tensor(m) for g, m in zip(grads, micro_grads)]
+                sums = {name: sums[name] + micro_sums[name] for name in SUM_NAMES}
+        grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+        grad_norm = tf.linalg.global_norm(grads) / optimizer.scale_loss(tf.constant(1.0))
+        optimizer.apply(grads, variables)
+        return sums, grad_norm
+
+    @tf.function
+    def train_loop(iterator, num_steps):
+        totals = {name: tf.constant(0.0) for name in SUM_NAMES}
+        grad_norm_sum = tf.constant(0.0)
+        for _ in tf.range(num_steps):
+            inputs, labels = next(iterator)
+            sums, grad_norm = strategy.run(replica_step, args=(inputs, labels))
+            totals = {name: totals[name] + strategy.reduce("SUM", sums[name], axis=None)
+                      for name in SUM_NAMES}
+            grad_norm_sum += strategy.reduce("MEAN", grad_norm, axis=None)
+        return totals, grad_norm_sum
+
+    return train_loop
+
+
+def make_eval_loop(model: keras.Model, strategy: tf.distribute.Strategy
+                   ) -> Callable[[object, tf.Tensor], dict]:
+    """A tf.function ``eval_loop(iterator, num_steps) -> sums`` (inference mode, no update).
+
+    Runs ``num_steps`` batches (or until the iterator ends) and returns the
+    ``pretraining_loss_sums`` added over replicas and batches.
+    """
+
+    def replica_step(inputs, labels):
+        return pretraining_loss_sums(labels, model(inputs, training=False))
+
+    @tf.function
+    def eval_loop(iterator, num_steps):
+        totals = {name: tf.constant(0.0) for name in SUM_NAMES}
+        for _ in tf.range(num_steps):
+            batch = iterator.get_next_as_optional()
+            if not batch.has_value():
+                break
+            inputs, labels = batch.get_value()
+            sums = strategy.run(replica_step, args=(inputs, labels))
+            totals = {name: totals[name] + strategy.reduce("SUM", sums[name], axis=None)
+                      for name in SUM_NAMES}
+        return totals
+
+    return eval_loop
