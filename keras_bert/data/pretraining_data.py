@@ -1,0 +1,247 @@
+"""Writes BERT pretraining TFRecords from raw text: parallel, memory-bounded, reproducible, atomic.
+
+The behaviour of each instance follows google-research/bert's create_pretraining_data.py. The
+corpus is streamed in windows of whole documents (`window_bytes` of text); worker processes turn
+each window into `dupe_factor` rounds of masked instances, shuffled within the window; the main
+process writes the records in window order, round-robin over the output files, under temporary
+names that are renamed to the final names only once every file is complete. Random next segments
+come from another document of the same window. The same inputs, seed and options give
+byte-identical files whatever the number of workers.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import dataclasses
+import logging
+import multiprocessing
+import os
+import time
+
+import tensorflow as tf
+import tqdm
+
+from keras_bert.data.corpus import read_document_windows, resolve_input_files
+from keras_bert.data.masking import MaskingCounts
+from keras_bert.data.pretraining_worker import (InstanceOptions, WindowProcessor, WindowResult,
+                                                init_worker, process_window)
+from keras_bert.data.vocab_checks import check_vocab
+from keras_bert.tokenization import BertTokenizer
+
+logger = logging.getLogger(__name__)
+
+TEMP_SUFFIX = ".incomplete"
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingDataConfig:
+    """Everything that decides the output files (and, for num_workers, only the speed).
+
+    Args:
+        input_file: comma-separated paths or globs, local or gs://.
+        vocab_file: the WordPiece vocabulary, one token per line.
+        output_file: comma-separated output paths, filled round-robin; or leave empty and give
+            `output_dir` and `num_shards`.
+        output_dir: directory for `num_shards` files named pretraining-00000-of-0000N.tfrecord.
+        num_shards: number of files written to `output_dir`.
+        num_workers: worker processes; 0 means one per CPU core.
+        gzip: GZIP-compress the TFRecord files.
+        window_bytes: text per window; bounds memory and is the pool random next segments come
+            from. Part of what decides the output.
+        do_lower_case: lower-case and strip accents while tokenizing (uncased vocabularies).
+        instance: how instances are built, masked and serialized.
+    """
+
+    input_file: str
+    vocab_file: str
+    output_file: str = ""
+    output_dir: str = ""
+    num_shards: int = 1
+    num_workers: int = 0
+    gzip: bool = False
+    window_bytes: int = 1 << 20
+    do_lower_case: bool = True
+    instance: InstanceOptions = dataclasses.field(default_factory=InstanceOptions)
+
+    def output_files(self) -> list[str]:
+        """The final output paths, in round-robin order."""
+        if bool(self.output_file) == bool(self.output_dir):
+            raise ValueError("give exactly one of --output_file and --output_dir")
+        if self.output_file:
+            return [path.strip() for path in self.output_file.split(",") if path.strip()]
+        if self.num_shards < 1:
+            raise ValueError(f"--num_shards must be at least 1, got {self.num_shards}")
+        suffix = ".tfrecord.gz" if self.gzip else ".tfrecord"
+        return [f"{self.output_dir.rstrip('/')}/pretraining-{i:05d}-of-{self.num_shards:05d}"
+                f"{suffix}" for i in range(self.num_shards)]
+
+
+@dataclasses.dataclass
+class PretrainingDataSummary:
+    """What a run wrote, for the end-of-run report."""
+
+    output_files: list[str]
+    documents: int = 0
+    instances: int = 0
+    corpus_tokens: int = 0
+    instance_tokens: int = 0
+    maskable_tokens: int = 0
+    random_next: int = 0
+    masking: MaskingCounts = dataclasses.field(default_factory=MaskingCounts)
+    seconds: float = 0.0
+
+    def add(self, result: WindowResult) -> None:
+        self.documents += result.num_documents
+        self.instances += len(result.records)
+        self.corpus_tokens += result.num_corpus_tokens
+        self.instance_tokens += result.num_instance_tokens
+        self.maskable_tokens += result.num_maskable_tokens
+        self.random_next += result.num_random_next
+        self.masking.add(result.masking)
+
+    def report(self) -> str:
+        """A few lines: counts, the masked share, the masking split and the random-next share."""
+        masked = self.masking.mask + self.masking.random + self.masking.kept
+
+        def share(part: int, whole: int) -> str:
+            return f"{100.0 * part / whole:.2f}%" if whole else "n/a"
+
+        return "\n".join([
+            f"documents: {self.documents:,}   instances: {self.instances:,}   "
+            f"({self.instances / max(self.seconds, 1e-9):,.0f}/s over {self.seconds:.1f} s)",
+            f"tokens: {self.corpus_tokens:,} in the corpus, {self.instance_tokens:,} in instances",
+            f"masked: {masked:,} = {share(masked, self.maskable_tokens)} of non-special tokens; "
+            f"[MASK] {share(self.masking.mask, masked)}, random {share(self.masking.random, masked)}"
+            f", kept {share(self.masking.kept, masked)}",
+            f"random next segments: {share(self.random_next, self.instances)}",
+            f"wrote {len(self.output_files)} file(s): {', '.join(self.output_files[:3])}"
+            + (" ..." if len(self.output_files) > 3 else ""),
+        ])
+
+
+def create_pretraining_data(config: PretrainingDataConfig,
+                            tokenizer: BertTokenizer | None = None,
+                            progress: bool = True) -> PretrainingDataSummary:
+    """Writes the pretraining TFRecords that `config` describes.
+
+    Args:
+        config: inputs, outputs and options.
+        tokenizer: a `BertTokenizer`; by default one is built from `config.vocab_file`.
+        progress: show a progress bar (documents and instances per second) on stderr.
+
+    Returns:
+        The run's summary, also logged.
+
+    Raises:
+        FileNotFoundError: an input or the vocabulary is missing.
+        ValueError: bad options, invalid UTF-8, a vocabulary that does not match
+            `do_lower_case`, or a corpus without any document; the message names the file.
+    """
+    options = config.instance
+    if options.max_seq_length < 5:
+        raise ValueError(f"--max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP] with one "
+                         f"token each), got {options.max_seq_length}")
+    if options.max_predictions_per_seq < 1 or options.dupe_factor < 1:
+        raise ValueError("--max_predictions_per_seq and --dupe_factor must be at least 1")
+    if not 0.0 <= options.masked_lm_prob <= 1.0 or not 0.0 <= options.short_seq_prob <= 1.0:
+        raise ValueError("--masked_lm_prob and --short_seq_prob must lie in [0, 1]")
+    output_files = config.output_files()
+    input_files = resolve_input_files(config.input_file)
+    if tokenizer is None:
+        tokenizer = BertTokenizer(config.vocab_file, lower_case=config.do_lower_case)
+    check_vocab(tokenizer.vocab, config.do_lower_case, config.vocab_file)
+    num_workers = config.num_workers or os.cpu_count() or 1
+    logger.info("reading %d input file(s) with %d worker(s); writing %d file(s)",
+                len(input_files), num_workers, len(output_files))
+
+    summary = PretrainingDataSummary(output_files=output_files)
+    start = time.perf_counter()
+    windows = enumerate(read_document_windows(input_files, config.window_bytes))
+    with _AtomicRecordWriters(output_files, config.gzip) as writers, tqdm.tqdm(
+            unit=" documents", disable=not progress, dynamic_ncols=True) as bar:
+        for result in _process_windows(windows, tokenizer, options, num_workers):
+            writers.write(result.records)
+            summary.add(result)
+            elapsed = max(time.perf_counter() - start, 1e-9)
+            bar.update(result.num_documents)
+            bar.set_postfix(instances=summary.instances,
+                            instances_per_s=f"{summary.instances / elapsed:,.0f}")
+        if summary.instances == 0:
+            raise ValueError(f"no documents in {', '.join(input_files)}: the corpus must have one "
+                             f"sentence per line and a blank line between documents")
+        writers.commit()
+    summary.seconds = time.perf_counter() - start
+    logger.info("pretraining data summary:\n%s", summary.report())
+    return summary
+
+
+def _process_windows(windows, tokenizer, options: InstanceOptions, num_workers: int):
+    """Yields each window's result, in window order, with at most a few windows in memory."""
+    if num_workers == 1:
+        processor = WindowProcessor(tokenizer, options)
+        for window_index, window in windows:
+            yield processor.process(window_index, window)
+        return
+    # Workers only run pure Python; forking spares each of them re-importing TensorFlow.
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    max_in_flight = 2 * num_workers
+    with concurrent.futures.ProcessPoolExecutor(
+            num_workers, mp_context=multiprocessing.get_context(method),
+            initializer=init_worker, initargs=(tokenizer, options)) as pool:
+        pending: collections.deque[concurrent.futures.Future] = collections.deque()
+        try:
+            for window_index, window in windows:
+                pending.append(pool.submit(process_window, window_index, window))
+                if len(pending) >= max_in_flight:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+class _AtomicRecordWriters:
+    """TFRecord writers that write under temporary names and rename only on `commit`.
+
+    Records go round-robin over the files. On an error, or without `commit`, the temporary
+    files are removed; a killed process leaves only temporary names, which a rerun overwrites.
+    """
+
+    def __init__(self, paths: list[str], gzip: bool) -> None:
+        self.paths = paths
+        self.options = tf.io.TFRecordOptions(compression_type="GZIP" if gzip else "")
+        self.writers: list[tf.io.TFRecordWriter] = []
+        self.next_writer = 0
+        self.committed = False
+
+    def __enter__(self) -> _AtomicRecordWriters:
+        for path in self.paths:
+            directory = os.path.dirname(path)
+            if directory:
+                tf.io.gfile.makedirs(directory)
+            self.writers.append(tf.io.TFRecordWriter(path + TEMP_SUFFIX, self.options))
+        return self
+
+    def write(self, records: list[bytes]) -> None:
+        writers, count = self.writers, len(self.writers)
+        for record in records:
+            writers[self.next_writer].write(record)
+            self.next_writer = (self.next_writer + 1) % count
+
+    def commit(self) -> None:
+        for writer in self.writers:
+            writer.close()
+        for path in self.paths:
+            tf.io.gfile.rename(path + TEMP_SUFFIX, path, overwrite=True)
+        self.committed = True
+
+    def __exit__(self, *exc_info) -> None:
+        if self.committed:
+            return
+        for writer in self.writers:
+            writer.close()
+        for path in self.paths:
+            if tf.io.gfile.exists(path + TEMP_SUFFIX):
+                tf.io.gfile.remove(path + TEMP_SUFFIX)

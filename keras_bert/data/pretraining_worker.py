@@ -1,0 +1,147 @@
+"""The per-window work of the pretraining-data writer: tokenize, build instances, mask, serialize.
+
+Runs in worker processes in pure Python (no TensorFlow calls). The result of a window depends
+only on the window's text, its index, and the options: each window's randomness comes from its
+own RNG seeded from (random_seed, window index, dupe round), so the output does not depend on
+how many workers there are or which worker gets which window.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import random
+
+from keras_bert.data.example_encoder import PretrainingExampleEncoder
+from keras_bert.data.instances import InstanceBuilder, create_segment_pairs
+from keras_bert.data.masking import MaskingCounts, StaticMasker
+
+# Distinct words whose ids a processor remembers before it starts over.
+_MAX_CACHED_WORDS = 1 << 17
+
+
+@dataclasses.dataclass(frozen=True)
+class InstanceOptions:
+    """How instances are built, masked and serialized (the script's flags of the same names)."""
+
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    masked_lm_prob: float = 0.15
+    short_seq_prob: float = 0.1
+    dupe_factor: int = 10
+    random_seed: int = 12345
+    do_whole_word_mask: bool = False
+    v2_feature_names: bool = False
+
+
+@dataclasses.dataclass
+class WindowResult:
+    """What one window produced: its serialized records (shuffled) and their statistics."""
+
+    records: list[bytes]
+    num_documents: int = 0
+    num_corpus_tokens: int = 0
+    num_instance_tokens: int = 0
+    num_maskable_tokens: int = 0
+    num_random_next: int = 0
+    masking: MaskingCounts = dataclasses.field(default_factory=MaskingCounts)
+
+
+def derive_seed(random_seed: int, *parts: object) -> int:
+    """A 64-bit seed that depends only on the user's seed and `parts` (stable across runs)."""
+    key = "/".join(str(part) for part in (random_seed, *parts)).encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "little")
+
+
+class WindowProcessor:
+    """Turns a window of raw documents into shuffled, serialized pretraining records.
+
+    Args:
+        tokenizer: a `keras_bert.tokenization.BertTokenizer`.
+        options: the instance options.
+    """
+
+    def __init__(self, tokenizer, options: InstanceOptions) -> None:
+        self.tokenizer = tokenizer
+        self.options = options
+        self._word_ids: dict[str, list[int]] = {}
+        vocab = tokenizer.vocab
+        continuation_ids = None
+        if options.do_whole_word_mask:
+            continuation_ids = frozenset(i for token, i in vocab.items() if token.startswith("##"))
+        masker = StaticMasker(vocab_size=len(vocab), mask_token_id=vocab["[MASK]"],
+                              masked_lm_prob=options.masked_lm_prob,
+                              max_predictions_per_seq=options.max_predictions_per_seq,
+                              continuation_ids=continuation_ids)
+        self.builder = InstanceBuilder(cls_id=vocab["[CLS]"], sep_id=vocab["[SEP]"], masker=masker)
+        self.encoder = PretrainingExampleEncoder(
+            vocab_size=len(vocab), max_seq_length=options.max_seq_length,
+            max_predictions_per_seq=options.max_predictions_per_seq,
+            v2_feature_names=options.v2_feature_names)
+
+    def tokenize_documents(self, window: list[list[str]]) -> list[list[list[int]]]:
+        """[num_documents][num_lines] text -> [num_documents][num_sentences][num_tokens] ids.
+
+        Sentences that tokenize to nothing are dropped, then documents left empty.
+        """
+        documents = []
+        for lines in window:
+            sentences = [ids for ids in map(self.token_ids, lines) if ids]
+            if sentences:
+                documents.append(sentences)
+        return documents
+
+    def token_ids(self, text: str) -> list[int]:
+        """The ids of `tokenizer.tokenize(text)`, with each word's ids memoized."""
+        word_ids = self._word_ids
+        ids: list[int] = []
+        for word in self.tokenizer.basic_tokenize(text):
+            pieces = word_ids.get(word)
+            if pieces is None:
+                if len(word_ids) >= _MAX_CACHED_WORDS:
+                    word_ids.clear()
+                pieces = word_ids[word] = self.tokenizer.convert_tokens_to_ids(
+                    self.tokenizer.wordpiece.tokenize(word))
+            ids += pieces
+        return ids
+
+    def process(self, window_index: int, window: list[list[str]]) -> WindowResult:
+        """Builds `dupe_factor` rounds of instances from the window and shuffles them together."""
+        options = self.options
+        documents = self.tokenize_documents(window)
+        result = WindowResult(records=[], num_documents=len(documents))
+        result.num_corpus_tokens = sum(len(s) for document in documents for s in document)
+        encode = self.encoder.encode
+        for dupe_round in range(options.dupe_factor):
+            rng = random.Random(derive_seed(options.random_seed, window_index, dupe_round))
+            for document_index in range(len(documents)):
+                for tokens_a, tokens_b, is_random_next in create_segment_pairs(
+                        documents, document_index, options.max_seq_length,
+                        options.short_seq_prob, rng):
+                    instance, counts = self.builder.build(tokens_a, tokens_b, is_random_next, rng)
+                    result.records.append(encode(
+                        instance.input_ids, instance.num_segment_a_tokens,
+                        instance.masked_lm_positions, instance.masked_lm_ids, is_random_next))
+                    result.num_instance_tokens += len(instance.input_ids)
+                    result.num_maskable_tokens += len(instance.input_ids) - 3
+                    result.num_random_next += is_random_next
+                    result.masking.add(counts)
+        random.Random(derive_seed(options.random_seed, window_index, "shuffle")).shuffle(
+            result.records)
+        return result
+
+
+# The processor of this worker process, set once by `init_worker`.
+_processor: WindowProcessor | None = None
+
+
+def init_worker(tokenizer, options: InstanceOptions) -> None:
+    """Process-pool initializer: builds this worker's processor."""
+    global _processor
+    _processor = WindowProcessor(tokenizer, options)
+
+
+def process_window(window_index: int, window: list[list[str]]) -> WindowResult:
+    """Process-pool task: one window, with the processor `init_worker` built."""
+    assert _processor is not None, "init_worker must run first"
+    return _processor.process(window_index, window)
