@@ -1,0 +1,217 @@
+"""Which model versions are served: watches each model's base path, loads new version directories,
+retires old ones by the version policy, and answers lookups and status as TF Serving's core does."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from typing import Callable
+
+import tensorflow as tf
+from tensorflow_serving.apis import get_model_status_pb2
+
+from serving import config as config_lib
+from serving.errors import failed_precondition, from_exception, invalid_argument, not_found
+from serving.servable import Servable, is_version_dir
+
+logger = logging.getLogger(__name__)
+
+State = get_model_status_pb2.ModelVersionStatus.State
+LoadFn = Callable[[str, int, str], Servable]
+
+
+@dataclasses.dataclass
+class VersionState:
+    state: int
+    error_code: int = 0
+    error_message: str = ""
+
+
+def list_versions(base_path: str) -> list[int]:
+    """The numeric version directories under ``base_path`` holding a complete SavedModel."""
+    if not tf.io.gfile.isdir(base_path):
+        return []
+    versions = []
+    for entry in tf.io.gfile.listdir(base_path):
+        entry = entry.rstrip("/")
+        if entry.isdigit() and is_version_dir(f"{base_path.rstrip('/')}/{entry}"):
+            versions.append(int(entry))
+    return sorted(versions)
+
+
+def aspired_versions(model: config_lib.ModelConfig, versions: list[int]) -> list[int]:
+    """The versions the model's policy wants served (default: the latest one)."""
+    policy = model.model_version_policy
+    choice = policy.WhichOneof("policy_choice")
+    if choice == "all":
+        return versions
+    if choice == "specific":
+        wanted = set(policy.specific.versions)
+        return [v for v in versions if v in wanted]
+    count = policy.latest.num_versions if choice == "latest" else 1
+    return versions[-max(count, 1):]
+
+
+class ModelManager:
+    """Serves the models of a ModelServerConfig and keeps them in step with their base paths.
+
+    Args:
+        config: a validated ModelServerConfig (model_config_list).
+        load: builds a Servable from (name, version, path); it may raise.
+    """
+
+    def __init__(self, config: config_lib.ModelServerConfig, load: LoadFn):
+        self._load = load
+        self._config = config
+        self._lock = threading.Lock()
+        self._poll_lock = threading.Lock()
+        self._servables: dict[str, dict[int, Servable]] = {}
+        self._states: dict[str, dict[int, VersionState]] = {}
+        self._labels: dict[str, dict[str, int]] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------------------- lifecycle
+    def start(self, poll_wait_seconds: float) -> None:
+        """Loads what the config asks for, then polls every ``poll_wait_seconds`` (> 0)."""
+        self.poll()
+        self._update_labels(self._config)
+        if poll_wait_seconds > 0:
+            self._thread = threading.Thread(target=self._poll_loop, args=(poll_wait_seconds,),
+                                            name="model-poller", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._lock:
+            servables = [s for versions in self._servables.values() for s in versions.values()]
+            self._servables.clear()
+        for servable in servables:
+            servable.unload()
+
+    def _poll_loop(self, wait_s: float) -> None:
+        while not self._stop.wait(wait_s):
+            try:
+                self.poll()
+            except Exception:  # keep polling; one bad pass must not stop hot reload
+                logger.exception("polling the model base paths failed")
+
+    # ------------------------------------------------------------------------------- polling
+    def poll(self) -> None:
+        """One pass: load aspired versions first, then retire the rest (availability first)."""
+        with self._poll_lock:
+            models = {m.name: m for m in self._config.model_config_list.config}
+            for model in models.values():
+                versions = list_versions(model.base_path)
+                if not versions:
+                    logger.warning("No versions of servable %s found under base path %s",
+                                   model.name, model.base_path)
+                aspired = aspired_versions(model, versions)
+                for version in aspired:
+                    self._maybe_load(model, version)
+                self._retire(model.name, keep=set(aspired))
+            for name in list(self._servables):
+                if name not in models:
+                    self._retire(name, keep=set())
+
+    def _maybe_load(self, model, version: int) -> None:
+        state = self._states.get(model.name, {}).get(version)
+        if state is not None and (state.state == State.AVAILABLE or
+                                  (state.state == State.END and state.error_code)):
+            return  # loaded already, or failed to load: a broken version is not retried
+        self._set_state(model.name, version, VersionState(State.LOADING))
+        path = f"{model.base_path.rstrip('/')}/{version}"
+        try:
+            servable = self._load(model.name, version, path)
+        except Exception as e:
+            error = from_exception(e)
+            logger.error("loading %s version %d from %s failed: %s", model.name, version, path,
+                         error.message)
+            self._set_state(model.name, version,
+                            VersionState(State.END, error.code_number, error.message))
+            return
+        with self._lock:
+            self._servables.setdefault(model.name, {})[version] = servable
+            self._states[model.name][version] = VersionState(State.AVAILABLE)
+        logger.info("serving %s version %d", model.name, version)
+
+    def _retire(self, name: str, keep: set[int]) -> None:
+        with self._lock:
+            loaded = self._servables.get(name, {})
+            retiring = [loaded.pop(v) for v in sorted(loaded) if v not in keep]
+            for servable in retiring:
+                self._states[name][servable.version] = VersionState(State.UNLOADING)
+        for servable in retiring:
+            servable.unload()
+            self._set_state(name, servable.version, VersionState(State.END))
+            logger.info("retired %s version %d", name, servable.version)
+
+    def _set_state(self, name: str, version: int, state: VersionState) -> None:
+        with self._lock:
+            self._states.setdefault(name, {})[version] = state
+
+    # ------------------------------------------------------------------------------- config
+    def reload_config(self, new_config: config_lib.ModelServerConfig) -> None:
+        """Switches to ``new_config``: loads its models, retires the others, then sets labels."""
+        config_lib.validate(new_config)
+        self._config = new_config
+        self.poll()
+        self._update_labels(new_config)
+
+    def _update_labels(self, config: config_lib.ModelServerConfig) -> None:
+        labels = {}
+        for model in config.model_config_list.config:
+            for label, version in model.version_labels.items():
+                state = self._states.get(model.name, {}).get(version)
+                if state is None or state.state != State.AVAILABLE:
+                    raise failed_precondition(
+                        f"Request to assign label to version {version} of model {model.name}, "
+                        "which is not currently available for inference")
+                labels.setdefault(model.name, {})[label] = version
+        with self._lock:
+            self._labels = labels
+
+    # ------------------------------------------------------------------------------- lookups
+    def resolve_version(self, model_spec) -> int | None:
+        """The version a ModelSpec asks for (None: the latest), or INVALID_ARGUMENT."""
+        if not model_spec.name:
+            raise invalid_argument("ModelSpec has no name specified.")
+        choice = model_spec.WhichOneof("version_choice")
+        if choice == "version":
+            return model_spec.version.value
+        if choice == "version_label":
+            version = self._labels.get(model_spec.name, {}).get(model_spec.version_label)
+            if version is None:
+                raise invalid_argument(
+                    f"Unrecognized servable version label: {model_spec.version_label}")
+            return version
+        return None
+
+    def servable(self, model_spec) -> Servable:
+        """The loaded Servable for a ModelSpec, or NOT_FOUND as TF Serving answers."""
+        version = self.resolve_version(model_spec)
+        name = model_spec.name
+        with self._lock:
+            versions = self._servables.get(name, {})
+            if version is None and versions:
+                return versions[max(versions)]
+            if version is not None and version in versions:
+                return versions[version]
+        request = f"Latest({name})" if version is None else f"Specific({name}, {version})"
+        raise not_found(f"Servable not found for request: {request}")
+
+    def version_states(self, model_spec) -> dict[int, VersionState]:
+        """{version: state} for GetModelStatus: one version, or every version ever seen."""
+        version = self.resolve_version(model_spec)
+        with self._lock:
+            states = dict(self._states.get(model_spec.name, {}))
+        if version is not None:
+            if version not in states:
+                raise not_found(f"Could not find version {version} of model {model_spec.name}")
+            return {version: states[version]}
+        if not states:
+            raise not_found(f"Could not find any versions of model {model_spec.name}")
+        return states

@@ -1,0 +1,99 @@
+"""Tensors in requests: TensorProto <-> NumPy, and the checks TF Serving makes of a request's
+inputs and output filter against a SignatureDef before it runs the model."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from serving.errors import invalid_argument
+
+
+def dtype_name(dtype_enum: int) -> str:
+    try:
+        return tf.dtypes.as_dtype(dtype_enum).name
+    except TypeError:
+        return f"<unknown dtype {dtype_enum}>"
+
+
+def to_numpy(name: str, proto) -> np.ndarray:
+    """The NumPy value of the TensorProto ``proto`` sent as input ``name``; INVALID_ARGUMENT
+    when it cannot be decoded."""
+    try:
+        return tf.make_ndarray(proto)
+    except Exception as e:  # malformed protos fail in many ways (TypeError, ValueError, ...)
+        raise invalid_argument(f"tensor parsing error: input '{name}' is not a valid "
+                               f"{dtype_name(proto.dtype)} tensor: {e}") from None
+
+
+def to_proto(value: np.ndarray):
+    """A TensorProto holding ``value`` (strings as bytes, numbers as tensor_content)."""
+    return tf.make_tensor_proto(value)
+
+
+def _expected_shape(info) -> list[int] | None:
+    if info.tensor_shape.unknown_rank:
+        return None
+    return [d.size for d in info.tensor_shape.dim]
+
+
+def check_inputs(signature, inputs: Mapping[str, object]) -> None:
+    """Raises INVALID_ARGUMENT unless ``inputs`` (name -> TensorProto) fit ``signature``: the
+    same names, each input's dtype, rank and fixed dimensions. Messages follow TF Serving's."""
+    expected = set(signature.inputs)
+    sent = set(inputs)
+    if sent != expected:
+        raise invalid_argument(
+            f"input size does not match signature: {len(sent)}!={len(expected)} "
+            f"len({{{','.join(sorted(sent))}}}) != len({{{','.join(sorted(expected))}}}). "
+            f"Sent extra: {{{','.join(sorted(sent - expected))}}}. "
+            f"Missing but required: {{{','.join(sorted(expected - sent))}}}.")
+    for index, name in enumerate(sorted(expected)):
+        info, proto = signature.inputs[name], inputs[name]
+        if proto.dtype != info.dtype:
+            raise invalid_argument(
+                f"Expects arg[{index}] to be {dtype_name(info.dtype)} but "
+                f"{dtype_name(proto.dtype)} is provided (input '{name}')")
+        want = _expected_shape(info)
+        got = [d.size for d in proto.tensor_shape.dim]
+        if want is not None and (len(want) != len(got) or any(
+                w >= 0 and w != g for w, g in zip(want, got))):
+            raise invalid_argument(
+                f"input '{name}' has shape {got} but the signature expects {want} "
+                "(-1: any size)")
+
+
+def batch_size(arrays: Mapping[str, np.ndarray]) -> int | None:
+    """The shared 0th dimension of ``arrays``, or None when an input is a scalar.
+
+    Raises INVALID_ARGUMENT for an empty batch or inputs of different 0th dimensions.
+    """
+    sizes = {name: (value.shape[0] if value.ndim else None) for name, value in arrays.items()}
+    if any(size is None for size in sizes.values()):
+        return None
+    if len(set(sizes.values())) > 1:
+        raise invalid_argument(
+            "Batching session Run() input tensors must have equal 0th-dimension size; got "
+            + ", ".join(f"{name}: {size}" for name, size in sorted(sizes.items())))
+    size = next(iter(sizes.values()), None)
+    if size == 0:
+        raise invalid_argument("empty batch: the inputs have 0 rows; send at least one")
+    return size
+
+
+def check_output_filter(signature, output_filter: Sequence[str]) -> list[str]:
+    """The output aliases to return: ``output_filter`` checked as TF Serving does, or all."""
+    if not output_filter:
+        return sorted(signature.outputs)
+    seen = set()
+    for alias in output_filter:
+        if alias not in signature.outputs:
+            raise invalid_argument(
+                f"output tensor alias not found in signature: {alias} Outputs expected to be "
+                f"in the set {{{','.join(sorted(signature.outputs))}}}.")
+        if alias in seen:
+            raise invalid_argument(f"duplicate output tensor alias: {alias}")
+        seen.add(alias)
+    return list(output_filter)
