@@ -24,6 +24,15 @@ from serving.service import ServingCore
 logger = logging.getLogger("serving.server")
 
 
+def _flag_bool(value: str) -> bool:
+    """A boolean flag value as tensorflow_model_server spells it (true/false, 1/0)."""
+    if value.lower() in ("true", "1"):
+        return True
+    if value.lower() in ("false", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+
+
 def build_flag_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m serving.server",
@@ -41,7 +50,8 @@ def build_flag_parser() -> argparse.ArgumentParser:
         help="re-read --model_config_file this often; 0 reads it once")
     add("--file_system_poll_wait_seconds", type=float, default=1,
         help="look for new and removed versions this often; 0 looks once at startup")
-    add("--enable_batching", action=argparse.BooleanOptionalAction, default=False)
+    add("--enable_batching", type=_flag_bool, nargs="?", const=True, default=False,
+        help="batch concurrent requests (--enable_batching or --enable_batching=true)")
     add("--batching_parameters_file", help="a BatchingParameters text proto")
     add("--grpc_max_threads", type=int, default=4 * (os.cpu_count() or 1))
     add("--grpc_max_message_bytes", type=int, default=64 << 20,
