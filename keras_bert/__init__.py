@@ -5,7 +5,7 @@ The public API: configuration, the encoder and task models, tokenization, checkp
 
 from keras_bert.config import BertConfig
 from keras_bert.models import BertEncoder, BertPretrainer
-from keras_bert.tokenization import BertTokenizer
+from keras_bert.tokenization import BertPreprocessor, BertTokenizer
 
-__all__ = ["BertConfig", "BertEncoder", "BertPretrainer", "BertTokenizer"]
+__all__ = ["BertConfig", "BertEncoder", "BertPretrainer", "BertPreprocessor", "BertTokenizer"]
 __version__ = "0.1.0"

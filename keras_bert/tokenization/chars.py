@@ -15,6 +15,8 @@ character. The classes follow google-research/bert's ``tokenization.py``:
 
 from __future__ import annotations
 
+import array
+import bisect
 import functools
 import unicodedata
 
@@ -32,6 +34,9 @@ CJK_RANGES = (
     (0x2F800, 0x2FA1F),
 )
 
+# Range starts and (exclusive) ends, interleaved and sorted, for bisection.
+_CJK_BOUNDS = sorted(b for start, end in CJK_RANGES for b in (start, end + 1))
+
 # Case classes of Python's str.lower() final-sigma rule (see case_class).
 CASE_IGNORABLE, CASED, UNCASED = 0, 1, 2
 
@@ -40,11 +45,11 @@ CAPITAL_SIGMA, SMALL_SIGMA, FINAL_SIGMA = "\u03a3", "\u03c3", "\u03c2"
 
 def is_cjk(code_point: int) -> bool:
     """Whether a code point is a CJK ideograph by Google's ranges (isolated as its own word)."""
-    return any(start <= code_point <= end for start, end in CJK_RANGES)
+    return bisect.bisect_right(_CJK_BOUNDS, code_point) % 2 == 1
 
 
 def is_control(char: str) -> bool:
-    """Whether Google's cleaning deletes the character (Cc/Cf except \\t \\n \\r, U+0000, U+FFFD)."""
+    """Whether Google's cleaning deletes it: Cc and Cf except \\t \\n \\r, U+0000, U+FFFD."""
     if char in "\t\n\r":
         return False
     return char in "\x00\ufffd" or unicodedata.category(char) in ("Cc", "Cf")
@@ -91,11 +96,20 @@ def case_class(char: str) -> int:
     return UNCASED
 
 
-def all_chars():
-    """Yields every code point a Python string can hold outside the surrogate block."""
-    for code_point in range(MAX_CODE_POINT + 1):
-        if not 0xD800 <= code_point <= 0xDFFF:
-            yield code_point, chr(code_point)
+@functools.cache
+def _assigned_code_points() -> array.array:
+    """Every code point that some table must look at: all but the unassigned (Cn), private-use
+    (Co) and surrogate ones, which no step changes, plus the CJK ranges, which include some
+    unassigned code points."""
+    return array.array("I", (cp for cp in range(MAX_CODE_POINT + 1)
+                             if unicodedata.category(chr(cp)) not in ("Cn", "Co", "Cs")
+                             or is_cjk(cp)))
+
+
+def assigned_chars():
+    """Yields (code point, character) for the code points that tokenization can change."""
+    for code_point in _assigned_code_points():
+        yield code_point, chr(code_point)
 
 
 @functools.cache
@@ -107,7 +121,7 @@ def cleaning_table(isolate_punctuation: bool) -> dict[int, str | None]:
     their own. Other characters are absent, i.e. unchanged.
     """
     table: dict[int, str | None] = {}
-    for code_point, char in all_chars():
+    for code_point, char in assigned_chars():
         if is_control(char):
             table[code_point] = None
         elif is_whitespace(char):
@@ -121,7 +135,7 @@ def cleaning_table(isolate_punctuation: bool) -> dict[int, str | None]:
 def accent_and_punctuation_table() -> dict[int, str | None]:
     """A ``str.translate`` table for NFD text: drops marks (Mn) and isolates punctuation."""
     table: dict[int, str | None] = {}
-    for code_point, char in all_chars():
+    for code_point, char in assigned_chars():
         if unicodedata.category(char) == "Mn":
             table[code_point] = None
         elif is_punctuation(char):

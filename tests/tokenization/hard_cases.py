@@ -8,6 +8,7 @@ VOCABULARY = [
     "$", "5", "^", "2", "`", "x", "'", ".", "!", "[", "]", "cls", "CLS", ";", "·",
     "ß", "ａｂｃ", "ＡＢＣ", "！", "ﬁ", "οδος", "ΟΔΟΣ", "σας", "ΣΑΣ", "σ", "Σ", "ας", "ΑΣ",
     "ασ", "α", "Α", "istanbul", "İstanbul", "straße", "Straße", "ひらがな", "ひらかな", "##s",
+    "x\U0001d165\U0001d16d",
 ]
 
 # (what it shows, text, expected uncased tokens, expected cased tokens)
@@ -54,5 +55,7 @@ HARD_CASES = [
      ["istanbul"], ["İstanbul"]),
     ("literal [CLS] is ordinary text by default", "[CLS]", ["[", "cls", "]"],
      ["[", "CLS", "]"]),
+    ("uncased NFD puts spacing marks in combining-class order (musical symbols)",
+     "x\U0001d16d\U0001d165", ["x\U0001d165\U0001d16d"], ["[UNK]"]),
     ("empty and blank texts give no tokens", " \t\u200b", [], []),
 ]

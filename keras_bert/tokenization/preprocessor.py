@@ -1,0 +1,221 @@
+"""BertPreprocessor: a Keras layer that turns raw text (single texts or pairs) into the TF Hub
+encoder inputs in-graph with tensorflow-text, giving exactly the Python BertTokenizer's ids.
+
+Tokenization routes each row. Rows of printable ASCII (plus tab, newline, carriage return) are
+lower-cased with ``tf.strings.lower`` and handed to ``FastWordpieceTokenizer`` with its own
+pretokenization: on such text its whitespace and punctuation classes are Google's, and a byte is
+a character, so its ``max_bytes_per_word=200`` is Google's 200-character limit. Other rows go
+through ``GraphNormalizer`` (Google's normalization from Python's Unicode tables), are split at
+spaces, and their words are looked up with ``FastWordpieceTokenizer`` on whole words.
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from keras_bert.tokenization import vocab as vocab_lib
+from keras_bert.tokenization.graph_normalizer import GraphNormalizer
+from keras_bert.tokenization.wordpiece import MAX_CHARS_PER_WORD, SUFFIX_INDICATOR
+
+_CLEAN_ASCII = r"[\t\n\r\x20-\x7e]*"
+_MAX_UTF8_BYTES_PER_CHAR = 4
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertPreprocessor(keras.layers.Layer):
+    """Raw text -> ``input_word_ids``, ``input_mask``, ``input_type_ids`` (int32
+    [batch, seq_length]), tokenized in-graph exactly as ``BertTokenizer`` does.
+
+    Call it on a string tensor [batch] (single texts) or on a pair ``(texts_a, texts_b)``; pairs
+    are truncated as Google does (the longer segment loses its last token until the pair fits).
+    It works in ``tf.data.Dataset.map``, inside a Keras model and in a SavedModel (which then
+    needs ``import tensorflow_text`` to load). String ops cannot be XLA-compiled, so the layer
+    sets ``supports_jit = False`` and ``jit_compile="auto"`` leaves a model holding it uncompiled.
+
+    Args:
+        vocab_file: a vocab.txt (local or ``gs://``). Give this or ``vocabulary``.
+        lower_case: lower-case and strip accents, for uncased models.
+        seq_length: the packed length, [CLS] and [SEP] included.
+        vocabulary: the tokens themselves, id 0 first, instead of a file (``get_config`` stores
+            them, so a saved model carries its vocabulary).
+        **kwargs: Keras layer arguments (``name``...).
+
+    >>> preprocessor = BertPreprocessor(vocabulary=["[PAD]", "[UNK]", "[CLS]", "[SEP]",
+    ...                                             "[MASK]", "hello", "world", "!"],
+    ...                                 seq_length=6)
+    >>> preprocessor(tf.constant(["Hello world!"]))["input_word_ids"].numpy().tolist()
+    [[2, 5, 6, 7, 3, 0]]
+    >>> preprocessor.tokenize(tf.constant(["Hello", "wörld!"])).to_list()
+    [[5], [6, 7]]
+    """
+
+    def __init__(self, vocab_file: str | None = None, lower_case: bool = True,
+                 seq_length: int = 128, *, vocabulary: list[str] | None = None, **kwargs):
+        super().__init__(**kwargs)
+        if (vocab_file is None) == (vocabulary is None):
+            raise ValueError("give exactly one of vocab_file (a path) and vocabulary (a token "
+                             "list)")
+        if seq_length < 2:
+            raise ValueError(f"seq_length={seq_length} leaves no room for [CLS] and [SEP]")
+        tokens = (vocab_lib.read_vocab_tokens(vocab_file) if vocab_file is not None
+                  else list(vocabulary))
+        vocab = vocab_lib.validate_vocab(tokens, source=vocab_file or "<vocabulary>")
+        self.vocabulary = tokens
+        self.lower_case = lower_case
+        self.seq_length = seq_length
+        self.supports_jit = False
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+
+        missing = [t for t in (vocab_lib.PAD, vocab_lib.CLS, vocab_lib.SEP) if t not in vocab]
+        if missing:
+            raise ValueError(f"the vocabulary ({vocab_file or 'in memory'}) lacks {missing}; "
+                             f"packing needs them")
+        self.pad_id, self.cls_id, self.sep_id = (vocab[vocab_lib.PAD], vocab[vocab_lib.CLS],
+                                                 vocab[vocab_lib.SEP])
+        self._normalizer = GraphNormalizer(lower_case)
+        common = dict(vocab=tokens, suffix_indicator=SUFFIX_INDICATOR, unknown_token=vocab_lib.UNK,
+                      token_out_type=tf.int32)
+        self._ascii_wordpiece = tf_text.FastWordpieceTokenizer(
+            max_bytes_per_word=MAX_CHARS_PER_WORD, no_pretokenization=False, **common)
+        self._word_wordpiece = tf_text.FastWordpieceTokenizer(
+            max_bytes_per_word=MAX_CHARS_PER_WORD * _MAX_UTF8_BYTES_PER_CHAR,
+            no_pretokenization=True, **common)
+
+    @classmethod
+    def from_pretrained(cls, path: str, lower_case: bool | None = None, seq_length: int = 128,
+                        **kwargs) -> "BertPreprocessor":
+        """Builds the preprocessor of a Google or Hugging Face checkpoint directory.
+
+        Args:
+            path: the directory (with vocab.txt), or a vocab file.
+            lower_case: overrides the casing read from the directory.
+            seq_length: the packed length.
+            **kwargs: passed to the constructor.
+        """
+        vocab_path, found_lower_case = vocab_lib.resolve_pretrained(path)
+        return cls(vocab_path, found_lower_case if lower_case is None else lower_case,
+                   seq_length, **kwargs)
+
+    @tf.autograph.experimental.do_not_convert  # Plain graph code; converting it is slow.
+    def tokenize(self, texts) -> tf.RaggedTensor:
+        """Tokenizes without packing: string [batch] -> int32 ids [batch, (tokens)].
+
+        Bytes that are not valid UTF-8 are dropped, as in ``BertTokenizer``.
+        """
+        texts = _as_batch(texts)
+        clean = tf.strings.regex_full_match(texts, _CLEAN_ASCII)
+        ascii_rows = tf.cast(tf.where(clean)[:, 0], tf.int32)
+        other_rows = tf.cast(tf.where(~clean)[:, 0], tf.int32)
+
+        ascii_texts = tf.gather(texts, ascii_rows)
+        if self.lower_case:
+            ascii_texts = tf.strings.lower(ascii_texts)
+        ascii_ids = self._ascii_wordpiece.tokenize(ascii_texts)
+
+        words = tf.strings.split(self._normalizer.normalize_unicode(tf.gather(texts, other_rows)))
+        too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
+        # The literal "[UNK]" is a vocabulary token, so it maps to [UNK] as one word.
+        flat_words = tf.where(too_long, vocab_lib.UNK, words.flat_values)
+        other_ids = words.with_flat_values(
+            self._word_wordpiece.tokenize(flat_words)).merge_dims(1, 2)
+
+        ids = tf.concat([ascii_ids, other_ids], axis=0)
+        order = tf.math.invert_permutation(tf.concat([ascii_rows, other_rows], axis=0))
+        return tf.gather(ids, order)
+
+    @tf.autograph.experimental.do_not_convert
+    def pack(self, ids_a: tf.RaggedTensor, ids_b: tf.RaggedTensor | None = None
+             ) -> dict[str, tf.Tensor]:
+        """Packs token ids as ``[CLS] a [SEP] (b [SEP])``, truncated and padded to seq_length.
+
+        Args:
+            ids_a: int32 [batch, (tokens)], the first segments.
+            ids_b: int32 [batch, (tokens)], the second segments, or None.
+
+        Returns:
+            ``input_word_ids``, ``input_mask``, ``input_type_ids``: int32 [batch, seq_length].
+        """
+        batch = ids_a.nrows()
+        cls = tf.fill([batch, 1], self.cls_id)
+        sep = tf.fill([batch, 1], self.sep_id)
+        if ids_b is None:
+            keep_a = tf.minimum(ids_a.row_lengths(), self.seq_length - 2)
+            segments = [cls, _keep_first(ids_a, keep_a), sep]
+            types = [0, 0, 0]
+        else:
+            keep_a, keep_b = _pair_lengths(ids_a.row_lengths(), ids_b.row_lengths(),
+                                           self.seq_length - 3)
+            segments = [cls, _keep_first(ids_a, keep_a), sep, _keep_first(ids_b, keep_b), sep]
+            types = [0, 0, 0, 1, 1]
+        word_ids = tf.concat(segments, axis=1)
+        type_ids = tf.concat([tf.zeros_like(s) + t for s, t in zip(segments, types)], axis=1)
+        shape = [None, self.seq_length]
+        return {
+            "input_word_ids": word_ids.to_tensor(self.pad_id, shape=shape),
+            "input_mask": tf.ones_like(word_ids).to_tensor(0, shape=shape),
+            "input_type_ids": type_ids.to_tensor(0, shape=shape),
+        }
+
+    @tf.autograph.experimental.do_not_convert
+    def call(self, inputs) -> dict[str, tf.Tensor]:
+        if isinstance(inputs, (tuple, list)):
+            if len(inputs) == 1:
+                return self.pack(self.tokenize(inputs[0]))
+            if len(inputs) != 2:
+                raise ValueError(f"BertPreprocessor takes one or two text tensors, got "
+                                 f"{len(inputs)}")
+            if self.seq_length < 3:
+                raise ValueError(f"seq_length={self.seq_length} leaves no room for a pair's "
+                                 f"[CLS] and two [SEP]")
+            return self.pack(self.tokenize(inputs[0]), self.tokenize(inputs[1]))
+        return self.pack(self.tokenize(inputs))
+
+    def compute_output_spec(self, inputs):
+        first = inputs[0] if isinstance(inputs, (tuple, list)) else inputs
+        shape = (first.shape[0], self.seq_length)
+        return {name: keras.KerasTensor(shape, dtype="int32")
+                for name in ("input_word_ids", "input_mask", "input_type_ids")}
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(vocabulary=list(self.vocabulary), lower_case=self.lower_case,
+                      seq_length=self.seq_length)
+        return config
+
+
+def _as_batch(texts) -> tf.Tensor:
+    """string [batch] or [batch, 1] -> string [batch]."""
+    texts = tf.convert_to_tensor(texts, dtype=tf.string)
+    if texts.shape.rank is None:
+        texts = tf.reshape(texts, [-1])
+    if texts.shape.rank == 2:
+        texts = tf.squeeze(texts, axis=1)
+    if texts.shape.rank != 1:
+        raise ValueError(f"expected a batch of strings [batch] or [batch, 1], got shape "
+                         f"{texts.shape}")
+    return texts
+
+
+def _keep_first(ids: tf.RaggedTensor, counts: tf.Tensor) -> tf.RaggedTensor:
+    """The first counts[i] items of each row i."""
+    return tf.ragged.boolean_mask(ids, tf.ragged.range(ids.row_lengths()) < counts[:, None])
+
+
+def _pair_lengths(length_a: tf.Tensor, length_b: tf.Tensor, budget: int):
+    """Google's _truncate_seq_pair, in closed form: the lengths it leaves.
+
+    Removing from the longer segment (b on a tie) until the pair fits is the same as giving each
+    segment turns, a first: a short segment keeps everything and the other gets the rest;
+    otherwise a keeps ceil(budget / 2) and b floor(budget / 2).
+    """
+    half_a, half_b = (budget + 1) // 2, budget // 2
+    keep_a = tf.where(length_a <= half_a, length_a,
+                      tf.where(length_b <= half_b, tf.minimum(length_a, budget - length_b),
+                               half_a))
+    keep_b = tf.where(length_a <= half_a, tf.minimum(length_b, budget - length_a),
+                      tf.where(length_b <= half_b, length_b, half_b))
+    return keep_a, keep_b
