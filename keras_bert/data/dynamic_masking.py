@@ -3,7 +3,8 @@
 Same rules as the static masking of the TFRecord writer (`masking.py`): `masked_lm_prob` of the
 maskable tokens, rounded, at least 1, at most `max_predictions_per_seq`; 80% [MASK], 10% a random
 vocabulary token, 10% unchanged; whole-word masking takes all pieces of a word or none, skipping a
-word that would overshoot the count; positions are sorted.
+word that would overshoot the count (and, if no word fits, taking the first that fits the slots);
+positions are sorted.
 """
 
 from __future__ import annotations
@@ -68,12 +69,18 @@ def mask_tokens(token_ids: tf.Tensor, seed: tf.Tensor, *, vocab_size: int, mask_
     else:
         # Greedy over the shuffled words: take a word if it still fits, else skip it.
         def take_if_fits(count, length):
-            return tf.where(count + length <= num_to_mask, count + length, count)
+            taken = tf.where(count + length <= num_to_mask, count + length, count)
+            return tf.ensure_shape(taken, count.shape)
 
         counts = tf.scan(take_if_fits, tf.transpose(length_in_order),
                          initializer=tf.zeros_like(num_to_mask))
         previous = tf.concat([tf.zeros_like(counts[:1]), counts[:-1]], axis=0)
         taken_in_order = tf.transpose(counts > previous)
+        # If no word fits the count, the first that fits the slots, so that one is masked.
+        fits_slots = (length_in_order > 0) & (length_in_order <= max_predictions_per_seq)
+        first_fit = tf.one_hot(tf.argmax(tf.cast(fits_slots, tf.int32), axis=1), seq_length,
+                               on_value=True, off_value=False)
+        taken_in_order |= first_fit & fits_slots & (counts[-1] == 0)[:, None]
     taken_in_order &= length_in_order > 0
     # Back from shuffled order to words, then to every piece of each taken word.
     taken_word = tf.where(taken_in_order, tf.gather(word_id, order, batch_dims=1), seq_length)

@@ -1,7 +1,7 @@
 """Sentence-pair instances for BERT pretraining, built as google-research/bert builds them.
 
 Pure Python over token ids. A document is a list of sentences, a sentence a list of token ids.
-`create_segment_pairs` splits one document into (A, B, is_random_next) pairs;
+`create_segment_pairs` splits one document into `SegmentPair`s (A, B, is_random_next);
 `InstanceBuilder` lays a pair out as `[CLS] A [SEP] B [SEP]` and masks it.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from keras_bert.data.masking import MaskingCounts, StaticMasker
 
@@ -17,9 +18,22 @@ from keras_bert.data.masking import MaskingCounts, StaticMasker
 _RANDOM_DOCUMENT_TRIES = 10
 
 
+class SegmentPair(NamedTuple):
+    """Segments A and B (token ids, non-empty) and whether B is a random next segment.
+
+    `from_one_sentence` marks a pair whose chunk had a single sentence: it cannot be split, so
+    its B is always random (Google's rule); the other pairs toss a fair coin.
+    """
+
+    tokens_a: list[int]
+    tokens_b: list[int]
+    is_random_next: bool
+    from_one_sentence: bool
+
+
 def create_segment_pairs(documents: Sequence[Sequence[Sequence[int]]], document_index: int,
                          max_seq_length: int, short_seq_prob: float,
-                         rng: random.Random) -> list[tuple[list[int], list[int], bool]]:
+                         rng: random.Random) -> list[SegmentPair]:
     """Splits one document into sentence pairs for masked LM and next sentence prediction.
 
     The document's sentences are gathered into chunks of about a target length: the maximum
@@ -38,7 +52,7 @@ def create_segment_pairs(documents: Sequence[Sequence[Sequence[int]]], document_
         rng: the source of randomness.
 
     Returns:
-        [(A token ids, B token ids, is_random_next)], A and B non-empty.
+        The document's pairs, in order.
     """
     document = documents[document_index]
     max_num_tokens = max_seq_length - 3
@@ -74,7 +88,7 @@ def create_segment_pairs(documents: Sequence[Sequence[Sequence[int]]], document_
                 for sentence in chunk[a_end:]:
                     tokens_b.extend(sentence)
             truncate_pair(tokens_a, tokens_b, max_num_tokens, rng)
-            pairs.append((tokens_a, tokens_b, is_random_next))
+            pairs.append(SegmentPair(tokens_a, tokens_b, is_random_next, len(chunk) == 1))
             chunk = []
             chunk_length = 0
         i += 1

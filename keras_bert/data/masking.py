@@ -72,7 +72,9 @@ class StaticMasker:
     `max_predictions_per_seq`; each chosen position becomes [MASK] with probability 0.8, a token
     drawn uniformly from the whole vocabulary with 0.1, and stays unchanged with 0.1. With whole-
     word masking, words (a piece and the '##' pieces after it) are taken in random order, all
-    pieces together, skipping a word that would overshoot the count.
+    pieces together, skipping a word that would overshoot the count; where Google's script would
+    then mask nothing (every word is longer than the count), the first word that fits in
+    `max_predictions_per_seq` is taken.
 
     Args:
         vocab_size: random replacements are drawn from [0, vocab_size).
@@ -117,6 +119,9 @@ class StaticMasker:
                     break
                 if len(positions) + len(group) <= num_to_mask:
                     positions.extend(group)
+            if not positions:  # no word fits the count: take one that fits the slots
+                positions = next((list(group) for group in groups
+                                  if len(group) <= self.max_predictions_per_seq), [])
         positions.sort()
 
         masked_ids = list(token_ids)

@@ -88,6 +88,7 @@ class PretrainingDataSummary:
     instance_tokens: int = 0
     maskable_tokens: int = 0
     random_next: int = 0
+    one_sentence_pairs: int = 0
     masking: MaskingCounts = dataclasses.field(default_factory=MaskingCounts)
     seconds: float = 0.0
 
@@ -98,11 +99,13 @@ class PretrainingDataSummary:
         self.instance_tokens += result.num_instance_tokens
         self.maskable_tokens += result.num_maskable_tokens
         self.random_next += result.num_random_next
+        self.one_sentence_pairs += result.num_one_sentence_pairs
         self.masking.add(result.masking)
 
     def report(self) -> str:
         """A few lines: counts, the masked share, the masking split and the random-next share."""
         masked = self.masking.mask + self.masking.random + self.masking.kept
+        coin_tosses = self.instances - self.one_sentence_pairs
 
         def share(part: int, whole: int) -> str:
             return f"{100.0 * part / whole:.2f}%" if whole else "n/a"
@@ -114,7 +117,11 @@ class PretrainingDataSummary:
             f"masked: {masked:,} = {share(masked, self.maskable_tokens)} of non-special tokens; "
             f"[MASK] {share(self.masking.mask, masked)}, random {share(self.masking.random, masked)}"
             f", kept {share(self.masking.kept, masked)}",
-            f"random next segments: {share(self.random_next, self.instances)}",
+            f"random next segments: {share(self.random_next, self.instances)}; "
+            f"{share(self.random_next - self.one_sentence_pairs, coin_tosses)} of pairs from "
+            f"chunks of 2+ sentences (one-sentence chunks, "
+            f"{share(self.one_sentence_pairs, self.instances)} of pairs, always take one, as in "
+            f"Google's script)",
             f"wrote {len(self.output_files)} file(s): {', '.join(self.output_files[:3])}"
             + (" ..." if len(self.output_files) > 3 else ""),
         ])

@@ -44,6 +44,7 @@ class WindowResult:
     num_instance_tokens: int = 0
     num_maskable_tokens: int = 0
     num_random_next: int = 0
+    num_one_sentence_pairs: int = 0
     masking: MaskingCounts = dataclasses.field(default_factory=MaskingCounts)
 
 
@@ -115,7 +116,7 @@ class WindowProcessor:
         for dupe_round in range(options.dupe_factor):
             rng = random.Random(derive_seed(options.random_seed, window_index, dupe_round))
             for document_index in range(len(documents)):
-                for tokens_a, tokens_b, is_random_next in create_segment_pairs(
+                for tokens_a, tokens_b, is_random_next, from_one_sentence in create_segment_pairs(
                         documents, document_index, options.max_seq_length,
                         options.short_seq_prob, rng):
                     instance, counts = self.builder.build(tokens_a, tokens_b, is_random_next, rng)
@@ -125,6 +126,7 @@ class WindowProcessor:
                     result.num_instance_tokens += len(instance.input_ids)
                     result.num_maskable_tokens += len(instance.input_ids) - 3
                     result.num_random_next += is_random_next
+                    result.num_one_sentence_pairs += from_one_sentence
                     result.masking.add(counts)
         random.Random(derive_seed(options.random_seed, window_index, "shuffle")).shuffle(
             result.records)
