@@ -92,7 +92,7 @@ class BatchQueue:
         if not self._batches:
             return None
         first = self._batches[0]
-        if (len(self._batches) > 1 or self.closed or self._scheduler.stopping
+        if (len(self._batches) > 1 or self.closed or self._scheduler.flushing
                 or first.size >= self._scheduler.options.max_batch_size
                 or now - first.opened_at >= timeout_s):
             return self._batches.pop(0)
@@ -158,7 +158,8 @@ class BatchScheduler:
     def __init__(self, options: BatchingOptions):
         self.options = options
         self.cond = threading.Condition()
-        self.stopping = False
+        self.flushing = False  # run batches at once instead of waiting for the timeout
+        self.stopping = False  # end the threads once nothing is queued
         self._queues: list[BatchQueue] = []
         self._next = 0
         self._threads = [threading.Thread(target=self._loop, name=f"batch-thread-{i}", daemon=True)
@@ -172,10 +173,17 @@ class BatchScheduler:
             self._queues.append(queue)
         return queue
 
-    def stop(self) -> None:
-        """Runs what is queued, then ends the batch threads."""
+    def flush(self) -> None:
+        """From now on batches run as soon as a thread is free, without waiting to fill up
+        (shutdown: nothing more is coming)."""
         with self.cond:
-            self.stopping = True
+            self.flushing = True
+            self.cond.notify_all()
+
+    def stop(self) -> None:
+        """Refuses new requests, runs what is queued, then ends the batch threads."""
+        with self.cond:
+            self.flushing = self.stopping = True
             for queue in self._queues:
                 queue.closed = True
             self.cond.notify_all()

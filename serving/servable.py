@@ -47,8 +47,8 @@ class Servable:
         meta_graphs = [m for m in saved_model.meta_graphs if SERVE_TAG in m.meta_info_def.tags]
         if not meta_graphs:
             raise ValueError(f"SavedModel {path!r} has no MetaGraph tagged {SERVE_TAG!r}")
-        self.signature_defs = {k: v for k, v in meta_graphs[0].signature_def.items()
-                               if not k.startswith("__")}
+        # All of them, __saved_model_init_op included, as TF Serving's metadata lists them.
+        self.signature_defs = dict(meta_graphs[0].signature_def)
         self._loaded = tf.saved_model.load(path, tags=[SERVE_TAG])
         self._functions = dict(self._loaded.signatures)
         self._queues: dict[str, BatchQueue] = {}

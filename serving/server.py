@@ -126,6 +126,8 @@ class ModelServer:
     def stop(self, grace_s: float) -> None:
         """Stops accepting requests, lets in-flight ones finish (up to ``grace_s``), unloads."""
         self._stopped.set()
+        if self.scheduler is not None:
+            self.scheduler.flush()  # queued requests need not wait for company any more
         if self.rest_server is not None:
             self.rest_server.draining = True
             self.rest_server.shutdown()  # no new connections; open ones finish their request

@@ -1,0 +1,134 @@
+"""Graceful SIGTERM (in-flight requests finish, the process exits 0) and a load of 32 concurrent
+clients (zero errors, no leaked threads, bounded memory)."""
+
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import grpc
+import numpy as np
+import tensorflow as tf
+from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+from tests.serving.server_helpers import free_port, running_server
+from tests.serving.toy_models import write_toy_version
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def request_for(x: np.ndarray) -> predict_pb2.PredictRequest:
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "toy"
+    request.inputs["x"].CopyFrom(tf.make_tensor_proto(x))
+    return request
+
+
+def test_sigterm_drains_in_flight_requests_and_exits_0(tmp_path):
+    base = tmp_path / "toy"
+    write_toy_version(str(base), 1)
+    batching = tmp_path / "batching.txt"
+    # A request waits up to 20 s for a batch to fill: it is in flight when SIGTERM comes.
+    batching.write_text("max_batch_size { value: 8 } batch_timeout_micros { value: 20000000 }")
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "serving.server", "--port", str(port), "--model_name", "toy",
+         "--model_base_path", str(base), "--enable_batching", "--batching_parameters_file",
+         str(batching), "--file_system_poll_wait_seconds", "0"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    try:
+        assert "model server ready" in process.stdout.readline()
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(
+            grpc.insecure_channel(f"127.0.0.1:{port}"))
+        x = np.array([[1, 2, 3]], np.float32)
+        future = stub.Predict.future(request_for(x), timeout=60)
+        time.sleep(1.0)
+        assert not future.done()  # queued for its batch
+        start = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        response = future.result()
+        np.testing.assert_array_equal(tf.make_ndarray(response.outputs["y"]), 2 * x + 1)
+        assert process.wait(timeout=60) == 0
+        assert time.monotonic() - start < 15  # it did not wait out the 20 s batch timeout
+        try:
+            stub.Predict(request_for(x), timeout=5)
+            raise AssertionError("the server answered after shutting down")
+        except grpc.RpcError as e:
+            assert e.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def test_32_concurrent_clients(tmp_path):
+    base = tmp_path / "toy"
+    write_toy_version(str(base), 1)
+    batching = tmp_path / "batching.txt"
+    batching.write_text("max_batch_size { value: 32 } batch_timeout_micros { value: 1000 } "
+                        "num_batch_threads { value: 2 } max_enqueued_batches { value: 64 }")
+    threads_before = threading.active_count()
+    clients, requests_per_client = 32, 64
+    errors, answered = [], [0]
+    lock = threading.Lock()
+    with running_server("--model_name", "toy", "--model_base_path", str(base),
+                        "--enable_batching", "--batching_parameters_file", str(batching),
+                        "--file_system_poll_wait_seconds", "0") as (server, stubs):
+        channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}")
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        rss_before = _rss_mb()
+
+        def client(index: int) -> None:
+            rng = np.random.default_rng(index)
+            rest = http.client.HTTPConnection("127.0.0.1", server.rest_port, timeout=60)
+            try:
+                for _ in range(requests_per_client):
+                    x = rng.normal(size=(int(rng.integers(1, 5)), 3)).astype(np.float32)
+                    if index % 2:
+                        y = tf.make_ndarray(stub.Predict(request_for(x), timeout=60).outputs["y"])
+                    else:
+                        rest.request("POST", "/v1/models/toy:predict",
+                                     json.dumps({"inputs": {"x": x.tolist()}}))
+                        reply = rest.getresponse()
+                        body = json.loads(reply.read())
+                        assert reply.status == 200, body
+                        y = np.array(body["outputs"]["y"], np.float32)
+                    np.testing.assert_allclose(y, 2 * x + 1, rtol=1e-6)
+                    with lock:
+                        answered[0] += 1
+            except Exception as e:  # collected, so one failure does not hide the rest
+                errors.append(repr(e))
+            finally:
+                rest.close()
+
+        start = time.monotonic()
+        workers = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=300)
+        elapsed = time.monotonic() - start
+        rss_growth = _rss_mb() - rss_before
+        channel.close()
+    print(f"{answered[0]} requests in {elapsed:.1f} s ({answered[0] / elapsed:.0f}/s), "
+          f"RSS +{rss_growth:.0f} MB")
+    assert errors == []
+    assert answered[0] == clients * requests_per_client
+    assert rss_growth < 150
+    deadline = time.monotonic() + 10
+    while threading.active_count() > threads_before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert threading.active_count() == threads_before, [t.name for t in threading.enumerate()]
