@@ -16,6 +16,7 @@ import sys
 COMMANDS = (
     "keras_bert.checkpoints.cli",
     "keras_bert.data.cli",
+    "keras_bert.export.cli",
 )
 
 

@@ -1,0 +1,105 @@
+"""`keras-bert export` (a checkpoint -> a TF Serving version directory) and `keras-bert predict`
+(query a served model over gRPC or REST)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+
+def add_parser(subparsers) -> None:
+    export = subparsers.add_parser(
+        "export", help="export a checkpoint as a SavedModel version for TF Serving",
+        description="Write <EXPORT_BASE>/<model_name>/<version>/: a SavedModel whose "
+                    "serving_default takes raw text and serve_ids packed ids. The directory "
+                    "appears only when complete.")
+    export.add_argument("checkpoint", metavar="CHECKPOINT",
+                        help="a Google, Hugging Face or keras-bert checkpoint (or saved task model)")
+    export.add_argument("export_base", metavar="EXPORT_BASE", help="the models directory")
+    export.add_argument("--model_name", required=True, help="the name the model is served as")
+    export.add_argument("--version", type=int, help="version number (default: the next one)")
+    export.add_argument("--vocab", help="vocab.txt (default: the checkpoint's)")
+    export.add_argument("--lower_case", action=argparse.BooleanOptionalAction, default=None,
+                        help="casing of the vocabulary (default: read from the checkpoint)")
+    export.add_argument("--seq_length", type=int, help="packed length of raw text (128)")
+    export.add_argument("--text_pair", action=argparse.BooleanOptionalAction, default=None,
+                        help="serving_default takes text and text_pair (default: the task's)")
+    export.set_defaults(run=run_export)
+
+    predict = subparsers.add_parser(
+        "predict", help="send text to a served model (TF Serving or serving/) and print outputs",
+        description="Query a model server with raw text; prints one JSON object per text.")
+    predict.add_argument("texts", metavar="TEXT", nargs="+")
+    predict.add_argument("--server", required=True, help="host:port")
+    predict.add_argument("--model", required=True, help="the served model's name")
+    predict.add_argument("--protocol", choices=("grpc", "rest"), default="grpc")
+    predict.add_argument("--text_pair", action="append",
+                         help="the second text of a pair (once per TEXT)")
+    predict.add_argument("--version", type=int, help="a specific version (default: latest)")
+    predict.add_argument("--signature", default="", help="signature (default: serving_default)")
+    predict.add_argument("--outputs", help="comma-separated outputs to print (default: all)")
+    predict.add_argument("--timeout_s", type=float, default=30.0)
+    predict.set_defaults(run=run_predict)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from keras_bert.checkpoints import find_vocab, load_model
+    from keras_bert.export.saved_model import export_model
+    from keras_bert.models import BertPretrainer
+    model = load_model(args.checkpoint)
+    if isinstance(model, BertPretrainer):
+        logger.info("%s has pretraining heads; exporting its encoder", args.checkpoint)
+        model = model.encoder
+    vocab = args.vocab
+    lower_case = args.lower_case
+    if vocab is None and getattr(model, "preprocessor", None) is None:
+        vocab = find_vocab(args.checkpoint)
+        if vocab is None:
+            raise FileNotFoundError(f"no vocab.txt beside {args.checkpoint!r}; pass --vocab")
+        if lower_case is None:
+            from keras_bert.tokenization.vocab import resolve_pretrained
+            lower_case = resolve_pretrained(args.checkpoint)[1]
+    path = export_model(model, args.export_base, args.model_name, args.version,
+                        vocab_file=vocab, lower_case=lower_case, seq_length=args.seq_length,
+                        text_pair=args.text_pair)
+    print(f"exported {args.model_name} to {path}")
+    return 0
+
+
+def _jsonable(value: np.ndarray):
+    if value.dtype == object or value.dtype.kind == "S":
+        return np.vectorize(lambda b: b.decode("utf-8", "replace"), otypes=[object])(
+            value).tolist() if value.size else value.tolist()
+    return value.tolist()
+
+
+def run_predict(args: argparse.Namespace) -> int:
+    from keras_bert.export.client import ServingClient, ServingError
+    if args.text_pair is not None and len(args.text_pair) != len(args.texts):
+        raise ValueError(f"got {len(args.texts)} texts but {len(args.text_pair)} --text_pair; "
+                         "give one --text_pair per text")
+    with ServingClient(args.server, args.protocol, args.timeout_s) as client:
+        try:
+            outputs = client.predict_text(args.model, args.texts, args.text_pair,
+                                          signature_name=args.signature, version=args.version)
+        except ServingError as e:
+            print(f"keras-bert predict: the server at {args.server} refused the request: {e}",
+                  file=sys.stderr)
+            return 1
+    wanted = args.outputs.split(",") if args.outputs else sorted(outputs)
+    unknown = [name for name in wanted if name not in outputs]
+    if unknown:
+        raise ValueError(f"the model has no output {unknown[0]!r}; it has {sorted(outputs)}")
+    for row, text in enumerate(args.texts):
+        record = {"text": text}
+        if args.text_pair:
+            record["text_pair"] = args.text_pair[row]
+        record.update({name: _jsonable(outputs[name][row]) for name in wanted})
+        print(json.dumps(record))
+    return 0

@@ -1,0 +1,197 @@
+"""A client for TF Serving's APIs (tensorflow_model_server, or the local server in serving/),
+over gRPC (PredictionService) or REST, returning NumPy arrays either way."""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.error
+import urllib.request
+from typing import Mapping, Sequence
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.core.framework import types_pb2
+
+PROTOCOLS = ("grpc", "rest")
+MAX_MESSAGE_BYTES = 64 << 20
+
+
+class ServingError(RuntimeError):
+    """The server refused a request; ``code`` is the gRPC status name (e.g. "NOT_FOUND")."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+_HTTP_TO_CODE = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED",
+                 499: "CANCELLED", 500: "INTERNAL", 501: "UNIMPLEMENTED", 503: "UNAVAILABLE",
+                 504: "DEADLINE_EXCEEDED"}
+
+
+class ServingClient:
+    """Sends Predict and metadata requests to a model server.
+
+    Args:
+        server: "host:port" (TF Serving's defaults: 8500 for gRPC, 8501 for REST).
+        protocol: "grpc" or "rest".
+        timeout_s: per-request deadline.
+
+    Example (needs a running server, so not run here):
+        client = ServingClient("localhost:8500")
+        client.predict_text("bert", ["a sentence"])["pooled_output"].shape  # (1, hidden)
+    """
+
+    def __init__(self, server: str, protocol: str = "grpc", timeout_s: float = 30.0):
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+        if ":" not in server:
+            raise ValueError(f"server must be host:port, got {server!r}")
+        self.server = server
+        self.protocol = protocol
+        self.timeout_s = timeout_s
+        self._stub = self._channel = None
+        self._output_dtypes: dict[tuple, dict[str, np.dtype]] = {}
+        if protocol == "grpc":
+            import grpc
+            from tensorflow_serving.apis import prediction_service_pb2_grpc
+            self._channel = grpc.insecure_channel(server, options=[
+                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)])
+            self._stub = prediction_service_pb2_grpc.PredictionServiceStub(self._channel)
+
+    def close(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
+
+    def __enter__(self) -> "ServingClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------------------- predict
+    def predict(self, model: str, inputs: Mapping[str, object], signature_name: str = "",
+                version: int | None = None,
+                output_filter: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        """The signature's outputs for ``inputs`` (name -> array-like, strings as str/bytes)."""
+        if self.protocol == "grpc":
+            return self._predict_grpc(model, inputs, signature_name, version, output_filter)
+        return self._predict_rest(model, inputs, signature_name, version, output_filter)
+
+    def predict_text(self, model: str, texts: Sequence[str],
+                     text_pairs: Sequence[str] | None = None, signature_name: str = "",
+                     version: int | None = None) -> dict[str, np.ndarray]:
+        """serving_default (raw text) outputs for ``texts`` (and ``text_pairs``)."""
+        inputs = {"text": np.array([t.encode("utf-8") for t in texts], dtype=object)}
+        if text_pairs is not None:
+            if len(text_pairs) != len(texts):
+                raise ValueError(f"{len(texts)} texts but {len(text_pairs)} text_pairs")
+            inputs["text_pair"] = np.array([t.encode("utf-8") for t in text_pairs], dtype=object)
+        return self.predict(model, inputs, signature_name, version)
+
+    def _predict_grpc(self, model, inputs, signature_name, version, output_filter):
+        import grpc
+        from tensorflow_serving.apis import predict_pb2
+        request = predict_pb2.PredictRequest()
+        request.model_spec.name = model
+        request.model_spec.signature_name = signature_name
+        if version is not None:
+            request.model_spec.version.value = version
+        request.output_filter.extend(output_filter or ())
+        for name, value in inputs.items():
+            request.inputs[name].CopyFrom(tf.make_tensor_proto(_as_array(value)))
+        try:
+            response = self._stub.Predict(request, timeout=self.timeout_s)
+        except grpc.RpcError as e:
+            raise ServingError(e.code().name, e.details()) from None
+        return {name: tf.make_ndarray(proto) for name, proto in response.outputs.items()}
+
+    def _predict_rest(self, model, inputs, signature_name, version, output_filter):
+        columns = {name: _to_json(_as_array(value)) for name, value in inputs.items()}
+        body = {"inputs": columns}
+        if signature_name:
+            body["signature_name"] = signature_name
+        outputs = self._rest("POST", f"{_model_path(model, version)}:predict", body)["outputs"]
+        dtypes = self._rest_output_dtypes(model, version, signature_name or "serving_default")
+        if not isinstance(outputs, dict):  # one output: TF Serving leaves out its name
+            outputs = {next(iter(dtypes)): outputs}
+        wanted = list(output_filter) if output_filter else list(outputs)
+        return {name: _from_json(outputs[name], dtypes.get(name)) for name in wanted}
+
+    def _rest_output_dtypes(self, model, version, signature_name) -> dict[str, np.dtype]:
+        key = (model, version, signature_name)
+        if key not in self._output_dtypes:
+            signature = self.metadata(model, version)["signature_def"][signature_name]
+            self._output_dtypes[key] = {
+                name: tf.dtypes.as_dtype(types_pb2.DataType.Value(info["dtype"])).as_numpy_dtype
+                for name, info in signature["outputs"].items()}
+        return self._output_dtypes[key]
+
+    # ------------------------------------------------------------------------------- metadata
+    def metadata(self, model: str, version: int | None = None) -> dict:
+        """{"signature_def": {name: SignatureDef as JSON}} of the served version."""
+        if self.protocol == "rest":
+            return self._rest("GET", f"{_model_path(model, version)}/metadata")["metadata"][
+                "signature_def"]
+        import grpc
+        from google.protobuf import json_format
+        from tensorflow_serving.apis import get_model_metadata_pb2
+        request = get_model_metadata_pb2.GetModelMetadataRequest(metadata_field=["signature_def"])
+        request.model_spec.name = model
+        if version is not None:
+            request.model_spec.version.value = version
+        try:
+            response = self._stub.GetModelMetadata(request, timeout=self.timeout_s)
+        except grpc.RpcError as e:
+            raise ServingError(e.code().name, e.details()) from None
+        signature_map = get_model_metadata_pb2.SignatureDefMap()
+        response.metadata["signature_def"].Unpack(signature_map)
+        return json_format.MessageToDict(signature_map, preserving_proto_field_name=True)
+
+    def _rest(self, method: str, path: str, body: dict | None = None) -> dict:
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        request = urllib.request.Request(f"http://{self.server}{path}", data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as e:
+            try:
+                message = json.loads(e.read()).get("error", "")
+            except ValueError:
+                message = str(e)
+            raise ServingError(_HTTP_TO_CODE.get(e.code, f"HTTP {e.code}"), message) from None
+
+
+def _model_path(model: str, version: int | None) -> str:
+    path = f"/v1/models/{urllib.request.quote(model, safe='')}"
+    return path if version is None else f"{path}/versions/{version}"
+
+
+def _as_array(value) -> np.ndarray:
+    array = np.asarray(value)
+    if array.dtype.kind == "U":
+        array = np.vectorize(lambda s: s.encode("utf-8"), otypes=[object])(array)
+    return array
+
+
+def _to_json(array: np.ndarray):
+    if array.dtype == object or array.dtype.kind == "S":
+        encode = np.vectorize(lambda b: {"b64": base64.b64encode(b).decode("ascii")},
+                              otypes=[object])
+        return encode(array).tolist()
+    return array.tolist()
+
+
+def _from_json(value, dtype) -> np.ndarray:
+    if dtype is None or dtype == object:
+        def to_bytes(item):
+            if isinstance(item, dict):
+                return base64.b64decode(item["b64"])
+            return item.encode("utf-8") if isinstance(item, str) else item
+        array = np.array(value, dtype=object)
+        return np.vectorize(to_bytes, otypes=[object])(array) if array.size else array
+    return np.asarray(value, dtype=dtype)

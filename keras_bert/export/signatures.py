@@ -1,0 +1,143 @@
+"""Serving signatures: what each exportable model type returns, and the signature functions built
+from it: ``serve_ids`` (packed int32 ids in), ``serving_default`` (raw text in, through the
+preprocessor), and any task-specific extras (TF Serving's ``classify``/``regress``).
+
+A model type registers a TaskExport; adding a task to the export is adding one of these.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import tensorflow as tf
+
+from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
+
+IDS_SIGNATURE = "serve_ids"
+TEXT_SIGNATURE = "serving_default"
+
+
+@dataclasses.dataclass(frozen=True)
+class RawText:
+    """The raw-text inputs of a serving_default call: string [batch] each."""
+    text: tf.Tensor
+    text_pair: tf.Tensor | None = None
+
+
+# (model, packed ids {name: int32 [batch, seq]}, raw text or None) -> {output name: tensor}
+OutputsFn = Callable[..., dict]
+# (model, preprocessor, text_pair) -> {signature name: tf.function with an input_signature}
+ExtraSignaturesFn = Callable[..., dict]
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskExport:
+    """How one model type exports.
+
+    Args:
+        outputs: builds the named outputs, each [batch, ...], from the packed ids; ``raw`` is
+            the RawText for serving_default and None for serve_ids.
+        text_pair: whether serving_default takes ``text_pair`` unless the caller says.
+        extra_signatures: more signatures (e.g. TF Serving's classify), or None.
+    """
+    outputs: OutputsFn
+    text_pair: bool = False
+    extra_signatures: ExtraSignaturesFn | None = None
+
+
+_REGISTRY: list[tuple[type, TaskExport]] = []
+
+
+def register(model_type: type, task: TaskExport) -> None:
+    """Makes ``model_type`` (and its subclasses) exportable as ``task`` says."""
+    _REGISTRY.insert(0, (model_type, task))
+
+
+def task_export(model) -> TaskExport:
+    """The TaskExport of ``model``'s type; ValueError for a type nobody registered."""
+    for model_type, task in _REGISTRY:
+        if isinstance(model, model_type):
+            return task
+    names = ", ".join(t.__name__ for t, _ in _REGISTRY)
+    raise ValueError(f"cannot export a {type(model).__name__}; exportable models are: {names}")
+
+
+def ids_input_signature() -> dict[str, tf.TensorSpec]:
+    """The packed inputs, TF Hub's names: int32 [batch, seq] each."""
+    return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
+
+
+def text_input_signature(text_pair: bool) -> list[tf.TensorSpec]:
+    """``text`` (and ``text_pair``): string [batch]."""
+    specs = [tf.TensorSpec([None], tf.string, name="text")]
+    if text_pair:
+        specs.append(tf.TensorSpec([None], tf.string, name="text_pair"))
+    return specs
+
+
+def pack(preprocessor, raw: RawText) -> dict[str, tf.Tensor]:
+    """The preprocessor's packed ids for raw text (pairs when ``raw.text_pair`` is set)."""
+    if raw.text_pair is None:
+        return preprocessor(raw.text)
+    return preprocessor([raw.text, raw.text_pair])
+
+
+def build_signatures(model, preprocessor, text_pair: bool | None = None) -> dict:
+    """{signature name: tf.function} for ``model``: serve_ids, serving_default and extras.
+
+    Args:
+        model: a registered model (BertEncoder or a task model).
+        preprocessor: a BertPreprocessor; its seq_length is the packed length of raw text.
+        text_pair: whether serving_default takes text pairs (None: the task's default).
+    """
+    task = task_export(model)
+    text_pair = task.text_pair if text_pair is None else text_pair
+
+    @tf.function(input_signature=[ids_input_signature()])
+    def serve_ids(inputs):
+        return task.outputs(model, inputs, None)
+
+    if text_pair:
+        @tf.function(input_signature=text_input_signature(True))
+        def serving_default(text, text_pair):
+            raw = RawText(text, text_pair)
+            return task.outputs(model, pack(preprocessor, raw), raw)
+    else:
+        @tf.function(input_signature=text_input_signature(False))
+        def serving_default(text):
+            raw = RawText(text)
+            return task.outputs(model, pack(preprocessor, raw), raw)
+
+    signatures = {TEXT_SIGNATURE: serving_default, IDS_SIGNATURE: serve_ids}
+    if task.extra_signatures is not None:
+        signatures.update(task.extra_signatures(model, preprocessor, text_pair))
+    return signatures
+
+
+def parse_text_examples(serialized: tf.Tensor, text_pair: bool) -> RawText:
+    """RawText from serialized tf.Examples with bytes features "text" (and "text_pair")."""
+    features = {"text": tf.io.FixedLenFeature([], tf.string)}
+    if text_pair:
+        features["text_pair"] = tf.io.FixedLenFeature([], tf.string)
+    parsed = tf.io.parse_example(serialized, features)
+    return RawText(parsed["text"], parsed.get("text_pair"))
+
+
+# ------------------------------------------------------------------------------ the encoder
+def encoder_outputs(model: BertEncoder, inputs: dict, raw: RawText | None) -> dict:
+    """TF Hub's outputs. serve_ids: sequence_output [batch, seq, hidden], pooled_output
+    [batch, hidden] and encoder_outputs [batch, layers, seq, hidden] (the per-layer list stacked
+    batch-first, so batching and the row format work). serving_default leaves out the layers
+    (L times the size) and adds input_mask [batch, seq], telling which positions are text."""
+    outputs = model(inputs, training=False)
+    result = {"sequence_output": outputs["sequence_output"],
+              "pooled_output": outputs["pooled_output"]}
+    if raw is None:
+        result["encoder_outputs"] = tf.stack(outputs["encoder_outputs"], axis=1)
+    else:
+        result["input_mask"] = inputs["input_mask"]
+    return result
+
+
+register(BertEncoder, TaskExport(outputs=encoder_outputs))

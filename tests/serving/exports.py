@@ -1,0 +1,55 @@
+"""A tiny encoder exported once per test session (with the real uncased vocabulary, so raw text
+tokenizes as it would for BERT-base), shared by the export and serving tests."""
+
+import atexit
+import dataclasses
+import functools
+import shutil
+import tempfile
+
+import keras
+
+TEXTS = ["The quick brown fox jumps over the lazy dog.", "Héllo, wörld! Ünïcode and CJK 中文",
+         "short"]
+SEQ_LENGTH = 24
+
+
+@dataclasses.dataclass(frozen=True)
+class Export:
+    model: object
+    preprocessor: object
+    export_base: str
+    version_dir: str
+
+
+def tiny_encoder(vocab_size: int):
+    from keras_bert import BertEncoder
+    keras.utils.set_random_seed(7)
+    return BertEncoder(vocab_size=vocab_size, hidden_size=64, num_hidden_layers=2,
+                       num_attention_heads=4, intermediate_size=128,
+                       max_position_embeddings=64)
+
+
+@functools.lru_cache(maxsize=None)
+def encoder_export(vocab_file: str) -> Export:
+    """Exports a 2-layer, hidden-64 encoder as <base>/encoder/1 (raw text packed to 24)."""
+    from keras_bert.export import export_model
+    from keras_bert.tokenization.preprocessor import BertPreprocessor
+    preprocessor = BertPreprocessor(vocab_file, lower_case=True, seq_length=SEQ_LENGTH)
+    model = tiny_encoder(len(preprocessor.vocabulary))
+    base = tempfile.mkdtemp(prefix="keras_bert_export_test-")
+    atexit.register(shutil.rmtree, base, ignore_errors=True)
+    version_dir = export_model(model, base, "encoder", preprocessor=preprocessor)
+    return Export(model, preprocessor, base, version_dir)
+
+
+def keras_encoder_outputs(export: Export, texts=TEXTS) -> dict:
+    """What the Keras model gives for raw ``texts``: packed ids and the encoder's outputs."""
+    import numpy as np
+    import tensorflow as tf
+    packed = export.preprocessor(tf.constant(texts))
+    outputs = export.model(packed, training=False)
+    return {**{k: np.asarray(v) for k, v in packed.items()},
+            "sequence_output": np.asarray(outputs["sequence_output"]),
+            "pooled_output": np.asarray(outputs["pooled_output"]),
+            "encoder_outputs": np.stack([np.asarray(o) for o in outputs["encoder_outputs"]], 1)}

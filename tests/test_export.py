@@ -1,0 +1,148 @@
+"""SavedModel export: the version layout, the signatures and TF Hub attributes, the op allowlist,
+atomic writes, `keras-bert export`, and outputs equal to Keras's in a fresh process."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.python.saved_model import loader_impl
+
+from keras_bert.export import check_ops, export_model, next_version, saved_model_op_types
+from keras_bert.export.ops import PYTHON_CALLBACK_OPS, is_core_op, tensorflow_text_ops
+from tests.serving.exports import SEQ_LENGTH, TEXTS, encoder_export, keras_encoder_outputs
+
+
+@pytest.fixture(scope="module")
+def exported(minilm_dir):
+    return encoder_export(os.path.join(minilm_dir, "vocab.txt"))
+
+
+def signature_defs(path):
+    meta_graph = loader_impl.parse_saved_model(path).meta_graphs[0]
+    return meta_graph.signature_def
+
+
+def test_layout_versions_and_assets(exported, minilm_dir):
+    assert exported.version_dir == os.path.join(exported.export_base, "encoder", "1")
+    assert sorted(os.listdir(exported.version_dir)) == [
+        "assets", "fingerprint.pb", "saved_model.pb", "variables"]
+    assert next_version(os.path.join(exported.export_base, "encoder")) == 2
+    with open(os.path.join(exported.version_dir, "assets", "vocab.txt")) as f, \
+            open(os.path.join(minilm_dir, "vocab.txt")) as g:
+        assert f.read().split("\n") == g.read().split("\n")
+    with pytest.raises(FileExistsError, match="immutable"):
+        export_model(exported.model, exported.export_base, "encoder", version=1,
+                     preprocessor=exported.preprocessor)
+    with pytest.raises(ValueError, match="vocab_file"):
+        export_model(exported.model, exported.export_base, "other")
+
+
+def test_next_version_ignores_other_entries(tmp_path):
+    assert next_version(str(tmp_path / "missing")) == 1
+    for name in ("3", "12", ".12.tmp-x", "notes", "7a"):
+        (tmp_path / name).mkdir()
+    assert next_version(str(tmp_path)) == 13
+
+
+def test_signatures_use_tf_hub_names(exported):
+    signatures = signature_defs(exported.version_dir)
+    assert set(signatures) == {"serving_default", "serve_ids", "__saved_model_init_op"}
+    ids = signatures["serve_ids"]
+    assert set(ids.inputs) == {"input_word_ids", "input_mask", "input_type_ids"}
+    assert all(info.dtype == tf.int32.as_datatype_enum for info in ids.inputs.values())
+    assert set(ids.outputs) == {"sequence_output", "pooled_output", "encoder_outputs"}
+    assert [d.size for d in ids.outputs["encoder_outputs"].tensor_shape.dim] == [-1, 2, -1, 64]
+    text = signatures["serving_default"]
+    assert set(text.inputs) == {"text"} and text.inputs["text"].dtype == tf.string.as_datatype_enum
+    assert set(text.outputs) == {"sequence_output", "pooled_output", "input_mask"}
+    assert [d.size for d in text.outputs["sequence_output"].tensor_shape.dim] == [
+        -1, SEQ_LENGTH, 64]
+
+
+def test_every_op_is_core_tensorflow_or_tensorflow_text(exported):
+    op_types = saved_model_op_types(exported.version_dir)
+    text_ops = tensorflow_text_ops()
+    assert "FastWordpieceTokenizeWithOffsets" in op_types  # the preprocessor is in the graph
+    assert {"BatchMatMulV2", "Softmax", "Tanh"} <= op_types  # and so is the encoder
+    for op in sorted(op_types):
+        assert op not in PYTHON_CALLBACK_OPS, op
+        assert is_core_op(op) or op in text_ops, f"{op} is neither core TF nor tensorflow-text"
+    assert check_ops(exported.version_dir) == op_types
+
+
+def test_check_ops_refuses_python_callbacks(tmp_path):
+    module = tf.Module()
+    module.f = tf.function(lambda x: tf.py_function(lambda v: v * 2, [x], tf.float32),
+                           input_signature=[tf.TensorSpec([None], tf.float32)])
+    tf.saved_model.save(module, str(tmp_path / "m"))
+    with pytest.raises(ValueError, match="EagerPyFunc"):
+        check_ops(str(tmp_path / "m"))
+
+
+def test_a_failed_export_leaves_nothing(exported, tmp_path, monkeypatch):
+    from keras_bert.export import saved_model
+
+    def half_write(module, functions, path):
+        with open(os.path.join(path, "saved_model.pb"), "wb") as f:
+            f.write(b"partial")
+        raise ValueError("disk full")
+    monkeypatch.setattr(saved_model, "_save", half_write)
+    with pytest.raises(ValueError, match="disk full"):
+        export_model(exported.model, str(tmp_path), "encoder", preprocessor=exported.preprocessor)
+    assert os.listdir(tmp_path / "encoder") == []  # no version, no scratch directory
+
+
+FRESH_PROCESS = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import tensorflow_text  # noqa: F401  (the preprocessor's ops)
+    import tensorflow as tf
+    path, texts, out = sys.argv[1], sys.argv[2].split("|"), sys.argv[3]
+    model = tf.saved_model.load(path)
+    text = model.signatures["serving_default"](text=tf.constant(texts))
+    ids = {k: tf.constant(np.load(out + ".in.npz")[k])
+           for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    packed = model.signatures["serve_ids"](**ids)
+    hub = model(ids)  # TF Hub's interface: a dict with the per-layer list
+    vocab = open(model.vocab_file.asset_path.numpy().decode()).read().split()
+    np.savez(out, text_sequence=text["sequence_output"], text_pooled=text["pooled_output"],
+             text_mask=text["input_mask"], ids_encoder=packed["encoder_outputs"],
+             ids_pooled=packed["pooled_output"], hub_layers=np.stack(hub["encoder_outputs"], 1),
+             vocab_size=len(vocab), lower_case=model.do_lower_case.numpy())
+""")
+
+
+def test_fresh_process_gives_the_keras_outputs(exported, tmp_path):
+    expected = keras_encoder_outputs(exported)
+    out = str(tmp_path / "outputs")
+    np.savez(out + ".in.npz", **{k: expected[k] for k in (
+        "input_word_ids", "input_mask", "input_type_ids")})
+    subprocess.run([sys.executable, "-c", FRESH_PROCESS, exported.version_dir, "|".join(TEXTS),
+                    out], check=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    got = np.load(out + ".npz")
+    assert int(got["vocab_size"]) == 30522 and bool(got["lower_case"])
+    np.testing.assert_array_equal(got["text_mask"], expected["input_mask"])
+    assert expected["input_mask"].sum(axis=1).tolist()[2] == 3  # [CLS] short [SEP]
+    for name, key in (("text_sequence", "sequence_output"), ("text_pooled", "pooled_output"),
+                      ("ids_encoder", "encoder_outputs"), ("ids_pooled", "pooled_output"),
+                      ("hub_layers", "encoder_outputs")):
+        np.testing.assert_allclose(got[name], expected[key], atol=2e-5, rtol=1e-5, err_msg=name)
+
+
+def test_cli_exports_a_hugging_face_checkpoint(minilm_dir, tmp_path, capsys):
+    from keras_bert.checkpoints import save_checkpoint
+    from keras_bert.cli import main
+    from tests.serving.exports import tiny_encoder
+    checkpoint = str(tmp_path / "hf")
+    save_checkpoint(tiny_encoder(30522), checkpoint, "hf",
+                    vocab_file=os.path.join(minilm_dir, "vocab.txt"))
+    base = str(tmp_path / "models")
+    assert main(["export", checkpoint, base, "--model_name", "bert", "--seq_length", "16"]) == 0
+    assert f"exported bert to {base}/bert/1" in capsys.readouterr().out
+    text = signature_defs(os.path.join(base, "bert", "1"))["serving_default"]
+    assert [d.size for d in text.outputs["sequence_output"].tensor_shape.dim] == [-1, 16, 64]
+    assert main(["export", checkpoint, base, "--model_name", "bert", "--version", "1"]) == 2
