@@ -17,6 +17,7 @@ COMMANDS = (
     "keras_bert.checkpoints.cli",
     "keras_bert.data.cli",
     "keras_bert.export.cli",
+    "keras_bert.tokenization.cli",
 )
 
 

@@ -102,13 +102,18 @@ def load_vocab(path: str) -> dict[str, int]:
 def save_vocab(tokens: list[str], path: str) -> None:
     """Writes tokens one per line (UTF-8), after validating them.
 
+    The file is written under a temporary name and then renamed, so an interrupted write leaves
+    no partial vocabulary at ``path``.
+
     Args:
         tokens: the tokens, id 0 first.
         path: the output file, local or ``gs://``.
     """
     validate_vocab(tokens, source=path)
-    with tf.io.gfile.GFile(path, "w") as f:
+    partial = path + ".partial"
+    with tf.io.gfile.GFile(partial, "w") as f:
         f.write("".join(token + "\n" for token in tokens))
+    tf.io.gfile.rename(partial, path, overwrite=True)
 
 
 def resolve_pretrained(path: str) -> tuple[str, bool]:
