@@ -5,9 +5,11 @@ The public API: configuration, the encoder and task models, tokenization, checkp
 
 from keras_bert.config import BertConfig
 from keras_bert.export import export_model
-from keras_bert.models import BertEncoder, BertPretrainer
+from keras_bert.models import (BertClassifier, BertEmbedder, BertEncoder, BertMultipleChoice,
+                               BertPretrainer, BertQuestionAnswerer, BertTokenClassifier)
 from keras_bert.tokenization import BertPreprocessor, BertTokenizer
 
-__all__ = ["BertConfig", "BertEncoder", "BertPretrainer", "BertPreprocessor", "BertTokenizer",
-           "export_model"]
+__all__ = ["BertClassifier", "BertConfig", "BertEmbedder", "BertEncoder", "BertMultipleChoice",
+           "BertPretrainer", "BertPreprocessor", "BertQuestionAnswerer", "BertTokenClassifier",
+           "BertTokenizer", "export_model"]
 __version__ = "0.1.0"

@@ -2,7 +2,10 @@
 
 from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.heads import MaskedLMHead, NextSentenceHead, gather_positions
+from keras_bert.layers.pooling import SentencePooling
+from keras_bert.layers.task_heads import ClassificationHead, SpanHead, TokenClassificationHead
 from keras_bert.layers.transformer import BertSelfAttention, TransformerBlock, attention_mask_bias
 
-__all__ = ["BertEmbeddings", "BertSelfAttention", "MaskedLMHead", "NextSentenceHead",
+__all__ = ["BertEmbeddings", "BertSelfAttention", "ClassificationHead", "MaskedLMHead",
+           "NextSentenceHead", "SentencePooling", "SpanHead", "TokenClassificationHead",
            "TransformerBlock", "attention_mask_bias", "gather_positions"]

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from keras_bert.data.tagging import chunk_ended, chunk_started, split_tag
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = set(string.punctuation)
 
@@ -101,30 +103,6 @@ def squad_scores(gold_answers: Mapping[str, Sequence[str]], predictions: Mapping
 
 
 # ------------------------------------------------------------------------------------ CoNLL NER
-def _split_tag(tag: str) -> tuple[str, str]:
-    """conlleval's split at the first hyphen: 'B-PER' -> ('B', 'PER'), 'O' -> ('O', '')."""
-    prefix, _, kind = tag.partition("-")
-    return prefix, kind
-
-
-def _chunk_end(prev_tag, tag, prev_type, kind) -> bool:
-    if (prev_tag, tag) in {("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"), ("E", "E"),
-                           ("E", "I"), ("E", "O")}:
-        return True
-    if prev_tag not in ("O", ".") and prev_type != kind:
-        return True
-    return prev_tag in ("]", "[")
-
-
-def _chunk_start(prev_tag, tag, prev_type, kind) -> bool:
-    if (prev_tag, tag) in {("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"), ("E", "E"),
-                           ("E", "I"), ("O", "E")}:
-        return True
-    if tag not in ("O", ".") and prev_type != kind:
-        return True
-    return tag in ("[", "]")
-
-
 def entity_scores(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]
                   ) -> dict[str, object]:
     """conlleval's entity-level precision, recall and F1 (percent), overall and per type.
@@ -154,10 +132,10 @@ def entity_scores(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[st
         last_g, last_g_type, last_p, last_p_type = "O", "", "O", ""
         in_correct = False
         for gold_tag, predicted_tag in [*zip(gold_tags, predicted_tags), (None, None)]:
-            g, g_type = _split_tag(gold_tag) if gold_tag is not None else ("O", "")
-            p, p_type = _split_tag(predicted_tag) if predicted_tag is not None else ("O", "")
-            g_end = _chunk_end(last_g, g, last_g_type, g_type)
-            p_end = _chunk_end(last_p, p, last_p_type, p_type)
+            g, g_type = split_tag(gold_tag) if gold_tag is not None else ("O", "")
+            p, p_type = split_tag(predicted_tag) if predicted_tag is not None else ("O", "")
+            g_end = chunk_ended(last_g, g, last_g_type, g_type)
+            p_end = chunk_ended(last_p, p, last_p_type, p_type)
             if in_correct:
                 if g_end and p_end and last_g_type == last_p_type:
                     in_correct = False
@@ -165,8 +143,8 @@ def entity_scores(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[st
                     per_type[last_g_type]["correct"] += 1
                 elif g_end != p_end or g_type != p_type:
                     in_correct = False
-            g_start = _chunk_start(last_g, g, last_g_type, g_type)
-            p_start = _chunk_start(last_p, p, last_p_type, p_type)
+            g_start = chunk_started(last_g, g, last_g_type, g_type)
+            p_start = chunk_started(last_p, p, last_p_type, p_type)
             if g_start and p_start and g_type == p_type:
                 in_correct = True
             if g_start:

@@ -1,0 +1,224 @@
+"""BertTask: what every fine-tuning model shares. The network is a functional model on the packed
+int32 ids, so it runs under every tf.distribute strategy and on TPUs; raw text goes through the
+model's preprocessor inside a tf.data pipeline that ``fit``, ``evaluate`` and ``predict`` build
+from Python lists, NumPy arrays or tf.data datasets of strings."""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.data.task_pipeline import is_packed, make_task_dataset
+
+logger = logging.getLogger(__name__)
+
+# BERT's fine-tuning recipe (Devlin et al., 2018, section 4 and appendix A.3).
+DEFAULT_LEARNING_RATE = 3e-5
+DEFAULT_BATCH_SIZE = 32
+DEFAULT_EPOCHS = 3
+DEFAULT_WARMUP_FRACTION = 0.1
+DEFAULT_WEIGHT_DECAY = 0.01
+
+
+class BertTask(keras.Model):
+    """Base class of the task models: encoder + head as a functional model, plus a preprocessor.
+
+    Subclasses build their functional graph, call ``super().__init__(inputs=..., outputs=...,
+    encoder=..., preprocessor=...)``, and override ``_to_arrays`` (raw examples -> arrays) and,
+    when needed, ``_preprocess`` (a batch of raw tensors -> packed ids, in tf.data).
+
+    ``compile()`` without an optimizer uses BERT's: AdamW (weight decay 0.01, not on LayerNorm
+    and biases), lr 3e-5 with 10% linear warmup then linear decay to 0, clipped at global norm
+    1.0; the number of steps is known only in ``fit``, so the optimizer is made there.
+    ``fit`` defaults to batch 32 and 3 epochs.
+
+    Attributes:
+        encoder: the BertEncoder.
+        preprocessor: the layer that maps raw text to packed ids, or None (then the model takes
+            packed ids only).
+    """
+
+    token_level_labels = False  # labels with a sequence axis (tagging) in bucketed batches
+
+    def __init__(self, *, inputs, outputs, encoder, preprocessor=None, **kwargs):
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.encoder = encoder
+        self.preprocessor = preprocessor
+        self._auto_optimizer: dict | None = None
+        self._compile_kwargs: dict = {}
+
+    # ------------------------------------------------------------------------ hooks
+    def _to_arrays(self, x, y=None):
+        """(x, y) as arrays with one row per example; subclasses turn raw examples into these."""
+        return x, y
+
+    def _preprocess(self, x):
+        """A batch of raw inputs (string tensors) -> the encoder's packed int32 ids."""
+        if self.preprocessor is None:
+            raise ValueError(f"{type(self).__name__} has no preprocessor, so it takes packed ids "
+                             f"only; build it with from_pretrained(...) or pass "
+                             f"preprocessor=BertPreprocessor(vocab_file, ...) to accept raw text")
+        return self.preprocessor(x)
+
+    def default_loss(self):
+        raise NotImplementedError
+
+    def default_metrics(self):
+        return None
+
+    # ----------------------------------------------------------------------- datasets
+    def make_dataset(self, x, y=None, sample_weight=None, batch_size: int | None = None,
+                     shuffle: bool = False, seed: int | None = None,
+                     bucket_lengths=None, drop_remainder: bool = False) -> tf.data.Dataset:
+        """A tf.data pipeline of packed batches from raw examples, arrays or a dataset.
+
+        Args:
+            x: raw examples (as the subclass documents), packed id arrays, or a batched
+                tf.data.Dataset of ``x`` or ``(x, y[, sample_weight])`` (raw or packed).
+            y, sample_weight: labels and weights for in-memory ``x``.
+            batch_size: examples per batch (32).
+            shuffle, seed: reshuffle in-memory examples every epoch.
+            bucket_lengths: batch sequences of similar length together, padded to one of these
+                lengths (see ``keras_bert.data.task_pipeline.bucket_by_length``).
+            drop_remainder: only full batches.
+        """
+        if isinstance(x, tf.data.Dataset):
+            spec = x.element_spec
+            if is_packed(spec[0] if isinstance(spec, tuple) else spec):
+                return x
+            return x.map(lambda *e: (self._preprocess(e[0]), *e[1:]) if len(e) > 1
+                         else self._preprocess(e[0]), num_parallel_calls=tf.data.AUTOTUNE)
+        x, y = self._to_arrays(x, y)
+        data = (x,) if y is None else ((x, y) if sample_weight is None else (x, y, sample_weight))
+        return make_task_dataset(data, self._preprocess, batch_size or DEFAULT_BATCH_SIZE,
+                                 shuffle=shuffle, seed=seed, bucket_lengths=bucket_lengths,
+                                 token_level_labels=self.token_level_labels,
+                                 drop_remainder=drop_remainder)
+
+    def _validation(self, validation_data, batch_size):
+        if validation_data is None or isinstance(validation_data, tf.data.Dataset):
+            return self.make_dataset(validation_data) if validation_data is not None else None
+        return self.make_dataset(*validation_data, batch_size=batch_size)
+
+    # ----------------------------------------------------------------------- Keras API
+    def compile(self, optimizer: Any = "auto", loss: Any = "auto", metrics: Any = "auto",
+                learning_rate: float = DEFAULT_LEARNING_RATE,
+                weight_decay: float = DEFAULT_WEIGHT_DECAY,
+                warmup_fraction: float = DEFAULT_WARMUP_FRACTION, **kwargs):
+        """``keras.Model.compile`` with BERT's defaults ("auto"): the task's loss and metrics,
+        and AdamW with ``learning_rate``, warmup over ``warmup_fraction`` of the steps then
+        linear decay, made in ``fit`` once the number of steps is known."""
+        self._compile_kwargs = dict(
+            loss=self.default_loss() if loss == "auto" else loss,
+            metrics=self.default_metrics() if metrics == "auto" else metrics, **kwargs)
+        self._auto_optimizer = None
+        if optimizer == "auto":
+            self._auto_optimizer = dict(learning_rate=learning_rate, weight_decay=weight_decay,
+                                        warmup_fraction=warmup_fraction)
+            optimizer = keras.optimizers.AdamW(learning_rate)  # replaced in fit
+        super().compile(optimizer=optimizer, **self._compile_kwargs)
+
+    def compile_from_config(self, config):
+        # Keras skips compile on load for models that override compile(); ours takes the same
+        # arguments as keras.Model.compile, so the saved configuration applies as it is.
+        config = keras.saving.deserialize_keras_object(config)
+        self.compile(**config)
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def _make_auto_optimizer(self, dataset: tf.data.Dataset, epochs: int,
+                             steps_per_epoch: int | None, num_examples: int | None,
+                             batch_size: int, num_buckets: int) -> None:
+        from keras_bert.training.optimization import create_optimizer
+        if steps_per_epoch is None:
+            cardinality = int(dataset.cardinality())
+            if cardinality > 0:
+                steps_per_epoch = cardinality
+            elif num_examples is not None:
+                steps_per_epoch = math.ceil(num_examples / batch_size) + num_buckets
+            else:
+                raise ValueError("cannot tell the number of training steps for the learning-rate "
+                                 "schedule; pass steps_per_epoch= or compile with an optimizer")
+        total = max(int(steps_per_epoch) * int(epochs), 1)
+        settings = self._auto_optimizer
+        optimizer = create_optimizer(
+            settings["learning_rate"], num_train_steps=total,
+            num_warmup_steps=int(total * settings["warmup_fraction"]),
+            weight_decay=settings["weight_decay"])
+        logger.info("AdamW: lr %g, %d steps, %d warmup", settings["learning_rate"], total,
+                    int(total * settings["warmup_fraction"]))
+        super().compile(optimizer=optimizer, **self._compile_kwargs)
+        self._auto_optimizer = None
+
+    def fit(self, x=None, y=None, batch_size: int | None = None, epochs: int = DEFAULT_EPOCHS,
+            verbose="auto", callbacks=None, validation_data=None, shuffle: bool = True,
+            sample_weight=None, bucket_lengths=None, **kwargs):
+        """``keras.Model.fit`` that also takes raw examples (tokenized in tf.data) and defaults
+        to BERT's batch 32 and 3 epochs. ``validation_data`` is ``(x, y)`` or a dataset."""
+        batch_size = batch_size or DEFAULT_BATCH_SIZE
+        dataset = self.make_dataset(x, y, sample_weight, batch_size, shuffle=shuffle,
+                                    seed=kwargs.pop("seed", None),
+                                    bucket_lengths=bucket_lengths)
+        if self._auto_optimizer is not None:
+            num_examples = None if isinstance(x, tf.data.Dataset) else _num_rows(
+                self._to_arrays(x, None)[0])
+            self._make_auto_optimizer(dataset, epochs, kwargs.get("steps_per_epoch"),
+                                      num_examples, batch_size, len(bucket_lengths or ()))
+        with warnings.catch_warnings():
+            # Bucketed datasets have no known length; Keras learns it in the first epoch.
+            warnings.filterwarnings("ignore", message="Your input ran out of data")
+            # Span and tagging heads do not use the encoder's pooler; that is expected.
+            warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables "
+                                                      r"\['pooler/kernel', 'pooler/bias'\]")
+            return super().fit(dataset, epochs=epochs, verbose=verbose, callbacks=callbacks,
+                               validation_data=self._validation(validation_data, batch_size),
+                               shuffle=False, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size: int | None = None, verbose="auto",
+                 sample_weight=None, **kwargs):
+        """``keras.Model.evaluate`` that also takes raw examples."""
+        dataset = self.make_dataset(x, y, sample_weight, batch_size)
+        return super().evaluate(dataset, verbose=verbose, **kwargs)
+
+    def predict(self, x, batch_size: int | None = None, verbose="auto", **kwargs):
+        """``keras.Model.predict`` that also takes raw examples (a Python list works)."""
+        return super().predict(self.make_dataset(x, batch_size=batch_size), verbose=verbose,
+                               **kwargs)
+
+    # ----------------------------------------------------------------------- config
+    def _base_config(self) -> dict[str, Any]:
+        return {"name": self.name, "trainable": self.trainable,
+                "encoder": keras.saving.serialize_keras_object(self.encoder),
+                "preprocessor": None if self.preprocessor is None
+                else keras.saving.serialize_keras_object(self.preprocessor)}
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        if config.get("preprocessor") is not None:
+            config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
+        return cls(**config)
+
+
+def _num_rows(x) -> int | None:
+    """Rows in an array structure (first leaf's length)."""
+    leaves = tf.nest.flatten(x)
+    return len(leaves[0]) if leaves and hasattr(leaves[0], "__len__") else None
+
+
+def as_string_array(values, what: str) -> np.ndarray:
+    """A 1-D object array of str; ValueError naming ``what`` for an empty or non-string entry."""
+    array = np.asarray(values, dtype=object).reshape(-1)
+    for index, value in enumerate(array):
+        if isinstance(value, bytes):
+            value = array[index] = value.decode("utf-8")
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{what}[{index}] is {value!r}; every text must be a non-empty string")
+    return array

@@ -1,0 +1,194 @@
+"""BertTokenClassifier: BERT fine-tuned for tagging (NER): a softmax over the tags at every
+WordPiece, trained and read on the first piece of each word."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_bert.data.tagging import (IGNORED_LABEL, TaggedFeature, align_words, entity_spans,
+                                     stack_tagged, word_tags)
+from keras_bert.data.task_examples import TaggedSentence
+from keras_bert.layers.task_heads import TokenClassificationHead
+from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
+from keras_bert.models.pretrained import tokenizer_of
+from keras_bert.models.task import BertTask
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class FirstPieceAccuracy(keras.metrics.Mean):
+    """Tag accuracy over positions whose label is not IGNORED_LABEL (first pieces of words)."""
+
+    def __init__(self, name="accuracy", **kwargs):
+        super().__init__(name=name, **kwargs)
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        y_true = ops.cast(y_true, "int32")
+        correct = ops.cast(ops.equal(ops.cast(ops.argmax(y_pred, axis=-1), "int32"), y_true),
+                           "float32")
+        weight = ops.cast(ops.not_equal(y_true, IGNORED_LABEL), "float32")
+        return super().update_state(correct, sample_weight=weight)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertTokenClassifier(BertTask):
+    """BERT with a softmax over ``label_names`` at every position, for NER and other tagging.
+
+    Each word's tag is learned and predicted on its first WordPiece; its other pieces, [CLS],
+    [SEP] and padding have label -1 and are left out of the loss and the accuracy.
+
+    Args:
+        encoder: a BertEncoder.
+        label_names: the tags (e.g. ``["O", "B-PER", "I-PER", ...]``), saved with the model.
+        preprocessor: a BertPreprocessor; its vocabulary and casing drive word alignment and
+            its ``seq_length`` the packed length.
+        dropout: dropout before the tag layer (0.1).
+
+    Inputs: packed ids; ``fit``/``evaluate`` take TaggedSentences (``read_conll``) or word
+    lists with ``y`` tag lists; ``predict_tags`` and ``predict_entities`` take words or raw text.
+
+    Outputs: float32 tag probabilities [batch, seq, num_labels].
+
+    Example:
+    >>> encoder = BertEncoder(vocab_size=50, hidden_size=16, num_hidden_layers=1,
+    ...                       num_attention_heads=2, intermediate_size=32)
+    >>> tagger = BertTokenClassifier(encoder, ["O", "B-PER", "I-PER"])
+    >>> ids = np.array([[2, 7, 8, 3]], dtype="int32")
+    >>> tagger.predict({"input_word_ids": ids, "input_mask": np.ones_like(ids),
+    ...                 "input_type_ids": np.zeros_like(ids)}, verbose=0).shape
+    (1, 4, 3)
+    """
+
+    token_level_labels = True
+
+    def __init__(self, encoder: BertEncoder, label_names: Sequence[str], preprocessor=None,
+                 dropout: float = 0.1, **kwargs):
+        if len(label_names) < 2 or len(set(label_names)) != len(label_names):
+            raise ValueError(f"label_names must be at least two distinct tags, got "
+                             f"{list(label_names)}")
+        # === Layers ===
+        head = TokenClassificationHead(len(label_names), dropout,
+                                       encoder.bert_config.initializer_range,
+                                       dtype=encoder.dtype_policy, name="tagger")
+        softmax = keras.layers.Softmax(dtype="float32", name="probabilities")
+        # === Functional model ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+                  for name in INPUT_NAMES}
+        outputs = softmax(head(encoder(inputs)["sequence_output"]))
+        super().__init__(inputs=inputs, outputs=outputs, encoder=encoder,
+                         preprocessor=preprocessor, **kwargs)
+        # === Config ===
+        self.head = head
+        self.label_names = [str(n) for n in label_names]
+        self.dropout = dropout
+        self._tokenizer = None
+
+    @classmethod
+    def from_pretrained(cls, path: str, label_names: Sequence[str] | None = None,
+                        seq_length: int = 128, **kwargs) -> "BertTokenClassifier":
+        """A tagger on the encoder at ``path`` (any format) with a preprocessor from its
+        vocab.txt, or the saved BertTokenClassifier at ``path``."""
+        from keras_bert.models.pretrained import load_task_parts
+        saved, encoder, preprocessor = load_task_parts(cls, path, seq_length,
+                                                       dtype=kwargs.pop("dtype", None))
+        if saved is not None:
+            return saved
+        if label_names is None:
+            raise ValueError("label_names is required for a new tagger")
+        return cls(encoder, label_names, preprocessor=preprocessor, **kwargs)
+
+    @property
+    def tokenizer(self):
+        """The Python BertTokenizer matching the preprocessor (built on first use)."""
+        if self._tokenizer is None:
+            self._tokenizer = tokenizer_of(self.preprocessor, type(self).__name__)
+        return self._tokenizer
+
+    @property
+    def seq_length(self) -> int:
+        return self.preprocessor.seq_length if self.preprocessor is not None else 128
+
+    def default_loss(self):
+        return keras.losses.SparseCategoricalCrossentropy(ignore_class=IGNORED_LABEL)
+
+    def default_metrics(self):
+        return [FirstPieceAccuracy()]
+
+    # ------------------------------------------------------------------------ alignment
+    def align(self, x, y=None) -> list[TaggedFeature]:
+        """Aligns sentences: TaggedSentences, word lists (with ``y`` tag lists) or raw strings
+        (split into words at whitespace and punctuation, as the tokenizer does)."""
+        x = [x] if isinstance(x, str) else list(x)
+        features = []
+        for index, item in enumerate(x):
+            if isinstance(item, TaggedSentence):
+                tags = item.tags if y is None else y[index]
+                features.append(align_words(self.tokenizer, item.words, None, tags,
+                                            self.label_names, self.seq_length, item.path,
+                                            item.line))
+            elif isinstance(item, str):
+                words, pieces, _ = self._split_text(item)
+                features.append(align_words(self.tokenizer, words, pieces,
+                                            None if y is None else y[index], self.label_names,
+                                            self.seq_length))
+            else:
+                features.append(align_words(self.tokenizer, list(item), None,
+                                            None if y is None else y[index], self.label_names,
+                                            self.seq_length))
+        return features
+
+    def _split_text(self, text: str):
+        """(words, piece ids per word, character span per word) of raw text."""
+        tokenized = self.tokenizer.tokenize_with_offsets(text)
+        grouped: dict[int, tuple[list[int], int, int]] = {}
+        for token_id, (start, end), word in zip(tokenized.ids, tokenized.offsets,
+                                                tokenized.word_ids):
+            pieces, first, _ = grouped.get(word, ([], start, end))
+            grouped[word] = (pieces + [token_id], first, end)
+        words = [text[first:end] for _, first, end in grouped.values()]
+        pieces = [p for p, _, _ in grouped.values()]
+        spans = [(first, end) for _, first, end in grouped.values()]
+        return words, pieces, spans
+
+    def _to_arrays(self, x, y=None):
+        if isinstance(x, dict):
+            return x, y
+        x = [x] if isinstance(x, str) else list(x)
+        inputs, labels = stack_tagged(self.align(x, y))
+        labelled = y is not None or all(isinstance(s, TaggedSentence) and s.tags is not None
+                                        for s in x)
+        return inputs, (labels if labelled else None)
+
+    def _preprocess(self, x):
+        return x
+
+    # ------------------------------------------------------------------------ prediction
+    def predict_tags(self, x, batch_size: int | None = None) -> list[list[str]]:
+        """One tag per word for each sentence (TaggedSentences, word lists or raw strings)."""
+        features = self.align(x)
+        probabilities = self.predict(stack_tagged(features)[0], batch_size=batch_size,
+                                     verbose=0)
+        return [word_tags(p, f.word_starts, self.label_names)
+                for p, f in zip(probabilities, features)]
+
+    def predict_entities(self, texts: Sequence[str], batch_size: int | None = None
+                         ) -> list[list[dict]]:
+        """The entities in each raw text: ``{"type", "text", "start", "end"}`` with character
+        offsets into the text (``text[start:end]``), grouped by conlleval's rules."""
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        all_tags = self.predict_tags(texts, batch_size)
+        results = []
+        for text, tags in zip(texts, all_tags):
+            _, _, spans = self._split_text(text)
+            results.append([{"type": kind, "start": spans[first][0], "end": spans[last][1],
+                             "text": text[spans[first][0]:spans[last][1]]}
+                            for kind, first, last in entity_spans(tags)])
+        return results
+
+    def get_config(self) -> dict[str, Any]:
+        return {**self._base_config(), "label_names": self.label_names,
+                "dropout": self.dropout}
