@@ -8,6 +8,7 @@ Pure Python over token ids. A document is a list of sentences, a sentence a list
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -58,7 +59,7 @@ def create_segment_pairs(documents: Sequence[Sequence[Sequence[int]]], document_
     max_num_tokens = max_seq_length - 3
     target_length = max_num_tokens
     if rng.random() < short_seq_prob:
-        target_length = rng.randint(2, max_num_tokens)
+        target_length = _random_int(rng, 2, max_num_tokens)
 
     pairs = []
     chunk: list[Sequence[int]] = []
@@ -68,18 +69,19 @@ def create_segment_pairs(documents: Sequence[Sequence[Sequence[int]]], document_
         chunk.append(document[i])
         chunk_length += len(document[i])
         if i == len(document) - 1 or chunk_length >= target_length:
-            a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
-            tokens_a = [token for sentence in chunk[:a_end] for token in sentence]
+            a_end = _random_int(rng, 1, len(chunk) - 1) if len(chunk) >= 2 else 1
+            tokens_a = list(itertools.chain.from_iterable(chunk[:a_end]))
             tokens_b: list[int] = []
             is_random_next = len(chunk) == 1 or rng.random() < 0.5
             if is_random_next:
                 target_b_length = target_length - len(tokens_a)
                 for _ in range(_RANDOM_DOCUMENT_TRIES):
-                    random_index = rng.randint(0, len(documents) - 1)
+                    random_index = _random_int(rng, 0, len(documents) - 1)
                     if random_index != document_index:
                         break
                 random_document = documents[random_index]
-                for sentence in random_document[rng.randint(0, len(random_document) - 1):]:
+                start = _random_int(rng, 0, len(random_document) - 1)
+                for sentence in random_document[start:]:
                     tokens_b.extend(sentence)
                     if len(tokens_b) >= target_b_length:
                         break
@@ -97,13 +99,31 @@ def create_segment_pairs(documents: Sequence[Sequence[Sequence[int]]], document_
 
 def truncate_pair(tokens_a: list[int], tokens_b: list[int], max_num_tokens: int,
                   rng: random.Random) -> None:
-    """Drops tokens, in place, from a random end of the longer list until both fit together."""
-    while len(tokens_a) + len(tokens_b) > max_num_tokens:
-        longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
-        if rng.random() < 0.5:
-            del longer[0]
+    """Drops tokens, in place, from a random end of the longer list until both fit together.
+
+    On a tie, B loses the token. Each token removed is a fair coin toss between the two ends.
+    """
+    length_a, length_b = len(tokens_a), len(tokens_b)
+    # Tokens to drop from the front and the back of A and of B.
+    front_a = back_a = front_b = back_b = 0
+    random_float = rng.random
+    while length_a + length_b > max_num_tokens:
+        from_front = random_float() < 0.5
+        if length_a > length_b:
+            length_a -= 1
+            front_a += from_front
+            back_a += not from_front
         else:
-            longer.pop()
+            length_b -= 1
+            front_b += from_front
+            back_b += not from_front
+    del tokens_a[len(tokens_a) - back_a:], tokens_a[:front_a]
+    del tokens_b[len(tokens_b) - back_b:], tokens_b[:front_b]
+
+
+def _random_int(rng: random.Random, low: int, high: int) -> int:
+    """Uniform in [low, high], like `rng.randint` but from one fast `rng.random()` draw."""
+    return low + int(rng.random() * (high - low + 1))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -60,7 +60,7 @@ class PretrainingDataConfig:
     num_shards: int = 1
     num_workers: int = 0
     gzip: bool = False
-    window_bytes: int = 1 << 20
+    window_bytes: int = 1 << 19
     do_lower_case: bool = True
     instance: InstanceOptions = dataclasses.field(default_factory=InstanceOptions)
 
@@ -153,12 +153,15 @@ def create_pretraining_data(config: PretrainingDataConfig,
         raise ValueError("--max_predictions_per_seq and --dupe_factor must be at least 1")
     if not 0.0 <= options.masked_lm_prob <= 1.0 or not 0.0 <= options.short_seq_prob <= 1.0:
         raise ValueError("--masked_lm_prob and --short_seq_prob must lie in [0, 1]")
+    if config.num_workers < 0 or config.window_bytes < 1:
+        raise ValueError("--num_workers must be at least 0 (0: one per core) and --window_bytes "
+                         "at least 1")
     output_files = config.output_files()
     input_files = resolve_input_files(config.input_file)
     if tokenizer is None:
         tokenizer = BertTokenizer(config.vocab_file, lower_case=config.do_lower_case)
     check_vocab(tokenizer.vocab, config.do_lower_case, config.vocab_file)
-    num_workers = config.num_workers or os.cpu_count() or 1
+    num_workers = config.num_workers or _available_cores()
     logger.info("reading %d input file(s) with %d worker(s); writing %d file(s)",
                 len(input_files), num_workers, len(output_files))
 
@@ -183,6 +186,13 @@ def create_pretraining_data(config: PretrainingDataConfig,
     return summary
 
 
+def _available_cores() -> int:
+    """The cores this process may run on (its affinity), else the machine's."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def _process_windows(windows, tokenizer, options: InstanceOptions, num_workers: int):
     """Yields each window's result, in window order, with at most a few windows in memory."""
     if num_workers == 1:
@@ -190,8 +200,10 @@ def _process_windows(windows, tokenizer, options: InstanceOptions, num_workers: 
         for window_index, window in windows:
             yield processor.process(window_index, window)
         return
-    # Workers only run pure Python; forking spares each of them re-importing TensorFlow.
+    # Workers only run pure Python; forking spares each of them re-importing TensorFlow, and
+    # tokenizing once first builds the tokenizer's lazily made tables once, for all of them.
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    tokenizer.tokenize("Warm-up.")
     max_in_flight = 2 * num_workers
     with concurrent.futures.ProcessPoolExecutor(
             num_workers, mp_context=multiprocessing.get_context(method),
