@@ -1,0 +1,60 @@
+"""Property tests: on random Unicode text (and random bytes) the in-graph preprocessor gives the
+Python tokenizer's ids, nothing raises, and offsets point into the text."""
+
+import pytest
+import tensorflow as tf
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from keras_bert.tokenization import BertPreprocessor, BertTokenizer
+
+# Characters that exercise every rule: controls, Unicode spaces, marks, sigma and its context,
+# CJK, punctuation classes, expanding lower-casing, canonical reordering.
+TRICKY = ("\x00\x07\x0b\x1f\x7f\x85\u200b\u00ad\ufeff\ufffd \t\n\r\u00a0\u2028\u3000"
+          "\u0301\u0345\u0307\u05b0\U0001d165\U0001d16d\U0001d15f\u0e4e"
+          "ΣΑσς'.·:İIıßẞ中\uf900\U0002f800ｱＡ！$^`~¡¿\u037e\u1fefé")
+# Lone surrogates (Cs) are left out: they cannot be encoded as UTF-8, so no string tensor holds them.
+texts = st.text(alphabet=st.sampled_from(TRICKY) | st.characters(exclude_categories=["Cs"]),
+                max_size=40)
+SETTINGS = settings(max_examples=300, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["uncased", "cased"])
+def pair(request, minilm_dir):
+    tokenizer = BertTokenizer.from_pretrained(minilm_dir, lower_case=request.param)
+    preprocessor = BertPreprocessor.from_pretrained(minilm_dir, lower_case=request.param)
+    tokenize = tf.function(preprocessor.tokenize,
+                           input_signature=[tf.TensorSpec([None], tf.string)])
+    return tokenizer, tokenize
+
+
+def python_ids(tokenizer, text):
+    return tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text))
+
+
+@SETTINGS
+@given(batch=st.lists(texts, min_size=1, max_size=8))
+def test_graph_ids_equal_python_ids(pair, batch):
+    tokenizer, tokenize = pair
+    got = tokenize(tf.constant(batch, dtype=tf.string)).to_list()
+    assert got == [python_ids(tokenizer, text) for text in batch]
+
+
+@SETTINGS
+@given(batch=st.lists(st.binary(max_size=30), min_size=1, max_size=8))
+def test_random_bytes_agree_and_do_not_raise(pair, batch):
+    tokenizer, tokenize = pair
+    got = tokenize(tf.constant(batch, dtype=tf.string)).to_list()
+    assert got == [python_ids(tokenizer, raw) for raw in batch]
+
+
+@SETTINGS
+@given(text=texts)
+def test_offsets_cover_the_tokens(pair, text):
+    tokenizer, _ = pair
+    result = tokenizer.tokenize_with_offsets(text)
+    assert result.tokens == tokenizer.tokenize(text)
+    starts = [start for start, _ in result.offsets]
+    assert starts == sorted(starts)
+    assert all(0 <= start < end <= len(text) for start, end in result.offsets)
+    assert result.word_ids == sorted(result.word_ids)
