@@ -116,3 +116,11 @@ def use_logical_cpu_devices(num_devices: int) -> None:
     except RuntimeError as e:
         raise RuntimeError(f"cannot split the CPU into {num_devices} devices: TensorFlow is "
                            f"already initialized ({e}); call use_logical_cpu_devices first") from e
+
+
+def num_local_replicas(strategy: tf.distribute.Strategy) -> int:
+    """Replicas on this worker (the devices it drives); 1 for the default strategy."""
+    try:
+        return len(strategy.extended.worker_devices)
+    except RuntimeError:  # the default strategy has no device list
+        return 1

@@ -26,6 +26,7 @@ import logging
 import time
 import uuid
 
+import keras
 import tensorflow as tf
 import tqdm
 from tensorflow.core.framework import summary_pb2
@@ -33,11 +34,11 @@ from tensorflow.core.framework import summary_pb2
 from keras_bert.config import BertConfig
 from keras_bert.io_utils import join
 from keras_bert.models import BertEncoder, BertPretrainer
-from keras_bert.training.distribute import get_strategy
+from keras_bert.training.distribute import get_strategy, num_local_replicas
 from keras_bert.training.optimization import create_optimizer
 from keras_bert.training.pretraining_input import pretraining_dataset
 from keras_bert.training.pretraining_loss import summarize
-from keras_bert.training.pretraining_step import make_train_loop
+from keras_bert.training.pretraining_step import make_eval_loop, make_train_loop
 
 logger = logging.getLogger(__name__)
 
@@ -66,11 +67,13 @@ class PretrainingConfig:
         vocab_file: copied into the export; required for ``dynamic_masking``.
         dynamic_masking: re-mask every batch (RoBERTa-style) instead of the records' masks.
         whole_word_mask, masked_lm_prob: dynamic masking options.
-        seed: weight initialisation, shuffling and masking seed.
+        seed: weight initialisation, dropout, shuffling and masking seed.
+        deterministic: deterministic TensorFlow ops, for bit-exact reruns (slower on GPUs).
         shuffle_buffer_size: records held for shuffling.
         steps_per_loop: steps per compiled loop call; also the summary and logging interval.
         save_checkpoints_steps, keep_checkpoint_max: checkpoint interval and how many to keep.
         checkpoint_input_pipeline: save the input iterator, for exact resume.
+        eval_input_files, eval_batch_size, max_eval_steps: evaluate at the end on these records.
         export: write export/google and export/keras at the end.
         progress: show a progress bar (steps/s, ETA).
     """
@@ -95,11 +98,15 @@ class PretrainingConfig:
     whole_word_mask: bool = False
     masked_lm_prob: float = 0.15
     seed: int = 12345
+    deterministic: bool = False
     shuffle_buffer_size: int = 1000
     steps_per_loop: int = 100
     save_checkpoints_steps: int = 1000
     keep_checkpoint_max: int = 5
     checkpoint_input_pipeline: bool = True
+    eval_input_files: str | None = None
+    eval_batch_size: int = 8
+    max_eval_steps: int = 100
     export: bool = True
     progress: bool = True
 
@@ -131,12 +138,15 @@ class PretrainingConfig:
 
 @dataclasses.dataclass
 class PretrainingResult:
-    """What a run ended with: the step, the metrics of its last loop, where things went."""
+    """What a run ended with: the step, the metrics of its last loop (and of the evaluation,
+    when asked for), the last checkpoint and the export directory."""
 
     step: int
     metrics: dict[str, float]
     checkpoint: str | None
     export_dir: str | None
+    eval_metrics: dict[str, float] | None = None
+    model: BertPretrainer | None = dataclasses.field(default=None, repr=False)
 
 
 def _is_chief(strategy: tf.distribute.Strategy) -> tuple[bool, int]:
@@ -154,6 +164,11 @@ def _scalar_metadata() -> summary_pb2.SummaryMetadata:
     metadata = summary_pb2.SummaryMetadata(data_class=summary_pb2.DATA_CLASS_SCALAR)
     metadata.plugin_data.plugin_name = "scalars"
     return metadata
+
+
+def _checkpoint_step(path: str) -> int:
+    """The step of a CheckpointManager path (``.../ckpt-<step>``)."""
+    return int(path.rsplit("-", 1)[1])
 
 
 def _write_text_atomically(path: str, text: str) -> None:
@@ -201,6 +216,9 @@ def run_pretraining(config: PretrainingConfig,
     """
     strategy = strategy or get_strategy()
     config.validate(strategy.num_replicas_in_sync)
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    keras.utils.set_random_seed(config.seed)
     is_chief, worker_index = _is_chief(strategy)
     checkpoint_dir = join(config.output_dir, "checkpoints")
     if not is_chief:
@@ -213,21 +231,40 @@ def run_pretraining(config: PretrainingConfig,
 
     with strategy.scope():
         model, optimizer = _build(config, resuming=latest is not None)
-    per_replica_batch = config.train_batch_size // strategy.num_replicas_in_sync
     masker = None
     if config.dynamic_masking:
         from keras_bert.data.dynamic_masking import DynamicMasker
         masker = DynamicMasker(config.vocab_file, config.max_predictions_per_seq,
                                config.masked_lm_prob, config.whole_word_mask, seed=config.seed)
-    dataset = strategy.distribute_datasets_from_function(
-        lambda context: pretraining_dataset(
-            config.input_files, per_replica_batch, config.max_seq_length,
-            config.max_predictions_per_seq, seed=config.seed,
-            shuffle_buffer_size=config.shuffle_buffer_size, masker=masker,
-            input_context=context))
-    iterator = iter(dataset)
+    local_replicas = num_local_replicas(strategy)
+    num_workers = strategy.num_replicas_in_sync // local_replicas
+
+    def make_dataset(batch_size, context, seed):
+        return pretraining_dataset(
+            config.input_files, batch_size, config.max_seq_length,
+            config.max_predictions_per_seq, seed=seed,
+            shuffle_buffer_size=config.shuffle_buffer_size, masker=masker, input_context=context)
+
+    if config.checkpoint_input_pipeline:
+        # One host iterator per worker (tf.data iterators are checkpointable, distributed ones
+        # are not); each step splits its batch among the worker's replicas.
+        context = tf.distribute.InputContext(num_workers, worker_index,
+                                             strategy.num_replicas_in_sync)
+        iterator = iter(make_dataset(config.train_batch_size // num_workers, context,
+                                     config.seed))
+    else:
+        # Per-replica pipelines prefetching to the devices (fastest on TPUs); a resumed run
+        # reads a freshly seeded order rather than the one it was interrupted in.
+        seed = config.seed + (_checkpoint_step(latest) if latest else 0)
+        iterator = iter(strategy.distribute_datasets_from_function(
+            lambda context: make_dataset(
+                config.train_batch_size // strategy.num_replicas_in_sync, context, seed)))
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-    tracked = dict(model=model, optimizer=optimizer, step=step)
+    # Keras' dropout seed generators are not part of the model's checkpoint graph; saving their
+    # states too makes a resumed run draw the dropout masks an uninterrupted one would.
+    random_state = tf.Module()
+    random_state.variables_by_index = [v.value for v in model.non_trainable_variables]
+    tracked = dict(model=model, optimizer=optimizer, step=step, random_state=random_state)
     if config.checkpoint_input_pipeline:
         tracked["iterator"] = iterator
     checkpoint = tf.train.Checkpoint(**tracked)
@@ -237,7 +274,8 @@ def run_pretraining(config: PretrainingConfig,
         checkpoint.restore(latest).expect_partial().assert_existing_objects_matched()
         logger.info("resumed from %s at step %d", latest, int(step.numpy()))
 
-    train_loop = make_train_loop(model, optimizer, strategy, config.gradient_accumulation_steps)
+    train_loop = make_train_loop(model, optimizer, strategy, config.gradient_accumulation_steps,
+                                 split_worker_batch=config.checkpoint_input_pipeline)
     writer = tf.summary.create_file_writer(join(config.output_dir, "summaries")) if is_chief \
         else tf.summary.create_noop_writer()
     current = int(step.numpy())
@@ -274,6 +312,19 @@ def run_pretraining(config: PretrainingConfig,
     progress.close()
     writer.flush()
 
+    eval_metrics = None
+    if config.eval_input_files:
+        eval_metrics = evaluate_pretraining(
+            model, config.eval_input_files, config.eval_batch_size, config.max_seq_length,
+            config.max_predictions_per_seq, config.max_eval_steps, strategy)
+        logger.info("evaluation at step %d: %s", current,
+                    ", ".join(f"{k}={v:.4g}" for k, v in eval_metrics.items()))
+        with writer.as_default():
+            for name, value in eval_metrics.items():
+                tf.summary.write(f"eval/{name}", tf.constant(value, tf.float32), step=current,
+                                 metadata=_scalar_metadata())
+        writer.flush()
+
     export_dir = None
     if config.export and is_chief:
         from keras_bert.checkpoints import save_checkpoint
@@ -282,4 +333,31 @@ def run_pretraining(config: PretrainingConfig,
             save_checkpoint(model, join(export_dir, fmt), fmt, vocab_file=config.vocab_file,
                             overwrite=True)
     return PretrainingResult(step=current, metrics=metrics, checkpoint=manager.latest_checkpoint,
-                             export_dir=export_dir)
+                             export_dir=export_dir, eval_metrics=eval_metrics, model=model)
+
+
+def evaluate_pretraining(model: BertPretrainer, input_files: str, batch_size: int,
+                         max_seq_length: int, max_predictions_per_seq: int, max_steps: int,
+                         strategy: tf.distribute.Strategy | None = None) -> dict[str, float]:
+    """Masked-LM and next-sentence loss and accuracy on (at most max_steps batches of) records.
+
+    Args:
+        model: the pretrainer, built under ``strategy.scope()``.
+        input_files: comma-separated globs of pretraining TFRecords, read once in order.
+        batch_size: global examples per batch.
+        max_seq_length, max_predictions_per_seq: the lengths the records were written with.
+        max_steps: stop after this many batches.
+        strategy: the model's strategy (default: the current one).
+
+    Returns:
+        loss, mlm_loss, mlm_accuracy, nsp_loss, nsp_accuracy and num_examples.
+    """
+    strategy = strategy or tf.distribute.get_strategy()
+    per_replica_batch = max(batch_size // strategy.num_replicas_in_sync, 1)
+    dataset = strategy.distribute_datasets_from_function(
+        lambda context: pretraining_dataset(input_files, per_replica_batch, max_seq_length,
+                                            max_predictions_per_seq, is_training=False,
+                                            input_context=context))
+    totals = make_eval_loop(model, strategy)(iter(dataset), tf.constant(max_steps, tf.int32))
+    totals = {name: value.numpy() for name, value in totals.items()}
+    return {**summarize(totals), "num_examples": float(totals["num_examples"])}

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import keras
 import tensorflow as tf
 
+from keras_bert.training.distribute import num_local_replicas
 from keras_bert.training.pretraining_loss import pretraining_loss, pretraining_loss_sums
 
 SUM_NAMES = ("mlm_loss_sum", "mlm_weight_sum", "mlm_correct_sum", "nsp_loss_sum",
@@ -25,7 +26,8 @@ def _inner_optimizer(optimizer: keras.optimizers.Optimizer) -> keras.optimizers.
 
 
 def make_train_loop(model: keras.Model, optimizer: keras.optimizers.Optimizer,
-                    strategy: tf.distribute.Strategy, gradient_accumulation_steps: int = 1
+                    strategy: tf.distribute.Strategy, gradient_accumulation_steps: int = 1,
+                    split_worker_batch: bool = False
                     ) -> Callable[[object, tf.Tensor], tuple[dict, tf.Tensor]]:
     """A tf.function ``train_loop(iterator, num_steps) -> (sums, grad_norm_sum)``.
 
@@ -38,16 +40,31 @@ def make_train_loop(model: keras.Model, optimizer: keras.optimizers.Optimizer,
         strategy: the strategy the model was built under.
         gradient_accumulation_steps: micro-batches per replica batch; the replica batch size
             must be divisible by it.
+        split_worker_batch: the iterator is a plain tf.data iterator of this worker's batches,
+            which each step splits evenly among the worker's replicas; else it is a distributed
+            iterator (``strategy.distribute_datasets_from_function``) of per-replica batches.
 
     Returns:
         ``train_loop(iterator, num_steps)``: runs ``num_steps`` (int32 scalar tensor) updates
-        from a distributed iterator of (inputs, labels); returns the loss sums of
+        from an iterator of (inputs, labels); returns the loss sums of
         ``pretraining_loss_sums`` added over all replicas and steps, and the sum over steps of
         the global gradient norm (before clipping).
     """
     _inner_optimizer(optimizer).aggregate_gradients = False
     accumulation = int(gradient_accumulation_steps)
     variables = model.trainable_variables
+    local_replicas = num_local_replicas(strategy)
+
+    def split(t, parts):  # [batch, ...] -> [parts, batch / parts, ...]
+        return tf.reshape(t, tf.concat([[parts, -1], tf.shape(t)[1:]], 0))
+
+    def local_share(batch):
+        """This replica's slice of the worker batch (replica ids are worker-major)."""
+        if local_replicas == 1:
+            return batch
+        index = tf.distribute.get_replica_context().replica_id_in_sync_group % local_replicas
+        return tf.nest.map_structure(lambda t: tf.gather(split(t, local_replicas), index),
+                                     batch)
 
     def forward_backward(inputs, labels, weight_total, example_total):
         with tf.GradientTape() as tape:
@@ -55,9 +72,13 @@ def make_train_loop(model: keras.Model, optimizer: keras.optimizers.Optimizer,
             sums = pretraining_loss_sums(labels, outputs)
             loss = pretraining_loss(sums, weight_total, example_total)
             scaled_loss = optimizer.scale_loss(loss)
-        return tape.gradient(scaled_loss, variables), sums
+        # Dense gradients: the embedding gradients arrive as IndexedSlices with repeated rows,
+        # whose values' norm is not the gradient's norm; summing them makes clipping exact.
+        return [tf.convert_to_tensor(g) for g in tape.gradient(scaled_loss, variables)], sums
 
     def replica_step(inputs, labels):
+        if split_worker_batch:
+            inputs, labels = local_share((inputs, labels))
         context = tf.distribute.get_replica_context()
         weights = labels["masked_lm_weights"]
         weight_total, example_total = context.all_reduce(
@@ -66,16 +87,15 @@ def make_train_loop(model: keras.Model, optimizer: keras.optimizers.Optimizer,
         if accumulation == 1:
             grads, sums = forward_backward(inputs, labels, weight_total, example_total)
         else:
-            def split(t):  # [batch, ...] -> [accumulation, batch / accumulation, ...]
-                return tf.reshape(t, tf.concat([[accumulation, -1], tf.shape(t)[1:]], 0))
-            inputs, labels = tf.nest.map_structure(split, (inputs, labels))
+            inputs, labels = tf.nest.map_structure(lambda t: split(t, accumulation),
+                                                   (inputs, labels))
             grads = [tf.zeros_like(v) for v in variables]
             sums = {name: tf.constant(0.0) for name in SUM_NAMES}
             for i in tf.range(accumulation):
                 micro_grads, micro_sums = forward_backward(
                     tf.nest.map_structure(lambda t: t[i], inputs),
                     tf.nest.map_structure(lambda t: t[i], labels), weight_total, example_total)
-                grads = [g + tf.convert_to_tensor(m) for g, m in zip(grads, micro_grads)]
+                grads = [g + m for g, m in zip(grads, micro_grads)]
                 sums = {name: sums[name] + micro_sums[name] for name in SUM_NAMES}
         grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
         grad_norm = tf.linalg.global_norm(grads) / optimizer.scale_loss(tf.constant(1.0))

@@ -1,0 +1,116 @@
+"""`keras-bert pretrain`: pretrain BERT on pretraining TFRecords (flags follow run_pretraining.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+
+from keras_bert.config import BertConfig
+from keras_bert.training.distribute import STRATEGIES
+from keras_bert.training.optimization import OPTIMIZERS
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "pretrain", help="pretrain BERT (masked LM + next sentence) on pretraining TFRecords",
+        description="Pretrain BERT on TFRecords written by `keras-bert create-pretraining-data` "
+                    "or google-research/bert. Rerunning with the same --output_dir resumes from "
+                    "the last checkpoint. Writes checkpoints/, summaries/ (TensorBoard) and, at "
+                    "the end, export/google (TF1 checkpoint) and export/keras.")
+    io = parser.add_argument_group("inputs and outputs")
+    io.add_argument("--input_file", required=True,
+                    help="comma-separated globs of TFRecord files (local or gs://)")
+    io.add_argument("--output_dir", required=True)
+    io.add_argument("--bert_config_file", help="bert_config.json of the model to train")
+    io.add_argument("--preset", help=f"or a named architecture: {', '.join(BertConfig.presets())}")
+    io.add_argument("--vocab_size", type=int,
+                    help="with --preset: the vocabulary size of your data (default 30522)")
+    io.add_argument("--init_checkpoint",
+                    help="start from these weights (Google, HF or keras-bert directory)")
+    io.add_argument("--vocab_file", help="copied into the export; needed by --dynamic_masking")
+    io.add_argument("--no_export", dest="export", action="store_false",
+                    help="skip export/google and export/keras at the end")
+
+    data = parser.add_argument_group("data")
+    data.add_argument("--max_seq_length", type=int, default=128)
+    data.add_argument("--max_predictions_per_seq", type=int, default=20)
+    data.add_argument("--dynamic_masking", action="store_true",
+                      help="re-mask every batch instead of using the records' masks")
+    data.add_argument("--whole_word_mask", action="store_true", help="with --dynamic_masking")
+    data.add_argument("--masked_lm_prob", type=float, default=0.15)
+    data.add_argument("--shuffle_buffer_size", type=int, default=1000)
+    data.add_argument("--seed", type=int, default=12345)
+
+    train = parser.add_argument_group("optimization")
+    train.add_argument("--train_batch_size", type=int, default=256,
+                       help="global examples per update (all replicas, all accumulation steps)")
+    train.add_argument("--num_train_steps", type=int, default=1_000_000)
+    train.add_argument("--num_warmup_steps", type=int, default=10_000)
+    train.add_argument("--learning_rate", type=float, default=1e-4)
+    train.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
+    train.add_argument("--weight_decay", type=float, default=0.01)
+    train.add_argument("--clip_norm", type=float, default=1.0, help="global norm; 0 disables")
+    train.add_argument("--gradient_accumulation_steps", type=int, default=1)
+    train.add_argument("--mixed_precision", choices=("none", "bf16", "fp16"), default="none")
+
+    run = parser.add_argument_group("run")
+    run.add_argument("--strategy", choices=STRATEGIES, default="auto")
+    run.add_argument("--tpu", help="TPU name or address ('local' on a TPU VM)")
+    run.add_argument("--num_cpu_devices", type=int, default=0,
+                     help="split the CPU into this many devices (data parallelism without GPUs)")
+    run.add_argument("--steps_per_loop", type=int, default=100,
+                     help="steps per compiled loop; also the logging/summary interval")
+    run.add_argument("--save_checkpoints_steps", type=int, default=1000)
+    run.add_argument("--keep_checkpoint_max", type=int, default=5)
+    run.add_argument("--no_checkpoint_input_pipeline", dest="checkpoint_input_pipeline",
+                     action="store_false", help="do not save the input iterator (resume then "
+                     "restarts the data order)")
+    run.add_argument("--deterministic", action="store_true",
+                     help="deterministic TensorFlow ops (bit-exact reruns; slower on GPU)")
+    run.add_argument("--no_progress", dest="progress", action="store_false",
+                     help="no progress bar (log a line per loop instead)")
+    parser.set_defaults(run=run_pretrain)
+
+
+def _bert_config(args: argparse.Namespace) -> BertConfig | None:
+    if args.bert_config_file and args.preset:
+        raise ValueError("give --bert_config_file or --preset, not both")
+    if args.bert_config_file:
+        return BertConfig.from_json_file(args.bert_config_file)
+    if args.preset:
+        overrides = {"vocab_size": args.vocab_size} if args.vocab_size else {}
+        return BertConfig.preset(args.preset, **overrides)
+    return None
+
+
+def run_pretrain(args: argparse.Namespace) -> int:
+    # Devices and the strategy must be set up before any other TensorFlow work.
+    from keras_bert.training.distribute import get_strategy, use_logical_cpu_devices
+    if args.num_cpu_devices > 1:
+        use_logical_cpu_devices(args.num_cpu_devices)
+    strategy = get_strategy(args.strategy, tpu=args.tpu)
+    from keras_bert.training.pretrain import PretrainingConfig, run_pretraining
+
+    config = PretrainingConfig(
+        input_files=args.input_file, output_dir=args.output_dir, bert_config=_bert_config(args),
+        init_checkpoint=args.init_checkpoint, max_seq_length=args.max_seq_length,
+        max_predictions_per_seq=args.max_predictions_per_seq,
+        train_batch_size=args.train_batch_size, num_train_steps=args.num_train_steps,
+        num_warmup_steps=args.num_warmup_steps, learning_rate=args.learning_rate,
+        optimizer=args.optimizer, weight_decay=args.weight_decay,
+        clip_norm=args.clip_norm or None,
+        gradient_accumulation_steps=args.gradient_accumulation_steps,
+        mixed_precision=args.mixed_precision, vocab_file=args.vocab_file,
+        dynamic_masking=args.dynamic_masking, whole_word_mask=args.whole_word_mask,
+        masked_lm_prob=args.masked_lm_prob, seed=args.seed,
+        shuffle_buffer_size=args.shuffle_buffer_size, steps_per_loop=args.steps_per_loop,
+        save_checkpoints_steps=args.save_checkpoints_steps,
+        keep_checkpoint_max=args.keep_checkpoint_max,
+        checkpoint_input_pipeline=args.checkpoint_input_pipeline,
+        deterministic=args.deterministic, export=args.export, progress=args.progress)
+    result = run_pretraining(config, strategy)
+    logging.getLogger(__name__).info("finished at step %d", result.step)
+    print(json.dumps({"step": result.step, "metrics": result.metrics,
+                      "checkpoint": result.checkpoint, "export_dir": result.export_dir}))
+    return 0
