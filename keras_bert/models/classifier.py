@@ -9,7 +9,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from keras_bert.data.task_examples import TextExample, encode_label
+from keras_bert.data.task_examples import DataError, TextExample, encode_label
 from keras_bert.layers.task_heads import ClassificationHead
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
 from keras_bert.models.task import BertTask, as_string_array
@@ -112,7 +112,7 @@ class BertClassifier(BertTask):
         x = list(x)
         if x and isinstance(x[0], TextExample):
             if y is None and x[0].label is not None:
-                y = [e.label for e in x]
+                y = self._encode_example_labels(x)
             pairs = [e.text_pair for e in x]
             x = [e.text for e in x] if pairs[0] is None else list(zip([e.text for e in x], pairs))
         if x and isinstance(x[0], (tuple, list)):
@@ -123,6 +123,23 @@ class BertClassifier(BertTask):
         else:
             inputs = as_string_array(x, "text")
         return inputs, (None if y is None else self._encode_labels(y))
+
+    def _encode_example_labels(self, examples: Sequence[TextExample]) -> np.ndarray:
+        """Labels of read examples; errors name the example's file and line."""
+        if self.is_regression:
+            values = []
+            for e in examples:
+                try:
+                    values.append(float(e.label))
+                except (TypeError, ValueError):
+                    raise DataError(f"label {e.label!r} is not a number; a regression target "
+                                    f"must be one", e.path, e.line) from None
+            return np.asarray(values, dtype=np.float32).reshape(-1, 1)
+        if self.label_names is None:
+            raise ValueError("the examples have label names, but the classifier has no "
+                             "label_names; pass label_names=[...]")
+        return np.asarray([encode_label(e.label, self.label_names, e.path, e.line)
+                           for e in examples], dtype=np.int32)
 
     def _encode_labels(self, y) -> np.ndarray:
         values = list(np.asarray(y, dtype=object).reshape(-1))

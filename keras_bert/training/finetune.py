@@ -1,0 +1,199 @@
+"""The fine-tuning run behind ``keras-bert finetune``: read the task's files, build the task model on
+a pretrained encoder under the chosen tf.distribute strategy, train with ``model.fit`` (tokenization
+in tf.data, batches bucketed by length), score the dev set with the task's metric after every epoch,
+keep the best model, and write the results as JSON.
+
+Outputs in ``output_dir``: ``best_model/`` (``model.keras`` plus ``bert_config.json`` and
+``vocab.txt``, loadable by every ``from_pretrained`` and as ``--init_checkpoint``),
+``eval_results.json``, and the best epoch's dev predictions (SQuAD: ``predictions.json``,
+``nbest_predictions.json``; NER: ``dev_predictions.conll``). Every file appears atomically.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import os
+from collections.abc import Sequence
+
+import keras
+import tensorflow as tf
+
+from keras_bert.data.conll import write_conll
+from keras_bert.io_utils import atomic_output_dir, join
+from keras_bert.training import finetune_tasks as tasks
+
+logger = logging.getLogger(__name__)
+
+RESULTS_NAME = "eval_results.json"
+BEST_MODEL_DIR = "best_model"
+
+
+@dataclasses.dataclass
+class FinetuneConfig:
+    """Everything a fine-tuning run needs; the defaults are BERT's recipe.
+
+    Args:
+        task: one of ``classification``, ``regression``, ``ner``, ``squad``,
+            ``multiple-choice``.
+        init_checkpoint: a Google TF1 directory, a Hugging Face directory, or ours
+            (a keras-bert checkpoint or a previous run's ``best_model``); its vocab.txt is used.
+        train_file, dev_file: the task's files (dev_file may be None: no evaluation, the last
+            epoch is kept).
+        output_dir: where the results go (local or gs://).
+        options: task settings: data format (a GLUE task name, ``jsonl`` or ``auto``), labels,
+            seq_length (128; 384 for SQuAD), SQuAD's window and answer settings.
+        learning_rate, batch_size, epochs, warmup_fraction, weight_decay: AdamW with linear
+            warmup then decay (3e-5, 32, 3, 0.1, 0.01).
+        bucket_lengths: padded lengths for batching by length; None: seq_length/4, /2, 1.
+        strategy, tpu: see ``keras_bert.training.distribute.get_strategy``.
+        seed: shuffling and initialization seed.
+        overwrite: replace the results of an earlier run in output_dir.
+        verbose: Keras progress output (0 silent, 1 progress bar, 2 one line per epoch).
+    """
+    task: str
+    init_checkpoint: str
+    train_file: str
+    dev_file: str | None
+    output_dir: str
+    options: tasks.TaskOptions = dataclasses.field(default_factory=tasks.TaskOptions)
+    learning_rate: float = 3e-5
+    batch_size: int = 32
+    epochs: int = 3
+    warmup_fraction: float = 0.1
+    weight_decay: float = 0.01
+    bucket_lengths: Sequence[int] | None = None
+    strategy: str | None = None
+    tpu: str | None = None
+    seed: int = 0
+    overwrite: bool = False
+    verbose: int | str = "auto"
+
+
+def write_json(path: str, value) -> None:
+    """Writes JSON to a temporary name and renames it, so the file never appears half-written."""
+    temp = f"{path}.tmp"
+    with tf.io.gfile.GFile(temp, "w") as f:
+        f.write(json.dumps(value, indent=2) + "\n")
+    tf.io.gfile.rename(temp, path, overwrite=True)
+
+
+def save_task_model(model, directory: str, vocab_file: str | None) -> None:
+    """Saves a task model as a keras-bert checkpoint directory, atomically (replacing one)."""
+    with atomic_output_dir(directory, overwrite=True) as scratch:
+        model.save(os.path.join(scratch, "model.keras"))
+        model.encoder.bert_config.to_json_file(os.path.join(scratch, "bert_config.json"))
+        if vocab_file:
+            tf.io.gfile.copy(vocab_file, os.path.join(scratch, "vocab.txt"), overwrite=True)
+
+
+class DevEvaluation(keras.callbacks.Callback):
+    """After each epoch: scores the dev set, logs it, and saves the model when it is the best."""
+
+    def __init__(self, config: FinetuneConfig, examples, vocab_file, squad_v2: bool):
+        super().__init__()
+        self.config, self.examples, self.vocab_file = config, examples, vocab_file
+        self.squad_v2 = squad_v2
+        self.metric = tasks.PRIMARY_METRIC[config.task]
+        self.history: list[dict] = []
+        self.best: dict | None = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        record = {"epoch": epoch + 1, **{k: float(v) for k, v in (logs or {}).items()}}
+        if self.examples is not None:
+            scores, artifacts = tasks.evaluate(self.config.task, self.model, self.examples,
+                                               self.config.options, self.squad_v2,
+                                               self.config.batch_size)
+            record["dev"] = scores
+            logger.info("epoch %d: dev %s = %.4f", epoch + 1, self.metric, scores[self.metric])
+        self.history.append(record)
+        score = record["dev"][self.metric] if self.examples is not None else epoch
+        if self.best is None or score > self.best["score"]:
+            self.best = {"epoch": epoch + 1, "score": score, **record}
+            save_task_model(self.model, join(self.config.output_dir, BEST_MODEL_DIR),
+                            self.vocab_file)
+            if self.examples is not None:
+                self._write_artifacts(artifacts)
+
+    def _write_artifacts(self, artifacts: dict) -> None:
+        for name, value in artifacts.items():
+            path = join(self.config.output_dir, name)
+            if name.endswith(".conll"):
+                write_conll(path, *value)
+            else:
+                write_json(path, value)
+
+
+def _bucket_lengths(config: FinetuneConfig) -> list[int]:
+    if config.bucket_lengths:
+        lengths = sorted(int(b) for b in config.bucket_lengths)
+        return lengths if lengths[-1] >= config.options.seq_length else [
+            *lengths, config.options.seq_length]
+    length = config.options.seq_length
+    return sorted({max(length // 4, 8), max(length // 2, 8), length})
+
+
+def run_finetune(config: FinetuneConfig) -> dict:
+    """Fine-tunes, evaluates after every epoch, keeps the best model; returns the results.
+
+    Raises:
+        DataError: bad input (missing label column, unknown label, empty text, an answer not
+            in its context...), naming the file and line.
+        FileExistsError: output_dir holds results and ``overwrite`` is False.
+    """
+    from keras_bert.checkpoints import find_vocab
+    from keras_bert.training.distribute import get_strategy
+    from keras_bert.training.optimization import create_optimizer
+
+    if config.task not in tasks.TASKS:
+        raise ValueError(f"unknown task {config.task!r}; expected one of {', '.join(tasks.TASKS)}")
+    results_path = join(config.output_dir, RESULTS_NAME)
+    if tf.io.gfile.exists(results_path) and not config.overwrite:
+        raise FileExistsError(f"{results_path} exists; pass --overwrite to replace that run")
+    strategy = get_strategy(config.strategy, config.tpu)
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        raise ValueError("Keras 3.15's model.fit does not run under MultiWorkerMirroredStrategy "
+                         "(keras-team/keras#20585); fine-tune on one machine (--strategy "
+                         "mirrored over its GPUs) or on a TPU")
+    options = config.options
+    if options.seq_length is None:
+        options = dataclasses.replace(
+            options, seq_length=tasks.DEFAULT_SEQ_LENGTH.get(config.task, 128))
+        config = dataclasses.replace(config, options=options)
+    train = tasks.read_examples(config.task, config.train_file, options)
+    dev = tasks.read_examples(config.task, config.dev_file, options) if config.dev_file else None
+    labels = tasks.label_names(config.task, train, options)
+    squad_v2 = config.task == "squad" and tasks.is_squad_v2([train, dev or []], options)
+    keras.utils.set_random_seed(config.seed)
+    tf.io.gfile.makedirs(config.output_dir)
+    with strategy.scope():
+        model = tasks.build_model(config.task, config.init_checkpoint, labels, train, options)
+        buckets = _bucket_lengths(config)
+        is_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
+        train_data = model.make_dataset(train, batch_size=config.batch_size, shuffle=True,
+                                        seed=config.seed, bucket_lengths=buckets,
+                                        drop_remainder=is_tpu)
+        rows = tasks.num_train_rows(config.task, model, train)
+        steps_per_epoch = math.ceil(rows / config.batch_size) + len(buckets)
+        total_steps = steps_per_epoch * config.epochs
+        model.compile(optimizer=create_optimizer(
+            config.learning_rate, total_steps, int(total_steps * config.warmup_fraction),
+            weight_decay=config.weight_decay))
+    logger.info("fine-tuning %s on %d training rows (%s), %d epochs of about %d steps",
+                config.task, rows, type(strategy).__name__, config.epochs, steps_per_epoch)
+    evaluation = DevEvaluation(config, dev, find_vocab(config.init_checkpoint), squad_v2)
+    model.fit(train_data, epochs=config.epochs, callbacks=[evaluation], verbose=config.verbose)
+    results = {
+        "task": config.task, "primary_metric": tasks.PRIMARY_METRIC[config.task],
+        "best_epoch": evaluation.best["epoch"], "best": evaluation.best.get("dev"),
+        "epochs": evaluation.history, "train_rows": rows,
+        "dev_examples": None if dev is None else len(dev), "labels": labels,
+        "squad_version_2": squad_v2 if config.task == "squad" else None,
+        "best_model": join(config.output_dir, BEST_MODEL_DIR),
+        "config": {k: v for k, v in dataclasses.asdict(config).items() if k != "options"},
+        "options": dataclasses.asdict(options),
+    }
+    write_json(results_path, results)
+    return results
