@@ -70,13 +70,16 @@ def get_strategy(name: str | None = None, tpu: str | None = None) -> tf.distribu
     if name not in STRATEGIES:
         raise ValueError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
     if name == "auto":
-        gpus = tf.config.list_logical_devices("GPU")
-        cpus = tf.config.list_logical_devices("CPU")
+        # Only physical-device queries here: they leave TensorFlow uninitialized, which
+        # MultiWorkerMirroredStrategy and TPUStrategy need.
+        gpus = tf.config.list_physical_devices("GPU")
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        num_cpus = len(tf.config.get_logical_device_configuration(cpu) or [cpu])
         if _tpu_requested(tpu):
             name = "tpu"
         elif _cluster_size_from_tf_config() > 1:
             name = "multi_worker_mirrored"
-        elif len(gpus) > 1 or (not gpus and len(cpus) > 1):
+        elif len(gpus) > 1 or (not gpus and num_cpus > 1):
             name = "mirrored"
         elif gpus:
             name = "one_device"
