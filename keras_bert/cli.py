@@ -15,10 +15,12 @@ import sys
 # module path -> the function that adds its subparser(s).
 COMMANDS = (
     "keras_bert.checkpoints.cli",
+    "keras_bert.training.cli",
     "keras_bert.training.finetune_cli",
     "keras_bert.data.cli",
     "keras_bert.export.cli",
     "keras_bert.tokenization.cli",
+    "keras_bert.quickstart",
 )
 
 
