@@ -9,7 +9,7 @@ import tempfile
 
 import tensorflow as tf
 
-from keras_bert.export import ops, signatures
+from keras_bert.export import ops, signatures, tasks  # noqa: F401  (tasks registers exports)
 from keras_bert.io_utils import atomic_output_dir, is_local, join
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization import vocab as vocab_lib
@@ -40,7 +40,8 @@ class ExportModule(tf.Module):
         self.trainable_variables = list(model.trainable_variables)
         encoder = model if isinstance(model, BertEncoder) else None
         if encoder is not None:
-            call = tf.function(lambda inputs, training=False: encoder(inputs, training=training))
+            call = tf.function(lambda inputs, training=False: encoder(inputs, training=training),
+                               autograph=False)
             for training in (False, True):
                 call.get_concrete_function(signatures.ids_input_signature(), training=training)
             self.__call__ = call

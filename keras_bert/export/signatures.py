@@ -20,15 +20,22 @@ TEXT_SIGNATURE = "serving_default"
 
 @dataclasses.dataclass(frozen=True)
 class RawText:
-    """The raw-text inputs of a serving_default call: string [batch] each."""
+    """The raw-text inputs of a serving_default call: string [batch] each (``choices``, for
+    multiple choice: string [batch, num_choices])."""
     text: tf.Tensor
     text_pair: tf.Tensor | None = None
+    choices: tf.Tensor | None = None
 
 
-# (model, packed ids {name: int32 [batch, seq]}, raw text or None) -> {output name: tensor}
+# (model, preprocessor, packed ids {name: int32 [batch, seq]}, raw text or None)
+#   -> {output name: tensor [batch, ...]}
 OutputsFn = Callable[..., dict]
 # (model, preprocessor, text_pair) -> {signature name: tf.function with an input_signature}
 ExtraSignaturesFn = Callable[..., dict]
+# (model) -> {input name: tf.TensorSpec}, for packed ids that are not [batch, seq]
+IdsSpecFn = Callable[..., dict]
+# (model, preprocessor) -> the serving_default tf.function, for raw text that is not text/pair
+TextSignatureFn = Callable[..., object]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,14 +43,19 @@ class TaskExport:
     """How one model type exports.
 
     Args:
-        outputs: builds the named outputs, each [batch, ...], from the packed ids; ``raw`` is
-            the RawText for serving_default and None for serve_ids.
+        outputs: builds the named outputs, each [batch, ...], from the packed ids (the
+            preprocessor is there for its vocabulary); ``raw`` is the RawText for
+            serving_default and None for serve_ids.
         text_pair: whether serving_default takes ``text_pair`` unless the caller says.
         extra_signatures: more signatures (e.g. TF Serving's classify), or None.
+        ids_spec: the serve_ids inputs when they are not int32 [batch, seq] (None).
+        text_signature: builds serving_default when its inputs are not text (and text_pair).
     """
     outputs: OutputsFn
     text_pair: bool = False
     extra_signatures: ExtraSignaturesFn | None = None
+    ids_spec: IdsSpecFn | None = None
+    text_signature: TextSignatureFn | None = None
 
 
 _REGISTRY: list[tuple[type, TaskExport]] = []
@@ -94,20 +106,24 @@ def build_signatures(model, preprocessor, text_pair: bool | None = None) -> dict
     task = task_export(model)
     text_pair = task.text_pair if text_pair is None else text_pair
 
-    @tf.function(input_signature=[ids_input_signature()])
-    def serve_ids(inputs):
-        return task.outputs(model, inputs, None)
+    ids_spec = task.ids_spec(model) if task.ids_spec is not None else ids_input_signature()
 
-    if text_pair:
-        @tf.function(input_signature=text_input_signature(True))
+    @tf.function(autograph=False, input_signature=[ids_spec])
+    def serve_ids(inputs):
+        return task.outputs(model, preprocessor, inputs, None)
+
+    if task.text_signature is not None:
+        serving_default = task.text_signature(model, preprocessor)
+    elif text_pair:
+        @tf.function(autograph=False, input_signature=text_input_signature(True))
         def serving_default(text, text_pair):
             raw = RawText(text, text_pair)
-            return task.outputs(model, pack(preprocessor, raw), raw)
+            return task.outputs(model, preprocessor, pack(preprocessor, raw), raw)
     else:
-        @tf.function(input_signature=text_input_signature(False))
+        @tf.function(autograph=False, input_signature=text_input_signature(False))
         def serving_default(text):
             raw = RawText(text)
-            return task.outputs(model, pack(preprocessor, raw), raw)
+            return task.outputs(model, preprocessor, pack(preprocessor, raw), raw)
 
     signatures = {TEXT_SIGNATURE: serving_default, IDS_SIGNATURE: serve_ids}
     if task.extra_signatures is not None:
@@ -125,7 +141,8 @@ def parse_text_examples(serialized: tf.Tensor, text_pair: bool) -> RawText:
 
 
 # ------------------------------------------------------------------------------ the encoder
-def encoder_outputs(model: BertEncoder, inputs: dict, raw: RawText | None) -> dict:
+def encoder_outputs(model: BertEncoder, preprocessor, inputs: dict,
+                    raw: RawText | None) -> dict:
     """TF Hub's outputs. serve_ids: sequence_output [batch, seq, hidden], pooled_output
     [batch, hidden] and encoder_outputs [batch, layers, seq, hidden] (the per-layer list stacked
     batch-first, so batching and the row format work). serving_default leaves out the layers

@@ -1,0 +1,187 @@
+"""Task model exports: each serving_default takes raw text and returns the task's named outputs,
+equal to the Keras model's; the classifier's classify/regress signatures serve TF Serving's
+Classify and Regress APIs."""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.core.example import example_pb2
+from tensorflow_serving.apis import classification_pb2, regression_pb2
+
+from keras_bert import BertEncoder, BertPreprocessor
+from keras_bert.export import export_model
+from keras_bert.models import (BertClassifier, BertEmbedder, BertMultipleChoice,
+                               BertQuestionAnswerer, BertTokenClassifier)
+from tests.serving.server_helpers import running_server
+
+SEQ_LENGTH = 24
+PAIRS = [("A man is playing a guitar.", "Someone plays music."),
+         ("The cat sleeps.", "A dog barks loudly at the unbelievable mailman.")]
+ATOL = 2e-5
+
+
+@pytest.fixture(scope="module")
+def preprocessor(minilm_dir):
+    return BertPreprocessor(os.path.join(minilm_dir, "vocab.txt"), seq_length=SEQ_LENGTH)
+
+
+def encoder():
+    keras.utils.set_random_seed(3)
+    return BertEncoder(vocab_size=30522, hidden_size=32, num_hidden_layers=2,
+                       num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+
+
+def exported(model, tmp_path, name, **kwargs):
+    return tf.saved_model.load(export_model(model, str(tmp_path), name, **kwargs))
+
+
+def text_example(text, text_pair=None):
+    example = example_pb2.Example()
+    example.features.feature["text"].bytes_list.value.append(text.encode())
+    if text_pair is not None:
+        example.features.feature["text_pair"].bytes_list.value.append(text_pair.encode())
+    return example
+
+
+@pytest.fixture(scope="module")
+def classifiers(preprocessor, tmp_path_factory):
+    """A text-pair classifier (NLI-like) and a regression model, exported and served."""
+    base = tmp_path_factory.mktemp("classifiers")
+    nli = BertClassifier(encoder(), 3, preprocessor=preprocessor,
+                         label_names=["contradiction", "entailment", "neutral"])
+    sts = BertClassifier(encoder(), 1, preprocessor=preprocessor)
+    paths = {"nli": export_model(nli, str(base), "nli", text_pair=True),
+             "sts": export_model(sts, str(base), "sts")}
+    config = base / "models.config"
+    config.write_text("model_config_list {" + "".join(
+        f' config {{ name: "{name}" base_path: "{base / name}" model_platform: "tensorflow" }}'
+        for name in paths) + " }")
+    with running_server("--model_config_file", str(config)) as (_, stubs):
+        yield {"nli": nli, "sts": sts}, paths, stubs
+
+
+def packed(preprocessor, *texts):
+    return {k: v.numpy() for k, v in preprocessor(
+        [tf.constant(t) for t in texts] if len(texts) > 1 else tf.constant(texts[0])).items()}
+
+
+def test_pair_classifier_and_tf_serving_classify(preprocessor, classifiers):
+    models, paths, stubs = classifiers
+    model, loaded = models["nli"], tf.saved_model.load(paths["nli"])
+    assert set(loaded.signatures) == {"serving_default", "serve_ids", "classify"}
+    texts, pairs = [p[0] for p in PAIRS], [p[1] for p in PAIRS]
+    out = loaded.signatures["serving_default"](text=tf.constant(texts),
+                                               text_pair=tf.constant(pairs))
+    expected = np.asarray(model(packed(preprocessor, texts, pairs)))
+    np.testing.assert_allclose(out["probabilities"], expected, atol=ATOL)
+    best = expected.argmax(-1)
+    assert out["class_ids"].numpy().tolist() == best.tolist()
+    assert [n.decode() for n in out["class_names"].numpy()] == [model.label_names[i] for i in best]
+
+    request = classification_pb2.ClassificationRequest()
+    request.model_spec.name = "nli"
+    request.model_spec.signature_name = "classify"
+    request.input.example_list.examples.extend(text_example(a, b) for a, b in PAIRS)
+    result = stubs.prediction.Classify(request, timeout=60).result
+    for row, classifications in enumerate(result.classifications):
+        assert [c.label for c in classifications.classes] == model.label_names
+        np.testing.assert_allclose([c.score for c in classifications.classes], expected[row],
+                                   atol=ATOL)
+    status, body = stubs.rest("/v1/models/nli:classify", {
+        "signature_name": "classify",
+        "examples": [{"text": a, "text_pair": b} for a, b in PAIRS]})
+    assert status == 200
+    np.testing.assert_allclose([[s for _, s in row] for row in body["result"]], expected,
+                               atol=ATOL)
+
+
+def test_regression_and_tf_serving_regress(preprocessor, classifiers):
+    models, paths, stubs = classifiers
+    texts = [p[0] for p in PAIRS]
+    expected = np.asarray(models["sts"](packed(preprocessor, texts)))[:, 0]
+    out = tf.saved_model.load(paths["sts"]).signatures["serving_default"](
+        text=tf.constant(texts))
+    assert set(out) == {"score"}
+    np.testing.assert_allclose(out["score"], expected, atol=ATOL)
+    request = regression_pb2.RegressionRequest()
+    request.model_spec.name = "sts"
+    request.model_spec.signature_name = "regress"
+    request.input.example_list.examples.extend(text_example(t) for t in texts)
+    values = [r.value for r in stubs.prediction.Regress(request, timeout=60).result.regressions]
+    np.testing.assert_allclose(values, expected, atol=ATOL)
+
+
+def test_token_classifier_gives_per_token_labels(preprocessor, tmp_path):
+    labels = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    model = BertTokenClassifier(encoder(), labels, preprocessor=preprocessor)
+    loaded = exported(model, tmp_path, "ner")
+    text = "Angela Merkel visited Ouagadougou"
+    out = loaded.signatures["serving_default"](text=tf.constant([text]))
+    ids = packed(preprocessor, [text])
+    expected = np.asarray(model(ids))
+    np.testing.assert_allclose(out["probabilities"], expected, atol=ATOL)
+    length = int(ids["input_mask"].sum())
+    tokens = [t.decode() for t in out["tokens"].numpy()[0]]
+    assert tokens[0] == "[CLS]" and tokens[length - 1] == "[SEP]" and tokens[length] == ""
+    assert tokens[1:length - 1] == model.tokenizer.tokenize(text)
+    starts = out["word_starts"].numpy()[0]
+    assert [t for t, s in zip(tokens, starts) if s] == [
+        t for t in tokens[1:length - 1] if not t.startswith("##")]
+    tags = [t.decode() for t in out["labels"].numpy()[0]]
+    assert tags[1:length - 1] == [labels[i] for i in expected[0].argmax(-1)[1:length - 1]]
+    assert tags[0] == tags[length - 1] == tags[length] == ""
+
+
+def test_question_answerer_gives_logits_and_the_best_span(preprocessor, tmp_path):
+    model = BertQuestionAnswerer(encoder(), preprocessor=preprocessor)
+    loaded = exported(model, tmp_path, "qa")
+    questions = ["Where is the tower?", "Who wrote Hamlet?"]
+    contexts = ["The Eiffel tower stands in Paris, France.", "Shakespeare wrote it in 1600."]
+    out = loaded.signatures["serving_default"](text=tf.constant(questions),
+                                               text_pair=tf.constant(contexts))
+    ids = packed(preprocessor, questions, contexts)
+    expected = {k: np.asarray(v) for k, v in model(ids).items()}
+    for name in ("start_logits", "end_logits"):
+        np.testing.assert_allclose(out[name], expected[name], atol=ATOL)
+    vocabulary = preprocessor.vocabulary
+    for row in range(2):
+        start, end = expected["start_logits"][row], expected["end_logits"][row]
+        length = ids["input_mask"][row].sum()
+        context = [i for i in range(SEQ_LENGTH)
+                   if ids["input_type_ids"][row][i] == 1 and i < length - 1]
+        score, first, last = max((start[i] + end[j], i, j) for i in context for j in context
+                                 if i <= j < i + 30)
+        assert (int(out["answer_start"][row]), int(out["answer_end"][row])) == (first, last)
+        assert float(out["answer_score"][row]) == pytest.approx(float(score), abs=1e-4)
+        words = " ".join(vocabulary[i] for i in ids["input_word_ids"][row][first:last + 1])
+        assert out["answer_text"].numpy()[row].decode() == words.replace(" ##", "").lstrip("#")
+
+
+def test_multiple_choice_and_embedder(preprocessor, tmp_path):
+    model = BertMultipleChoice(encoder(), num_choices=3, preprocessor=preprocessor)
+    loaded = exported(model, tmp_path, "swag")
+    contexts = ["She opened the door", "He ate"]
+    choices = [["and left.", "then slept.", "with a key."], ["food", "a car", "nothing"]]
+    out = loaded.signatures["serving_default"](text=tf.constant(contexts),
+                                               choices=tf.constant(choices))
+    expected = model.predict(list(zip(contexts, choices)), verbose=0)
+    np.testing.assert_allclose(out["probabilities"], expected, atol=ATOL)
+    best = expected.argmax(-1)
+    assert [c.decode() for c in out["choice_text"].numpy()] == [
+        choices[row][i] for row, i in enumerate(best)]
+    ids_inputs = loaded.signatures["serve_ids"].structured_input_signature[1]
+    assert ids_inputs["input_word_ids"].shape.as_list() == [None, 3, None]
+
+    embedder = BertEmbedder(encoder(), preprocessor=preprocessor, pooling="mean",
+                            normalize=True, feature_layers=(-1,))
+    loaded = exported(embedder, tmp_path, "embed")
+    texts = [p[1] for p in PAIRS]
+    out = loaded.signatures["serving_default"](text=tf.constant(texts))
+    assert set(out) == {"embedding"}
+    np.testing.assert_allclose(out["embedding"],
+                               np.asarray(embedder(packed(preprocessor, texts))["embedding"]),
+                               atol=ATOL)
+    np.testing.assert_allclose(np.linalg.norm(out["embedding"], axis=1), [1, 1], atol=1e-5)
