@@ -27,6 +27,8 @@ def parse_body(body: bytes) -> dict:
         doc = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise invalid_argument(f"JSON Parse error: {e}") from None
+    except RecursionError:
+        raise invalid_argument("JSON Parse error: the document is nested too deeply") from None
     if not isinstance(doc, dict):
         raise invalid_argument(f"JSON Value: {str(doc)[:200]} Is not object")
     return doc
@@ -74,7 +76,10 @@ def to_array(value, dtype_enum: int) -> np.ndarray:
     """The NumPy tensor of JSON ``value`` (nested lists) for a signature input's dtype."""
     dtype = tf.dtypes.as_dtype(dtype_enum)
     leaves: list = []
-    shape = _flatten(value, dtype, leaves)
+    try:
+        shape = _flatten(value, dtype, leaves)
+    except RecursionError:
+        raise invalid_argument("a tensor is nested too deeply") from None
     np_dtype = object if dtype == tf.string else dtype.as_numpy_dtype
     try:
         return np.array(leaves, dtype=np_dtype).reshape(shape)

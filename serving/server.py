@@ -91,7 +91,9 @@ class ModelServer:
         self.manager = ModelManager(
             model_config, lambda name, version, path: Servable(name, version, path,
                                                                self.scheduler))
-        self.core = ServingCore(self.manager)
+        # No decoded input may outgrow the largest message the server accepts.
+        self.core = ServingCore(self.manager, max(args.grpc_max_message_bytes,
+                                                  args.rest_api_max_body_bytes))
         self.grpc_server = self.rest_server = None
         self.grpc_port = self.rest_port = 0
         self._config_poller: threading.Thread | None = None

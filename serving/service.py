@@ -36,10 +36,16 @@ def _examples(input_proto) -> list[bytes]:
 
 
 class ServingCore:
-    """Answers TF Serving API requests from the models a ModelManager holds."""
+    """Answers TF Serving API requests from the models a ModelManager holds.
 
-    def __init__(self, manager: ModelManager):
+    Args:
+        manager: the served models.
+        max_tensor_bytes: the largest decoded input tensor accepted (None: no limit).
+    """
+
+    def __init__(self, manager: ModelManager, max_tensor_bytes: int | None = None):
         self.manager = manager
+        self.max_tensor_bytes = max_tensor_bytes
 
     def _fill_model_spec(self, spec, servable: Servable, signature_name: str | None) -> None:
         spec.name = servable.name
@@ -54,7 +60,8 @@ class ServingCore:
         key, signature = servable.signature(request.model_spec.signature_name)
         tensors.check_inputs(signature, request.inputs)
         aliases = tensors.check_output_filter(signature, request.output_filter)
-        arrays = {name: tensors.to_numpy(name, proto) for name, proto in request.inputs.items()}
+        arrays = {name: tensors.to_numpy(name, proto, self.max_tensor_bytes)
+                  for name, proto in request.inputs.items()}
         outputs = servable.run(key, arrays, tensors.batch_size(arrays), deadline)
         response = predict_pb2.PredictResponse()
         self._fill_model_spec(response.model_spec, servable, key)

@@ -8,7 +8,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from serving.errors import invalid_argument
+from serving.errors import invalid_argument, resource_exhausted
 
 
 def dtype_name(dtype_enum: int) -> str:
@@ -18,9 +18,23 @@ def dtype_name(dtype_enum: int) -> str:
         return f"<unknown dtype {dtype_enum}>"
 
 
-def to_numpy(name: str, proto) -> np.ndarray:
-    """The NumPy value of the TensorProto ``proto`` sent as input ``name``; INVALID_ARGUMENT
-    when it cannot be decoded."""
+def to_numpy(name: str, proto, max_bytes: int | None = None) -> np.ndarray:
+    """The NumPy value of the TensorProto ``proto`` sent as input ``name``.
+
+    A TensorProto may declare a shape far larger than its values (the last value repeats), so
+    the decoded size is checked first: RESOURCE_EXHAUSTED beyond ``max_bytes``;
+    INVALID_ARGUMENT when the proto cannot be decoded.
+    """
+    dims = [d.size for d in proto.tensor_shape.dim]
+    if any(d < 0 for d in dims):
+        raise invalid_argument(f"input '{name}' has a negative dimension: {dims}")
+    if max_bytes is not None:
+        item_bytes = 8 if proto.dtype == tf.string.as_datatype_enum else max(
+            tf.dtypes.as_dtype(proto.dtype).size if proto.dtype else 1, 1)
+        size = int(np.prod(dims, dtype=np.float64)) * item_bytes
+        if size > max_bytes:
+            raise resource_exhausted(f"input '{name}' of shape {dims} would take {size} bytes, "
+                                     f"more than the limit of {max_bytes}")
     try:
         return tf.make_ndarray(proto)
     except Exception as e:  # malformed protos fail in many ways (TypeError, ValueError, ...)

@@ -164,6 +164,20 @@ BAD_GRPC = {
 }
 
 
+def _huge_declared_shape():
+    """A 20-byte message declaring a [10^9, 3] tensor: its one value would be repeated."""
+    request = predict_request()
+    proto = request.inputs["x"]
+    proto.ClearField("tensor_content")
+    proto.float_val.append(1.0)
+    proto.tensor_shape.dim[0].size = 10**9
+    return request
+
+
+BAD_GRPC["declared shape too large"] = (_huge_declared_shape(),
+                                        grpc.StatusCode.RESOURCE_EXHAUSTED)
+
+
 @pytest.mark.parametrize("case", sorted(BAD_GRPC))
 def test_bad_grpc_requests(server, case):
     request, expected = BAD_GRPC[case]
@@ -198,6 +212,7 @@ BAD_REST = {
     "both formats": ("/v1/models/toy:predict", {"instances": [[1, 2, 3]], "inputs": [[1, 2, 3]]},
                      400),
     "body too large": ("/v1/models/toy:predict", b" " * 1_500_000, 429),
+    "nested too deeply": ("/v1/models/toy:predict", b'{"instances": ' + b"[" * 100_000, 400),
     "malformed path": ("/v1/modelz/toy:predict", {"instances": [[1, 2, 3]]}, 400),
 }
 
