@@ -64,7 +64,7 @@ def glue_layout(task: str) -> GlueLayout:
 
 def _rows(path: str):
     """(first line number, fields) for each record of a TSV (no quoting) or CSV file."""
-    lines = read_text_lines(path)
+    lines = [line + "\n" for line in read_text_lines(path)]  # csv keeps newlines in quotes
     if path.lower().endswith(".csv"):
         reader = csv.reader(lines)
     else:

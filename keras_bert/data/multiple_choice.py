@@ -64,7 +64,7 @@ def _check_label(value, num_choices: int, path: str, line: int) -> int:
 
 
 def _read_swag(path: str, with_labels: bool) -> list[MultipleChoiceExample]:
-    reader = csv.reader(read_text_lines(path))
+    reader = csv.reader(line + "\n" for line in read_text_lines(path))
     header = next(reader, None)
     needed = ["sent1", "sent2", *SWAG_ENDINGS] + (["label"] if with_labels else [])
     missing = [name for name in needed if header is None or name not in header]
