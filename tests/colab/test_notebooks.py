@@ -1,0 +1,111 @@
+"""The Colab notebooks: built from their sources, outputs cleared, and each one executed shrunk
+on CPU with nbclient (CI values injected after the tagged parameters cell, as papermill does)."""
+
+import json
+import os
+import sys
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COLAB = os.path.join(REPO, "colab")
+sys.path.insert(0, COLAB)
+import build_notebooks  # noqa: E402
+
+NOTEBOOKS = sorted(f for f in os.listdir(COLAB) if f.endswith(".ipynb"))
+
+# Per notebook: the shrunk parameters, and the values the last cell reports for checking.
+CI_RUNS = {
+    "01_finetune_classifier.ipynb": (
+        dict(NUM_EXAMPLES=120, SEQ_LENGTH=24, BATCH_SIZE=16, EPOCHS=1, LEARNING_RATE=1e-4),
+        "dict(dev_accuracy=dev_accuracy, shape=list(probabilities.shape), "
+        "saved=os.path.exists(saved_path))"),
+    "02_pretrain_from_scratch.ipynb": (
+        dict(CORPUS_DOCUMENTS=30, VOCAB_SIZE=1200, PRESET="L-2_H-128_A-2", MAX_SEQ_LENGTH=64,
+             MAX_PREDICTIONS_PER_SEQ=10, DUPE_FACTOR=1, BATCH_SIZE=16, TRAIN_STEPS=20,
+             MIXED_PRECISION=None),
+        "dict(final_loss=final_loss, steps=steps, instances=summary.instances, "
+        "vocab=len(tokens))"),
+    "03_export_and_serve.ipynb": (
+        dict(NUM_EXAMPLES=48, EPOCHS=1, SEQ_LENGTH=16),
+        "dict(max_difference=max_difference, served_names=served_names, "
+        "rest_rows=len(rest_predictions))"),
+    "05_sentence_embeddings.ipynb": (
+        dict(SEQ_LENGTH=32),
+        "dict(top_hits=top_hits, shape=list(corpus_embeddings.shape))"),
+}
+
+
+def test_notebooks_match_their_sources():
+    assert build_notebooks.main(["--check"]) == 0, "run python colab/build_notebooks.py"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_shape(name):
+    notebook = nbformat.read(os.path.join(COLAB, name), as_version=4)
+    assert "colab.research.google.com/assets/colab-badge.svg" in notebook.cells[0].source
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    assert all(c.outputs == [] and c.execution_count is None for c in code), "outputs not cleared"
+    assert any("pip install" in c.source for c in code), "no install cell"
+    tagged = [c for c in code if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, "exactly one cell tagged 'parameters'"
+    assert name in CI_RUNS, f"{name} has no shrunk CI run"
+
+
+def execute(name, work_dir):
+    overrides, report = CI_RUNS[name]
+    notebook = nbformat.read(os.path.join(COLAB, name), as_version=4)
+    index = next(i for i, c in enumerate(notebook.cells)
+                 if "parameters" in c.metadata.get("tags", []))
+    injected = "\n".join([f"WORK_DIR = {str(work_dir)!r}"] +
+                         [f"{key} = {value!r}" for key, value in overrides.items()])
+    notebook.cells.insert(index + 1, nbformat.v4.new_code_cell(injected))
+    notebook.cells.append(nbformat.v4.new_code_cell(
+        f"import json as _json\nprint('CI-REPORT', _json.dumps({report}, default=float))"))
+    client = NotebookClient(notebook, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(work_dir)}})
+    client.execute()
+    for output in notebook.cells[-1].outputs:
+        for line in output.get("text", "").splitlines():
+            if line.startswith("CI-REPORT "):
+                return json.loads(line[len("CI-REPORT "):])
+    raise AssertionError(f"{name} did not report its results")
+
+
+@pytest.fixture
+def kernel_env(monkeypatch):
+    # The kernel runs this interpreter; make the repo (and its serving/ package) importable.
+    monkeypatch.setenv("PYTHONPATH", REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def test_01_finetune_classifier(tmp_path, kernel_env):
+    result = execute("01_finetune_classifier.ipynb", tmp_path)
+    assert result["shape"] == [2, 2] and result["saved"]
+    assert 0.0 <= result["dev_accuracy"] <= 1.0
+
+
+def test_02_pretrain_from_scratch(tmp_path, kernel_env):
+    result = execute("02_pretrain_from_scratch.ipynb", tmp_path)
+    assert result["vocab"] == 1200 and result["instances"] > 100
+    assert result["steps"] and result["steps"][-1] == 20
+    assert 0 < result["final_loss"] < 12
+
+
+def test_03_export_and_serve(tmp_path, kernel_env):
+    result = execute("03_export_and_serve.ipynb", tmp_path)
+    assert result["max_difference"] < 1e-4, "served probabilities equal the Keras model's"
+    assert set(result["served_names"]) <= {"negative", "positive"}
+    assert result["rest_rows"] == 2
+
+
+def test_05_sentence_embeddings(tmp_path, kernel_env):
+    result = execute("05_sentence_embeddings.ipynb", tmp_path)
+    assert result["shape"] == [12, 384]
+    assert "eating" in result["top_hits"]["A man is eating pasta."][0]
+    assert "drums" in " ".join(result["top_hits"]["Someone is playing an instrument."][:2]) or \
+        "violin" in " ".join(result["top_hits"]["Someone is playing an instrument."][:2])
+    assert result["top_hits"]["Shares are falling."][0] in (
+        "The stock market fell sharply today.", "Investors sold shares as prices dropped.")
