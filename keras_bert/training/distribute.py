@@ -98,7 +98,7 @@ def get_strategy(name: str | None = None, tpu: str | None = None) -> tf.distribu
         strategy = tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
     else:
         strategy = tf.distribute.get_strategy()
-    logger.info("using %s with %d replica(s)", type(strategy).__name__,
+    logger.info("using the %s strategy (%s) with %d replica(s)", name, type(strategy).__name__,
                 strategy.num_replicas_in_sync)
     return strategy
 

@@ -1,0 +1,120 @@
+"""A pretraining run end to end, in process: it learns, logs, keeps K checkpoints, evaluates, exports."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert import BertConfig, BertEncoder, BertPretrainer
+from keras_bert.training.pretrain import PretrainingConfig, run_pretraining
+from keras_bert.training.pretraining_input import pretraining_dataset
+from tests.training.records import pretraining_files  # noqa: F401 (fixture)
+
+
+def _config(files, output_dir, **overrides):
+    values = dict(
+        input_files=files["pattern"], output_dir=str(output_dir),
+        bert_config=BertConfig.from_json_file(files["config"][0.1]), max_seq_length=32,
+        max_predictions_per_seq=5, train_batch_size=16, num_train_steps=80,
+        num_warmup_steps=8, learning_rate=2e-3, steps_per_loop=20, save_checkpoints_steps=20,
+        keep_checkpoint_max=2, vocab_file=files["vocab"], eval_input_files=files["pattern"],
+        eval_batch_size=8, progress=False)
+    values.update(overrides)
+    return PretrainingConfig(**values)
+
+
+def _scalars(summary_dir):
+    """{tag: {step: value}} from the event files."""
+    values = {}
+    for path in tf.io.gfile.glob(os.path.join(summary_dir, "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                values.setdefault(value.tag, {})[event.step] = float(
+                    tf.make_ndarray(value.tensor))
+    return values
+
+
+@pytest.fixture(scope="module")
+def finished_run(pretraining_files, tmp_path_factory):
+    output_dir = tmp_path_factory.mktemp("run")
+    return output_dir, run_pretraining(_config(pretraining_files, output_dir))
+
+
+def test_the_model_learns_and_the_summaries_show_it(finished_run):
+    output_dir, result = finished_run
+    scalars = _scalars(output_dir / "summaries")
+    assert sorted(scalars["loss"]) == [20, 40, 60, 80]
+    assert scalars["loss"][20] == pytest.approx(
+        scalars["mlm_loss"][20] + scalars["nsp_loss"][20], rel=1e-5)
+    # The MLM task (segments count upwards) is learnable: loss and accuracy move clearly.
+    assert scalars["mlm_loss"][80] < scalars["mlm_loss"][20] - 0.5
+    assert scalars["mlm_accuracy"][80] > scalars["mlm_accuracy"][20] + 0.1
+    assert scalars["learning_rate"][20] == pytest.approx(2e-3 * (1 - 20 / 80))
+    assert scalars["learning_rate"][80] == 0.0
+    assert scalars["grad_norm"][20] > 0 and scalars["steps_per_second"][20] > 0
+    assert result.step == 80 and result.metrics["loss"] == pytest.approx(scalars["loss"][80])
+
+
+def test_keeps_the_last_checkpoints_and_writes_the_config(finished_run, pretraining_files):
+    output_dir, result = finished_run
+    assert result.checkpoint == str(output_dir / "checkpoints" / "ckpt-80")
+    assert sorted(p for p in os.listdir(output_dir / "checkpoints") if p.endswith(".index")) == [
+        "ckpt-60.index", "ckpt-80.index"]
+    saved = json.loads((output_dir / "pretraining_config.json").read_text())
+    assert saved["train_batch_size"] == 16 and saved["bert_config"]["hidden_size"] == 64
+
+
+def test_evaluation_reads_every_record_once(finished_run):
+    _, result = finished_run
+    assert result.eval_metrics["num_examples"] == 128
+    assert result.eval_metrics["mlm_loss"] < np.log(64) - 0.5  # uniform guessing is ln(64)
+
+
+def test_exports_load_with_from_pretrained_and_give_the_trained_outputs(finished_run,
+                                                                       pretraining_files):
+    output_dir, result = finished_run
+    inputs, _ = next(iter(pretraining_dataset(pretraining_files["pattern"], 4, 32, 5,
+                                              is_training=False)))
+    want = result.model(inputs, training=False)
+    for fmt in ("google", "keras"):
+        path = str(output_dir / "export" / fmt)
+        assert os.path.exists(os.path.join(path, "vocab.txt"))
+        got = BertPretrainer.from_pretrained(path)(inputs, training=False)
+        np.testing.assert_allclose(got["mlm_logits"], want["mlm_logits"], atol=1e-5)
+        np.testing.assert_allclose(got["nsp_logits"], want["nsp_logits"], atol=1e-5)
+        encoder = BertEncoder.from_pretrained(path)
+        encoder_inputs = {k: v for k, v in inputs.items() if k != "masked_lm_positions"}
+        np.testing.assert_allclose(
+            encoder(encoder_inputs)["pooled_output"],
+            result.model.encoder(encoder_inputs)["pooled_output"], atol=1e-5)
+
+
+def test_init_checkpoint_and_float16_with_loss_scaling(finished_run, pretraining_files,
+                                                      tmp_path):
+    output_dir, trained = finished_run
+    result = run_pretraining(_config(
+        pretraining_files, tmp_path, bert_config=None,
+        init_checkpoint=str(output_dir / "export" / "google"), num_train_steps=2,
+        num_warmup_steps=0, learning_rate=1e-9, steps_per_loop=2, save_checkpoints_steps=2,
+        eval_input_files=None, export=False, mixed_precision="fp16"))
+    assert result.model.encoder.dtype_policy.name == "mixed_float16"
+    assert all(v.dtype == "float32" for v in result.model.trainable_variables)
+    np.testing.assert_allclose(result.model.encoder.word_embeddings.embeddings.numpy(),
+                               trained.model.encoder.word_embeddings.embeddings.numpy(),
+                               atol=1e-6)
+    # Started from the trained weights (not from scratch), and float16 did not overflow.
+    assert result.metrics["mlm_loss"] < np.log(64) - 0.5
+
+
+def test_settings_that_cannot_work_are_rejected_with_the_fix(pretraining_files, tmp_path):
+    with pytest.raises(ValueError, match="train_batch_size=10 is not divisible by 1 replica"
+                                         r"\(s\) x gradient_accumulation_steps=4"):
+        run_pretraining(_config(pretraining_files, tmp_path, train_batch_size=10,
+                                gradient_accumulation_steps=4))
+    with pytest.raises(ValueError, match="give bert_config"):
+        run_pretraining(_config(pretraining_files, tmp_path, bert_config=None))
+    with pytest.raises(ValueError, match="dynamic_masking needs vocab_file"):
+        run_pretraining(_config(pretraining_files, tmp_path, dynamic_masking=True,
+                                vocab_file=None))
