@@ -175,6 +175,8 @@ def run_finetune(config: FinetuneConfig) -> dict:
         train_data = model.make_dataset(train, batch_size=config.batch_size, shuffle=True,
                                         seed=config.seed, bucket_lengths=buckets,
                                         drop_remainder=is_tpu)
+        if dev is not None:
+            model._to_arrays(dev)  # bad dev labels fail now, with file and line, not after epoch 1
         rows = tasks.num_train_rows(config.task, model, train)
         steps_per_epoch = math.ceil(rows / config.batch_size) + len(buckets)
         total_steps = steps_per_epoch * config.epochs
