@@ -148,6 +148,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--google_dir", default=None,
                         help="a google-research/bert checkout, to run its script side by side")
+    parser.add_argument("--google_x4", action="store_true",
+                        help="also run Google's script once on the 4x corpus (minutes, GBs)")
     args = parser.parse_args()
     if not os.path.exists(args.corpus):
         sys.exit(f"no corpus at {args.corpus}; make it with: python3 "
@@ -165,6 +167,7 @@ def main() -> int:
         for run in range(args.runs):
             for name, command in contenders.items():
                 out = os.path.join(scratch, f"{name}-{run}")
+                os.makedirs(out)  # Google's script does not create it
                 result = run_measured(command(out), env)
                 result["instances"] = instances_written(name, result["output"])
                 results.setdefault(name, []).append(result)
@@ -176,9 +179,16 @@ def main() -> int:
             for _ in range(4):
                 with open(args.corpus, "rb") as source:
                     shutil.copyfileobj(source, f)
-        result = run_measured(ours_command(repeated, vocab, os.path.join(scratch, "x4"), args), env)
-        result["instances"] = instances_written("ours", result["output"])
-        results["ours, corpus x4"] = [result]
+        x4_runs = {"ours": ours_command(repeated, vocab, os.path.join(scratch, "x4"), args)}
+        if args.google_dir and args.google_x4:
+            x4_runs["google"] = google_command(google, repeated, vocab,
+                                               os.path.join(scratch, "gx4"), args)
+        os.makedirs(os.path.join(scratch, "gx4"))
+        for name, command in x4_runs.items():
+            result = run_measured(command, env)
+            result["instances"] = instances_written(name, result["output"])
+            results[f"{name}, corpus x4"] = [result]
+            print(f"{name} x4: {result['wall_s']:.1f} s", file=sys.stderr)
 
     def median(name, key):
         return statistics.median(r[key] for r in results[name])

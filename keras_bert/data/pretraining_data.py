@@ -193,7 +193,8 @@ def _available_cores() -> int:
     return os.cpu_count() or 1
 
 
-def _process_windows(windows, tokenizer, options: InstanceOptions, num_workers: int):
+def _process_windows(windows, tokenizer: BertTokenizer, options: InstanceOptions,
+                     num_workers: int):
     """Yields each window's result, in window order, with at most a few windows in memory."""
     if num_workers == 1:
         processor = WindowProcessor(tokenizer, options)

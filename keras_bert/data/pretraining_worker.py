@@ -15,6 +15,7 @@ import random
 from keras_bert.data.example_encoder import PretrainingExampleEncoder
 from keras_bert.data.instances import InstanceBuilder, create_segment_pairs
 from keras_bert.data.masking import MaskingCounts, StaticMasker
+from keras_bert.tokenization import BertTokenizer
 
 # Distinct words whose ids a processor remembers before it starts over.
 _MAX_CACHED_WORDS = 1 << 17
@@ -62,7 +63,7 @@ class WindowProcessor:
         options: the instance options.
     """
 
-    def __init__(self, tokenizer, options: InstanceOptions) -> None:
+    def __init__(self, tokenizer: BertTokenizer, options: InstanceOptions) -> None:
         self.tokenizer = tokenizer
         self.options = options
         self._word_ids: dict[str, list[int]] = {}
@@ -70,11 +71,12 @@ class WindowProcessor:
         continuation_ids = None
         if options.do_whole_word_mask:
             continuation_ids = frozenset(i for token, i in vocab.items() if token.startswith("##"))
-        masker = StaticMasker(vocab_size=len(vocab), mask_token_id=vocab["[MASK]"],
+        masker = StaticMasker(vocab_size=len(vocab), mask_token_id=tokenizer.mask_id,
                               masked_lm_prob=options.masked_lm_prob,
                               max_predictions_per_seq=options.max_predictions_per_seq,
                               continuation_ids=continuation_ids)
-        self.builder = InstanceBuilder(cls_id=vocab["[CLS]"], sep_id=vocab["[SEP]"], masker=masker)
+        self.builder = InstanceBuilder(cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
+                                       masker=masker)
         self.encoder = PretrainingExampleEncoder(
             vocab_size=len(vocab), max_seq_length=options.max_seq_length,
             max_predictions_per_seq=options.max_predictions_per_seq,
@@ -137,7 +139,7 @@ class WindowProcessor:
 _processor: WindowProcessor | None = None
 
 
-def init_worker(tokenizer, options: InstanceOptions) -> None:
+def init_worker(tokenizer: BertTokenizer, options: InstanceOptions) -> None:
     """Process-pool initializer: builds this worker's processor."""
     global _processor
     _processor = WindowProcessor(tokenizer, options)

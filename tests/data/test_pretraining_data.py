@@ -214,3 +214,24 @@ def test_progress_bar_shows_documents_and_instances_per_second(tmp_path, corpus_
                                     instance=dict(dupe_factor=1)), progress=True)
     err = capsys.readouterr().err
     assert "documents/s" in err and "instances_per_s=" in err and "600 documents" in err
+
+
+def test_reads_and_writes_through_tf_gfile(tmp_path, corpus_file, small_vocab_file):
+    # TensorFlow's in-memory filesystem stands in for gs://: no step may use local-only I/O.
+    for local, remote in ((corpus_file, "ram://pretraining/corpus.txt"),
+                          (small_vocab_file, "ram://pretraining/vocab.txt")):
+        tf.io.gfile.makedirs("ram://pretraining")
+        tf.io.gfile.copy(local, remote, overwrite=True)
+    local_run = create_pretraining_data(
+        _config(tmp_path, corpus_file, small_vocab_file, "local", instance=dict(dupe_factor=2)),
+        progress=False)
+    remote_run = create_pretraining_data(
+        _config(tmp_path, "ram://pretraining/corpus.txt", "ram://pretraining/vocab.txt", "remote",
+                output_file="", output_dir="ram://pretraining/out", num_shards=2, num_workers=2,
+                instance=dict(dupe_factor=2)), progress=False)
+    names = [f"pretraining-0000{i}-of-00002.tfrecord" for i in range(2)]
+    assert remote_run.output_files == [f"ram://pretraining/out/{name}" for name in names]
+    assert sorted(tf.io.gfile.listdir("ram://pretraining/out")) == names  # no temporary left
+    for local, remote in zip(local_run.output_files, remote_run.output_files):
+        with tf.io.gfile.GFile(local, "rb") as a, tf.io.gfile.GFile(remote, "rb") as b:
+            assert a.read() == b.read()
