@@ -32,6 +32,11 @@ CI_RUNS = {
         dict(NUM_EXAMPLES=48, EPOCHS=1, SEQ_LENGTH=16),
         "dict(max_difference=max_difference, served_names=served_names, "
         "rest_rows=len(rest_predictions))"),
+    "04_question_answering_and_ner.ipynb": (
+        dict(NUM_EXAMPLES=64, QA_SEQ_LENGTH=64, NER_SEQ_LENGTH=24, EPOCHS=1, BATCH_SIZE=16,
+             LEARNING_RATE=1e-4),
+        "dict(qa_scores=qa_scores, ner_scores=ner_scores, answers=len(answers), "
+        "entities=entities)"),
     "05_sentence_embeddings.ipynb": (
         dict(SEQ_LENGTH=32),
         "dict(top_hits=top_hits, shape=list(corpus_embeddings.shape))"),
@@ -99,6 +104,17 @@ def test_03_export_and_serve(tmp_path, kernel_env):
     assert result["max_difference"] < 1e-4, "served probabilities equal the Keras model's"
     assert set(result["served_names"]) <= {"negative", "positive"}
     assert result["rest_rows"] == 2
+
+
+def test_04_question_answering_and_ner(tmp_path, kernel_env):
+    result = execute("04_question_answering_and_ner.ipynb", tmp_path)
+    assert result["answers"] == 20
+    assert 0.0 <= result["qa_scores"]["exact_match"] <= result["qa_scores"]["f1"] <= 100.0
+    assert 0.0 <= result["ner_scores"]["f1"] <= 100.0
+    assert result["ner_scores"]["gold_entities"] == 20 * 3  # PER, ORG and LOC per sentence
+    for entity in result["entities"]:
+        text = "Grace Hopper works for Globex in Oslo."
+        assert text[entity["start"]:entity["end"]] == entity["text"]
 
 
 def test_05_sentence_embeddings(tmp_path, kernel_env):
