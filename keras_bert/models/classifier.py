@@ -12,7 +12,7 @@ import numpy as np
 from keras_bert.data.task_examples import DataError, TextExample, encode_label
 from keras_bert.layers.task_heads import ClassificationHead
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
-from keras_bert.models.task import BertTask, as_string_array
+from keras_bert.models.task import BertTask, as_string_array, is_text_arrays
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -105,23 +105,22 @@ class BertClassifier(BertTask):
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
     def _to_arrays(self, x, y=None):
-        if isinstance(x, dict) or hasattr(x, "element_spec"):
-            return x, y
-        if isinstance(x, str):
-            x = [x]
-        x = list(x)
-        if x and isinstance(x[0], TextExample):
-            if y is None and x[0].label is not None:
-                y = self._encode_example_labels(x)
-            pairs = [e.text_pair for e in x]
-            x = [e.text for e in x] if pairs[0] is None else list(zip([e.text for e in x], pairs))
-        if x and isinstance(x[0], (tuple, list)):
-            if any(len(pair) != 2 for pair in x):
-                raise ValueError("text pairs must be (text, text_pair) tuples of two strings")
-            inputs = (as_string_array([p[0] for p in x], "text"),
-                      as_string_array([p[1] for p in x], "text_pair"))
+        if isinstance(x, dict) or is_text_arrays(x):
+            inputs = x
         else:
-            inputs = as_string_array(x, "text")
+            x = [x] if isinstance(x, str) else list(x)
+            if x and isinstance(x[0], TextExample):
+                if y is None and x[0].label is not None:
+                    y = self._encode_example_labels(x)
+                texts, pairs = [e.text for e in x], [e.text_pair for e in x]
+                x = texts if pairs[0] is None else list(zip(texts, pairs))
+            if x and isinstance(x[0], (tuple, list)):
+                if any(len(pair) != 2 for pair in x):
+                    raise ValueError("text pairs must be (text, text_pair) tuples of two strings")
+                inputs = (as_string_array([p[0] for p in x], "text"),
+                          as_string_array([p[1] for p in x], "text_pair"))
+            else:
+                inputs = as_string_array(x, "text")
         return inputs, (None if y is None else self._encode_labels(y))
 
     def _encode_example_labels(self, examples: Sequence[TextExample]) -> np.ndarray:

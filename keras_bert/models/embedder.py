@@ -13,7 +13,7 @@ from keras import ops
 
 from keras_bert.layers.pooling import SentencePooling
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
-from keras_bert.models.task import BertTask, as_string_array
+from keras_bert.models.task import BertTask, as_string_array, is_text_arrays
 
 POOLINGS = ("cls", "mean", "second_to_last_mean")
 
@@ -100,7 +100,7 @@ class BertEmbedder(BertTask):
                          "fine-tune a task model (e.g. BertClassifier) on the same encoder")
 
     def _to_arrays(self, x, y=None):
-        if isinstance(x, dict):
+        if isinstance(x, dict) or is_text_arrays(x):
             return x, y
         x = [x] if isinstance(x, str) else list(x)
         if x and isinstance(x[0], (tuple, list)):

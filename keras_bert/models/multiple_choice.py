@@ -14,7 +14,7 @@ from keras import ops
 from keras_bert.data.task_examples import MultipleChoiceExample
 from keras_bert.layers.task_heads import ClassificationHead
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
-from keras_bert.models.task import BertTask, as_string_array
+from keras_bert.models.task import BertTask, as_string_array, is_text_arrays
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -85,8 +85,8 @@ class BertMultipleChoice(BertTask):
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
     def _to_arrays(self, x, y=None):
-        if isinstance(x, dict):
-            return x, y
+        if isinstance(x, dict) or is_text_arrays(x):
+            return x, (None if y is None else np.asarray(y, dtype=np.int32))
         items = list(x)
         if items and isinstance(items[0], MultipleChoiceExample):
             if y is None and items[0].label is not None:

@@ -13,7 +13,6 @@ from keras_bert.data.squad_answers import postprocess_squad
 from keras_bert.data.squad_features import make_squad_features, stack_features
 from keras_bert.layers.task_heads import SpanHead
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
-from keras_bert.models.pretrained import tokenizer_of
 from keras_bert.models.task import BertTask
 
 
@@ -69,7 +68,6 @@ class BertQuestionAnswerer(BertTask):
         self.head = head
         self.doc_stride = doc_stride
         self.max_query_length = max_query_length
-        self._tokenizer = None
 
     @classmethod
     def from_pretrained(cls, path: str, seq_length: int = 384, **kwargs
@@ -80,13 +78,6 @@ class BertQuestionAnswerer(BertTask):
         saved, encoder, preprocessor = load_task_parts(cls, path, seq_length,
                                                        dtype=kwargs.pop("dtype", None))
         return saved if saved is not None else cls(encoder, preprocessor=preprocessor, **kwargs)
-
-    @property
-    def tokenizer(self):
-        """The Python BertTokenizer matching the preprocessor (built on first use)."""
-        if self._tokenizer is None:
-            self._tokenizer = tokenizer_of(self.preprocessor, type(self).__name__)
-        return self._tokenizer
 
     @property
     def seq_length(self) -> int:

@@ -52,6 +52,16 @@ class BertTask(keras.Model):
         self.preprocessor = preprocessor
         self._auto_optimizer: dict | None = None
         self._compile_kwargs: dict = {}
+        self._tokenizer = None
+
+    @property
+    def tokenizer(self):
+        """The Python BertTokenizer with the preprocessor's vocabulary and casing, for tasks that
+        align words or characters (built on first use)."""
+        if self._tokenizer is None:
+            from keras_bert.models.pretrained import tokenizer_of
+            self._tokenizer = tokenizer_of(self.preprocessor, type(self).__name__)
+        return self._tokenizer
 
     # ------------------------------------------------------------------------ hooks
     def _to_arrays(self, x, y=None):
@@ -102,9 +112,11 @@ class BertTask(keras.Model):
                                  drop_remainder=drop_remainder)
 
     def _validation(self, validation_data, batch_size):
-        if validation_data is None or isinstance(validation_data, tf.data.Dataset):
-            return self.make_dataset(validation_data) if validation_data is not None else None
-        return self.make_dataset(*validation_data, batch_size=batch_size)
+        if validation_data is None:
+            return None
+        if isinstance(validation_data, tuple):
+            return self.make_dataset(*validation_data, batch_size=batch_size)
+        return self.make_dataset(validation_data, batch_size=batch_size)
 
     # ----------------------------------------------------------------------- Keras API
     def compile(self, optimizer: Any = "auto", loss: Any = "auto", metrics: Any = "auto",
@@ -153,17 +165,18 @@ class BertTask(keras.Model):
             weight_decay=settings["weight_decay"])
         logger.info("AdamW: lr %g, %d steps, %d warmup", settings["learning_rate"], total,
                     int(total * settings["warmup_fraction"]))
-        super().compile(optimizer=optimizer, **self._compile_kwargs)
+        with self.distribute_strategy.scope():
+            super().compile(optimizer=optimizer, **self._compile_kwargs)
         self._auto_optimizer = None
 
     def fit(self, x=None, y=None, batch_size: int | None = None, epochs: int = DEFAULT_EPOCHS,
             verbose="auto", callbacks=None, validation_data=None, shuffle: bool = True,
-            sample_weight=None, bucket_lengths=None, **kwargs):
+            sample_weight=None, bucket_lengths=None, seed: int | None = None, **kwargs):
         """``keras.Model.fit`` that also takes raw examples (tokenized in tf.data) and defaults
-        to BERT's batch 32 and 3 epochs. ``validation_data`` is ``(x, y)`` or a dataset."""
+        to BERT's batch 32 and 3 epochs. ``validation_data`` is ``(x, y)``, labelled examples
+        or a dataset; ``bucket_lengths`` and ``seed`` are as in ``make_dataset``."""
         batch_size = batch_size or DEFAULT_BATCH_SIZE
-        dataset = self.make_dataset(x, y, sample_weight, batch_size, shuffle=shuffle,
-                                    seed=kwargs.pop("seed", None),
+        dataset = self.make_dataset(x, y, sample_weight, batch_size, shuffle=shuffle, seed=seed,
                                     bucket_lengths=bucket_lengths)
         if self._auto_optimizer is not None:
             num_examples = None if isinstance(x, tf.data.Dataset) else _num_rows(
@@ -211,6 +224,11 @@ def _num_rows(x) -> int | None:
     """Rows in an array structure (first leaf's length)."""
     leaves = tf.nest.flatten(x)
     return len(leaves[0]) if leaves and hasattr(leaves[0], "__len__") else None
+
+
+def is_text_arrays(x) -> bool:
+    """Whether ``x`` is already the output of ``_to_arrays``: a tuple of string arrays."""
+    return isinstance(x, tuple) and bool(x) and all(isinstance(a, np.ndarray) for a in x)
 
 
 def as_string_array(values, what: str) -> np.ndarray:

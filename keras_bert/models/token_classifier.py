@@ -15,7 +15,6 @@ from keras_bert.data.tagging import (IGNORED_LABEL, TaggedFeature, align_words, 
 from keras_bert.data.task_examples import TaggedSentence
 from keras_bert.layers.task_heads import TokenClassificationHead
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
-from keras_bert.models.pretrained import tokenizer_of
 from keras_bert.models.task import BertTask
 
 
@@ -85,7 +84,6 @@ class BertTokenClassifier(BertTask):
         self.head = head
         self.label_names = [str(n) for n in label_names]
         self.dropout = dropout
-        self._tokenizer = None
 
     @classmethod
     def from_pretrained(cls, path: str, label_names: Sequence[str] | None = None,
@@ -100,13 +98,6 @@ class BertTokenClassifier(BertTask):
         if label_names is None:
             raise ValueError("label_names is required for a new tagger")
         return cls(encoder, label_names, preprocessor=preprocessor, **kwargs)
-
-    @property
-    def tokenizer(self):
-        """The Python BertTokenizer matching the preprocessor (built on first use)."""
-        if self._tokenizer is None:
-            self._tokenizer = tokenizer_of(self.preprocessor, type(self).__name__)
-        return self._tokenizer
 
     @property
     def seq_length(self) -> int:

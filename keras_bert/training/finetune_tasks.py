@@ -130,8 +130,8 @@ def evaluate(task: str, model, examples, options: TaskOptions, squad_v2: bool = 
                      for p, f in zip(probabilities, features)]
         return (metrics.entity_scores([e.tags for e in examples], predicted),
                 {"dev_predictions.conll": (examples, predicted)})
-    x, y = model._to_arrays(examples)
-    outputs = model.predict(x, batch_size=batch_size, verbose=0)
+    y = model._to_arrays(examples)[1]
+    outputs = model.predict(examples, batch_size=batch_size, verbose=0)
     if task == "regression":
         return metrics.regression_scores(y.reshape(-1), outputs.reshape(-1)), {}
     predictions = np.argmax(outputs, axis=-1)

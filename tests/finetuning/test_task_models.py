@@ -47,6 +47,8 @@ def test_classifier_fits_raw_text_and_round_trips(tmp_path):
     np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-6)
     pairs = [("the movie", "was good"), ("a film", "was awful")]
     pair_probabilities = classifier.predict(pairs, verbose=0)
+    np.testing.assert_array_equal(classifier.predict(classifier._to_arrays(pairs)[0], verbose=0),
+                                  pair_probabilities)
 
     reloaded = reload(classifier, tmp_path)
     assert isinstance(reloaded, BertClassifier) and reloaded.label_names == ["negative",
@@ -108,6 +110,8 @@ def test_multiple_choice_fits_and_round_trips(tmp_path):
     np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-6)
     np.testing.assert_array_equal(reload(model, tmp_path).predict(data, verbose=0),
                                   probabilities)
+    arrays = model._to_arrays(data)[0]  # converted inputs pass through unchanged
+    np.testing.assert_array_equal(model.predict(arrays, verbose=0), probabilities)
     with pytest.raises(ValueError, match="has 2 choices; this model takes 3"):
         model.predict([("a", ["b", "c"])])
 
