@@ -8,8 +8,10 @@ from keras_bert.export import export_model
 from keras_bert.models import (BertClassifier, BertEmbedder, BertEncoder, BertMultipleChoice,
                                BertPretrainer, BertQuestionAnswerer, BertTokenClassifier)
 from keras_bert.tokenization import BertPreprocessor, BertTokenizer
+from keras_bert.training import PretrainingConfig, create_optimizer, get_strategy, run_pretraining
 
 __all__ = ["BertClassifier", "BertConfig", "BertEmbedder", "BertEncoder", "BertMultipleChoice",
            "BertPretrainer", "BertPreprocessor", "BertQuestionAnswerer", "BertTokenClassifier",
-           "BertTokenizer", "export_model"]
+           "BertTokenizer", "PretrainingConfig", "create_optimizer", "export_model", "get_strategy",
+           "run_pretraining"]
 __version__ = "0.1.0"

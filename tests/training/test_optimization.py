@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert import BertEncoder, BertPretrainer
-from keras_bert.training import distribute, optimization, schedules
+from keras_bert.training import distribute, optimization, pretraining_config, schedules
 from keras_bert.training.optimization import BertAdamW, BertLamb, create_optimizer
 from keras_bert.training.schedules import WarmupPolynomialDecay
 
@@ -160,7 +160,7 @@ def test_get_strategy_names_and_tf_config(monkeypatch):
         distribute._cluster_size_from_tf_config()
 
 
-@pytest.mark.parametrize("module", [schedules, optimization, distribute])
+@pytest.mark.parametrize("module", [schedules, optimization, distribute, pretraining_config])
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0

@@ -3,13 +3,16 @@
 import json
 import os
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from keras_bert import BertConfig, BertEncoder, BertPretrainer
 from keras_bert.training.pretrain import PretrainingConfig, run_pretraining
+from keras_bert.training.optimization import create_optimizer
 from keras_bert.training.pretraining_input import pretraining_dataset
+from keras_bert.training.pretraining_step import make_train_loop
 from tests.training.records import pretraining_files  # noqa: F401 (fixture)
 
 
@@ -106,6 +109,26 @@ def test_init_checkpoint_and_float16_with_loss_scaling(finished_run, pretraining
                                atol=1e-6)
     # Started from the trained weights (not from scratch), and float16 did not overflow.
     assert result.metrics["mlm_loss"] < np.log(64) - 0.5
+
+
+def test_gradient_accumulation_equals_one_big_batch(pretraining_files):
+    config = BertConfig.from_json_file(pretraining_files["config"][0.0])
+    finals = []
+    for accumulation in (1, 4):
+        keras.utils.set_random_seed(3)
+        model = BertPretrainer(BertEncoder.from_bert_config(config))
+        optimizer = create_optimizer(1e-3, num_train_steps=3, num_warmup_steps=0)
+        optimizer.build(model.trainable_variables)
+        loop = make_train_loop(model, optimizer, tf.distribute.get_strategy(), accumulation,
+                               split_worker_batch=True)
+        iterator = iter(pretraining_dataset(pretraining_files["pattern"], 16, 32, 5, seed=1))
+        totals, grad_norm_sum = loop(iterator, tf.constant(3))
+        finals.append((float(totals["mlm_loss_sum"]), float(grad_norm_sum),
+                       [v.numpy() for v in model.trainable_variables]))
+    (loss_1, norm_1, weights_1), (loss_4, norm_4, weights_4) = finals
+    assert loss_4 == pytest.approx(loss_1, rel=1e-6) and norm_4 == pytest.approx(norm_1, rel=1e-5)
+    for a, b in zip(weights_1, weights_4):
+        np.testing.assert_allclose(b, a, atol=2e-6)
 
 
 def test_settings_that_cannot_work_are_rejected_with_the_fix(pretraining_files, tmp_path):
