@@ -88,14 +88,26 @@ class PretrainingExampleEncoder:
         self.vocab_size = vocab_size
         self.max_seq_length = max_seq_length
         self.max_predictions_per_seq = max_predictions_per_seq
-        names = feature_names(v2_feature_names)
-        self._headers = {name: _FeatureHeaders(record_name, name == "masked_lm_weights")
-                         for name, record_name in names.items()}
+        entry = {name: _FeatureHeaders(record_name, name == "masked_lm_weights")
+                 for name, record_name in feature_names(v2_feature_names).items()}
+        self._ids_entry = entry["input_ids"]
+        self._segment_ids_entry = entry["segment_ids"]
+        self._positions_entry = entry["masked_lm_positions"]
+        self._labels_entry = entry["masked_lm_ids"]
+        # Whole entries that depend on a count only, by the count.
+        self._input_mask_entries = [
+            entry["input_mask"](b"\x01" * n + b"\x00" * (max_seq_length - n))
+            for n in range(max_seq_length + 1)]
+        self._weights_entries = [
+            entry["masked_lm_weights"](struct.pack("<f", 1.0) * n
+                                       + b"\x00" * 4 * (max_predictions_per_seq - n))
+            for n in range(max_predictions_per_seq + 1)]
+        self._next_sentence_entries = [entry["next_sentence_labels"](b"\x00"),
+                                       entry["next_sentence_labels"](b"\x01")]
         # Varints of every id and position, looked up instead of computed per value.
         self._varints = [_varint(i) for i in range(max(vocab_size, max_seq_length))]
-        self._weights = [b"".join([struct.pack("<f", 1.0)] * n + [b"\x00" * 4] *
-                                  (max_predictions_per_seq - n))
-                         for n in range(max_predictions_per_seq + 1)]
+        # Positions below 128 are one-byte varints: their bytes are the values themselves.
+        self._positions_are_bytes = max_seq_length <= 128
         self._example_headers: dict[int, bytes] = {}
 
     def encode(self, input_ids: list[int], num_segment_a_tokens: int,
@@ -125,22 +137,22 @@ class PretrainingExampleEncoder:
         varints = self._varints
         try:
             packed_ids = b"".join([varints[i] for i in input_ids])
-            packed_positions = b"".join([varints[i] for i in masked_lm_positions])
             packed_labels = b"".join([varints[i] for i in masked_lm_ids])
         except IndexError:
             raise ValueError(f"an id in {input_ids + masked_lm_ids} is outside "
                              f"[0, vocab_size={self.vocab_size})") from None
-        headers = self._headers
+        packed_positions = (bytes(masked_lm_positions) if self._positions_are_bytes
+                            else b"".join([varints[i] for i in masked_lm_positions]))
         body = b"".join((
-            headers["input_ids"](packed_ids + b"\x00" * padding),
-            headers["input_mask"](b"\x01" * seq_length + b"\x00" * padding),
-            headers["segment_ids"](b"\x00" * num_segment_a_tokens
-                                   + b"\x01" * (seq_length - num_segment_a_tokens)
-                                   + b"\x00" * padding),
-            headers["masked_lm_positions"](packed_positions + b"\x00" * prediction_padding),
-            headers["masked_lm_ids"](packed_labels + b"\x00" * prediction_padding),
-            headers["masked_lm_weights"](self._weights[num_predictions]),
-            headers["next_sentence_labels"](b"\x01" if is_random_next else b"\x00"),
+            self._ids_entry(packed_ids + b"\x00" * padding),
+            self._input_mask_entries[seq_length],
+            self._segment_ids_entry(b"\x00" * num_segment_a_tokens
+                                    + b"\x01" * (seq_length - num_segment_a_tokens)
+                                    + b"\x00" * padding),
+            self._positions_entry(packed_positions + b"\x00" * prediction_padding),
+            self._labels_entry(packed_labels + b"\x00" * prediction_padding),
+            self._weights_entries[num_predictions],
+            self._next_sentence_entries[is_random_next],
         ))
         header = self._example_headers.get(len(body))
         if header is None:

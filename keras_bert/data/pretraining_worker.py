@@ -9,6 +9,7 @@ how many workers there are or which worker gets which window.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import random
 
@@ -142,6 +143,9 @@ _processor: WindowProcessor | None = None
 def init_worker(tokenizer: BertTokenizer, options: InstanceOptions) -> None:
     """Process-pool initializer: builds this worker's processor."""
     global _processor
+    # What a forked worker inherits (TensorFlow's modules, mostly) is never garbage: keep it
+    # out of the collector's passes, which also spares copying the pages it lives on.
+    gc.freeze()
     _processor = WindowProcessor(tokenizer, options)
 
 
