@@ -136,6 +136,10 @@ class BertTask(keras.Model):
             optimizer = keras.optimizers.AdamW(learning_rate)  # replaced in fit
         super().compile(optimizer=optimizer, **self._compile_kwargs)
 
+    def get_compile_config(self):
+        # An "auto" optimizer that fit has not made yet is a placeholder: save no compile state.
+        return None if self._auto_optimizer is not None else super().get_compile_config()
+
     def compile_from_config(self, config):
         # Keras skips compile on load for models that override compile(); ours takes the same
         # arguments as keras.Model.compile, so the saved configuration applies as it is.

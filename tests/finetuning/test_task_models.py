@@ -26,22 +26,9 @@ def reload(model, tmp_path):
     return keras.saving.load_model(path)
 
 
-def test_classifier_fits_raw_text_and_round_trips(tmp_path):
+def test_classifier_predicts_raw_text_and_round_trips(tmp_path):
     classifier = BertClassifier(tiny_encoder(), 2, preprocessor=preprocessor(),
                                 label_names=["negative", "positive"])
-    texts = ["the movie was good", "the meal was awful", "a nice book", "a terrible film",
-             "very good", "really bad"] * 6
-    labels = ["positive", "negative"] * 18
-    classifier.compile(learning_rate=1e-3)
-    history = classifier.fit(texts, labels, batch_size=8, epochs=2, verbose=0,
-                             bucket_lengths=[8, 16])
-    assert len(history.history["loss"]) == 2
-    # The optimizer is BERT's AdamW, and fit sized its schedule: 36 examples / 8 + 2 buckets =
-    # 7 steps per epoch, 14 in all, 1 of warmup, then linear decay from 1e-3 to 0.
-    assert type(classifier.optimizer).__name__ == "BertAdamW"
-    steps = int(classifier.optimizer.iterations)
-    assert 8 <= steps <= 14
-    assert float(classifier.optimizer.learning_rate) == pytest.approx(1e-3 * (1 - steps / 14))
     probabilities = classifier.predict(["the movie was good", "a terrible film"], verbose=0)
     assert probabilities.shape == (2, 2)
     np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-6)
@@ -49,6 +36,7 @@ def test_classifier_fits_raw_text_and_round_trips(tmp_path):
     pair_probabilities = classifier.predict(pairs, verbose=0)
     np.testing.assert_array_equal(classifier.predict(classifier._to_arrays(pairs)[0], verbose=0),
                                   pair_probabilities)
+    assert not np.allclose(pair_probabilities, probabilities)
 
     reloaded = reload(classifier, tmp_path)
     assert isinstance(reloaded, BertClassifier) and reloaded.label_names == ["negative",
@@ -116,7 +104,7 @@ def test_multiple_choice_fits_and_round_trips(tmp_path):
         model.predict([("a", ["b", "c"])])
 
 
-def test_question_answerer_fits_and_round_trips(tmp_path):
+def test_question_answerer_loss_answers_and_round_trip(tmp_path):
     context = "john lives in paris . mary works in london ."
     examples = [SquadExample("q1", "where does john live ?", context,
                              (SquadAnswer("paris", context.index("paris")),)),
@@ -125,9 +113,19 @@ def test_question_answerer_fits_and_round_trips(tmp_path):
                               max_query_length=8)
     # 11 context tokens, 16 - 5 question tokens - 3 = 8 per window: windows at 0 and 6.
     assert [f.window_index for f in qa.make_features(examples)] == [0, 1, 0, 1]
-    qa.compile(learning_rate=1e-3)
-    history = qa.fit(examples * 4, batch_size=4, epochs=1, verbose=0)
-    assert {"start_logits_loss", "end_logits_loss"} <= set(history.history)
+    qa.compile()
+    start, end = examples[0].answers[0].start, examples[0].answers[0].end
+    features = qa.make_features(examples[:1])
+    # The loss is the mean of the start and end cross-entropies (run_squad.py's).
+    x, y = qa._to_arrays(examples[:1])
+    logits = qa.predict(x, verbose=0)
+    expected = 0.0
+    for name, positions in (("start_logits", y["start_logits"]), ("end_logits", y["end_logits"])):
+        log_probs = logits[name] - np.log(np.exp(logits[name]).sum(-1, keepdims=True))
+        expected += 0.5 * -np.mean(log_probs[np.arange(len(positions)), positions])
+    assert qa.evaluate(x, y, verbose=0, return_dict=True)["loss"] == pytest.approx(expected,
+                                                                                   rel=1e-4)
+    assert features[0].token_spans[y["start_logits"][0]] == (start, end)
     answers, nbest, _ = qa.predict_answers(examples)
     assert set(answers) == {"q1", "q2"} and all(a in context for a in answers.values())
     reloaded = reload(qa, tmp_path)
