@@ -10,8 +10,9 @@ take a short regex path; the others are decoded to code points and mapped throug
   spaced out (CJK, punctuation), and, when uncased, ``NFD(c.lower())`` without Mn marks;
 - the capital sigma depends on its neighbours (``str.lower()``'s final-sigma rule);
 - NFD's canonical reordering can swap two spacing marks (category Mc with a nonzero combining
-  class, e.g. musical symbols); those rows are re-sorted by combining class.
-The last two are rare, so they run under ``tf.cond`` only when a batch needs them.
+  class, e.g. musical symbols); runs holding two of them are re-sorted by combining class.
+Both take linear time and no ``tf.cond``: inside tf.data, every branch a cond does not take still
+costs time per op.
 """
 
 from __future__ import annotations
@@ -27,9 +28,8 @@ from keras_bert.tokenization import chars
 
 # Bit layout of the per-code-point flags table (uint8).
 _LENGTH_MASK = 0x0F        # bits 0-3: length of the output sequence (0 = deleted)
-_REORDER_BIT = 0x10        # bit 4: output holds a non-Mn mark with a nonzero combining class
-_STARTS_RUN_BIT = 0x20     # bit 5: NFD(lower(c)) starts with a combining class 0 character
-_CASE_SHIFT = 6            # bits 6-7: chars.case_class, for the final-sigma rule
+_STARTS_RUN_BIT = 0x10     # bit 4: NFD(lower(c)) starts with a combining class 0 character
+_CASE_SHIFT = 6            # bits 6-7: chars.case_class, for the final-sigma rule (bit 5 unused)
 
 _ASCII_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
 _ASCII_PUNCTUATION = r"[!-/:-@\[-`{-~]"
@@ -85,11 +85,8 @@ def build_tables(lower_case: bool) -> NormalizationTables:
         if not chars.is_control(char) and unicodedata.combining(decomposed[0]) == 0:
             value |= _STARTS_RUN_BIT
         if lower_case:
-            spacing_marks = [c for c in decomposed if unicodedata.combining(c)
-                             and unicodedata.category(c) != "Mn"]
-            if spacing_marks:
-                value |= _REORDER_BIT
-                marks.update((ord(c), unicodedata.combining(c)) for c in spacing_marks)
+            marks.update((ord(c), unicodedata.combining(c)) for c in decomposed
+                         if unicodedata.combining(c) and unicodedata.category(c) != "Mn")
         if chars.is_control(char):
             case = chars.CASE_IGNORABLE  # Deleted before lower-casing: invisible to the rule.
         elif chars.is_whitespace(char):
@@ -158,12 +155,20 @@ class GraphNormalizer:
         values, row_splits = code_points.flat_values, code_points.row_splits
         flags = tf.cast(tf.gather(self._flags, values), tf.int32)
         if self.lower_case:
-            values = tf.cond(tf.reduce_any(tf.equal(values, ord(chars.CAPITAL_SIGMA))),
-                             lambda: self._resolve_final_sigma(values, flags, row_splits),
-                             lambda: values)
+            values = self._resolve_final_sigma(values, flags, row_splits)
+        output, ends, source = self._map(values, flags)
+        if self.lower_case:
+            output = self._reorder_marks(output, source, flags, row_splits)
+        output_splits = tf.cast(tf.gather(tf.concat([[0], ends], axis=0), row_splits), tf.int64)
+        return tf.strings.unicode_encode(
+            tf.RaggedTensor.from_row_splits(output, output_splits, validate=False), "UTF-8")
+
+    def _map(self, values, flags):
+        """Maps each code point [n] to its output sequence: (output [m], ends [n], source [m]),
+        ends being cumulative output lengths and source the input index of each output."""
         lengths = flags & _LENGTH_MASK
         ends = tf.cumsum(lengths)
-        source = tf.repeat(tf.range(tf.size(values)), lengths)  # [out] -> input index
+        source = tf.repeat(tf.range(tf.size(values)), lengths)
         position = tf.range(tf.size(source)) - tf.gather(ends - lengths, source)
         source_values = tf.gather(values, source)
         limit = tf.size(self._pool_offsets)
@@ -172,13 +177,7 @@ class GraphNormalizer:
                            -1)
         output = tf.where(offsets < 0, source_values,
                           tf.gather(self._pool, tf.maximum(offsets, 0) + position))
-        if self.lower_case:
-            output = tf.cond(tf.reduce_any(flags & _REORDER_BIT > 0),
-                             lambda: self._reorder_marks(output, source, flags, row_splits),
-                             lambda: output)
-        output_splits = tf.cast(tf.gather(tf.concat([[0], ends], axis=0), row_splits), tf.int64)
-        return tf.strings.unicode_encode(
-            tf.RaggedTensor.from_row_splits(output, output_splits, validate=False), "UTF-8")
+        return output, ends, source
 
     def _resolve_final_sigma(self, values, flags, row_splits):
         """Replaces each capital sigma that ``str.lower()`` would make final with ``ς``."""
@@ -204,12 +203,18 @@ class GraphNormalizer:
         return tf.tensor_scatter_nd_update(values, sigmas[:, None], final)
 
     def _reorder_marks(self, output, source, flags, row_splits):
-        """Stable-sorts spacing marks by combining class within each run, as NFD does."""
-        starts_run = tf.cast(flags & _STARTS_RUN_BIT > 0, tf.int64)
-        row_ids = tf.ragged.row_splits_to_segment_ids(row_splits, out_type=tf.int64)
-        run = tf.cumsum(starts_run) + row_ids  # Non-decreasing; never shared by two rows.
+        """Stable-sorts spacing marks by combining class within each run (a character of class 0
+        and the marks after it), as NFD does; only runs holding two or more of them can change."""
+        starts_run = tf.cast(flags & _STARTS_RUN_BIT > 0, tf.int32)
+        row_ids = tf.ragged.row_splits_to_segment_ids(row_splits, out_type=tf.int32)
+        run = tf.gather(tf.cumsum(starts_run) + row_ids, source)  # Never shared by two rows.
         size = tf.size(self._combining_class)
         combining = tf.cast(tf.gather(self._combining_class, tf.minimum(output, size - 1)),
-                            tf.int64)
-        key = tf.gather(run, source) * 256 + combining
-        return tf.gather(output, tf.argsort(tf.cast(key, tf.float64), stable=True))
+                            tf.int32)
+        marks_per_run = tf.math.unsorted_segment_sum(
+            tf.cast(combining > 0, tf.int32), run, tf.size(flags) + tf.size(row_splits))
+        positions = tf.where(tf.gather(marks_per_run, run) > 1)
+        key = (tf.cast(tf.gather_nd(run, positions), tf.float64) * 256
+               + tf.cast(tf.gather_nd(combining, positions), tf.float64))
+        reordered = tf.gather(tf.gather_nd(output, positions), tf.argsort(key, stable=True))
+        return tf.tensor_scatter_nd_update(output, positions, reordered)

@@ -108,13 +108,18 @@ class BertPreprocessor(keras.layers.Layer):
         """
         texts = _as_batch(texts)
         clean = tf.strings.regex_full_match(texts, _CLEAN_ASCII)
+        return tf.cond(tf.reduce_all(clean), lambda: self._tokenize_clean_ascii(texts),
+                       lambda: self._tokenize_mixed(texts, clean))
+
+    def _tokenize_clean_ascii(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        if self.lower_case:
+            texts = tf.strings.lower(texts)
+        return self._ascii_wordpiece.tokenize(texts)
+
+    def _tokenize_mixed(self, texts: tf.Tensor, clean: tf.Tensor) -> tf.RaggedTensor:
         ascii_rows = tf.cast(tf.where(clean)[:, 0], tf.int32)
         other_rows = tf.cast(tf.where(~clean)[:, 0], tf.int32)
-
-        ascii_texts = tf.gather(texts, ascii_rows)
-        if self.lower_case:
-            ascii_texts = tf.strings.lower(ascii_texts)
-        ascii_ids = self._ascii_wordpiece.tokenize(ascii_texts)
+        ascii_ids = self._tokenize_clean_ascii(tf.gather(texts, ascii_rows))
 
         words = tf.strings.split(self._normalizer.normalize_unicode(tf.gather(texts, other_rows)))
         too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
@@ -139,25 +144,28 @@ class BertPreprocessor(keras.layers.Layer):
         Returns:
             ``input_word_ids``, ``input_mask``, ``input_type_ids``: int32 [batch, seq_length].
         """
-        batch = ids_a.nrows()
-        cls = tf.fill([batch, 1], self.cls_id)
-        sep = tf.fill([batch, 1], self.sep_id)
+        length = self.seq_length
+        position = tf.range(length)[None, :]  # [1, seq_length]
         if ids_b is None:
-            keep_a = tf.minimum(ids_a.row_lengths(), self.seq_length - 2)
-            segments = [cls, _keep_first(ids_a, keep_a), sep]
-            types = [0, 0, 0]
+            keep_a = tf.minimum(tf.cast(ids_a.row_lengths(), tf.int32), length - 2)[:, None]
+            b_start = end = keep_a + 2  # No second segment.
         else:
-            keep_a, keep_b = _pair_lengths(ids_a.row_lengths(), ids_b.row_lengths(),
-                                           self.seq_length - 3)
-            segments = [cls, _keep_first(ids_a, keep_a), sep, _keep_first(ids_b, keep_b), sep]
-            types = [0, 0, 0, 1, 1]
-        word_ids = tf.concat(segments, axis=1)
-        type_ids = tf.concat([tf.zeros_like(s) + t for s, t in zip(segments, types)], axis=1)
-        shape = [None, self.seq_length]
+            keep_a, keep_b = _pair_lengths(tf.cast(ids_a.row_lengths(), tf.int32),
+                                           tf.cast(ids_b.row_lengths(), tf.int32), length - 3)
+            keep_a, keep_b = keep_a[:, None], keep_b[:, None]  # [batch, 1]
+            b_start, end = keep_a + 2, keep_a + keep_b + 3
+        word_ids = tf.where(position == 0, self.cls_id, self.pad_id)
+        word_ids = tf.where((position >= 1) & (position <= keep_a),
+                            _shifted(ids_a, position - 1, length), word_ids)
+        if ids_b is not None:
+            word_ids = tf.where((position >= b_start) & (position < end - 1),
+                                _shifted(ids_b, position - b_start, length), word_ids)
+        word_ids = tf.where((position == keep_a + 1) | (position == end - 1), self.sep_id,
+                            word_ids)
         return {
-            "input_word_ids": word_ids.to_tensor(self.pad_id, shape=shape),
-            "input_mask": tf.ones_like(word_ids).to_tensor(0, shape=shape),
-            "input_type_ids": type_ids.to_tensor(0, shape=shape),
+            "input_word_ids": word_ids,
+            "input_mask": tf.cast(position < end, tf.int32),
+            "input_type_ids": tf.cast((position >= b_start) & (position < end), tf.int32),
         }
 
     @tf.autograph.experimental.do_not_convert
@@ -200,9 +208,11 @@ def _as_batch(texts) -> tf.Tensor:
     return texts
 
 
-def _keep_first(ids: tf.RaggedTensor, counts: tf.Tensor) -> tf.RaggedTensor:
-    """The first counts[i] items of each row i."""
-    return tf.ragged.boolean_mask(ids, tf.ragged.range(ids.row_lengths()) < counts[:, None])
+def _shifted(ids: tf.RaggedTensor, index: tf.Tensor, length: int) -> tf.Tensor:
+    """Row i of ``ids`` read at ``index[i]`` (clipped): int32 [batch, length]."""
+    dense = ids.to_tensor(0, shape=[None, length])
+    index = tf.clip_by_value(tf.broadcast_to(index, tf.shape(dense)), 0, length - 1)
+    return tf.gather(dense, index, batch_dims=1)
 
 
 def _pair_lengths(length_a: tf.Tensor, length_b: tf.Tensor, budget: int):
