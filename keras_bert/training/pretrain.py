@@ -21,6 +21,7 @@ Output directory layout::
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import time
 import uuid
@@ -75,6 +76,21 @@ def _scalar_metadata() -> summary_pb2.SummaryMetadata:
 def _checkpoint_step(path: str) -> int:
     """The step of a CheckpointManager path (``.../ckpt-<step>``)."""
     return int(path.rsplit("-", 1)[1])
+
+
+def _check_same_model(config: PretrainingConfig, saved_path: str) -> None:
+    """Raises ValueError when resuming a run whose saved architecture differs from ``config``'s."""
+    if config.bert_config is None or not tf.io.gfile.exists(saved_path):
+        return
+    with tf.io.gfile.GFile(saved_path) as f:
+        saved = json.load(f).get("bert_config") or {}
+    wanted = config.bert_config.to_dict()
+    changed = [f"{k}: {saved[k]!r} -> {wanted[k]!r}" for k in wanted
+               if k in saved and saved[k] != wanted[k]]
+    if changed:
+        raise ValueError(f"{saved_path} holds checkpoints of another architecture "
+                         f"({'; '.join(changed)}); resume with the same bert_config or use a "
+                         "new output_dir (with init_checkpoint to start from those weights)")
 
 
 def _write_text_atomically(path: str, text: str) -> None:
@@ -132,9 +148,11 @@ def run_pretraining(config: PretrainingConfig,
         checkpoint_dir = join(checkpoint_dir, f"worker_{worker_index}")
     tf.io.gfile.makedirs(checkpoint_dir)
     latest = tf.train.latest_checkpoint(checkpoint_dir)
+    config_path = join(config.output_dir, "pretraining_config.json")
+    if latest:
+        _check_same_model(config, config_path)
     if is_chief:
-        _write_text_atomically(join(config.output_dir, "pretraining_config.json"),
-                               config.to_json())
+        _write_text_atomically(config_path, config.to_json())
 
     with strategy.scope():
         model, optimizer = _build(config, resuming=latest is not None)

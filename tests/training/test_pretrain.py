@@ -131,13 +131,19 @@ def test_gradient_accumulation_equals_one_big_batch(pretraining_files):
         np.testing.assert_allclose(b, a, atol=2e-6)
 
 
-def test_settings_that_cannot_work_are_rejected_with_the_fix(pretraining_files, tmp_path):
+def test_settings_that_cannot_work_are_rejected_with_the_fix(pretraining_files, tmp_path,
+                                                             finished_run):
     with pytest.raises(ValueError, match="train_batch_size=10 is not divisible by 1 replica"
                                          r"\(s\) x gradient_accumulation_steps=4"):
         run_pretraining(_config(pretraining_files, tmp_path, train_batch_size=10,
                                 gradient_accumulation_steps=4))
     with pytest.raises(ValueError, match="give bert_config"):
         run_pretraining(_config(pretraining_files, tmp_path, bert_config=None))
+    with pytest.raises(ValueError, match=r"holds checkpoints of another architecture "
+                                         r"\(hidden_size: 64 -> 32; num_attention_heads: 4 -> 2"):
+        run_pretraining(_config(pretraining_files, finished_run[0], bert_config=BertConfig(
+            **{**BertConfig.from_json_file(pretraining_files["config"][0.1]).to_dict(),
+               "hidden_size": 32, "num_attention_heads": 2})))
     with pytest.raises(ValueError, match="dynamic_masking needs vocab_file"):
         run_pretraining(_config(pretraining_files, tmp_path, dynamic_masking=True,
                                 vocab_file=None))
