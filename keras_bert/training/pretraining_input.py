@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
+from keras_bert.data.corpus import resolve_input_files
 from keras_bert.data.dynamic_masking import DynamicMasker
 from keras_bert.data.pretraining_schema import parse_pretraining_example, restore_masked_tokens
 
@@ -21,25 +22,6 @@ logger = logging.getLogger(__name__)
 
 MODEL_INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
 LABEL_NAMES = ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
-
-
-def resolve_input_files(input_files: str | Sequence[str]) -> list[str]:
-    """Sorted paths matching comma-separated (or listed) globs, local or gs://.
-
-    Raises:
-        FileNotFoundError: a pattern matches nothing.
-    """
-    patterns = input_files.split(",") if isinstance(input_files, str) else list(input_files)
-    files = []
-    for pattern in (p.strip() for p in patterns if p.strip()):
-        matched = sorted(tf.io.gfile.glob(pattern))
-        if not matched:
-            raise FileNotFoundError(f"input pattern {pattern!r} matches no file; check the path "
-                                    "(globs like data/*.tfrecord are allowed)")
-        files.extend(matched)
-    if not files:
-        raise FileNotFoundError("no pretraining input files given")
-    return files
 
 
 def _read_records(path: tf.Tensor) -> tf.data.Dataset:
@@ -81,7 +63,8 @@ def pretraining_dataset(input_files: str | Sequence[str], batch_size: int, max_s
         >>> dataset = pretraining_dataset("data/*.tfrecord", 32, 128, 20)
         >>> inputs, labels = next(iter(dataset))
     """
-    files = resolve_input_files(input_files)
+    files = resolve_input_files(input_files if isinstance(input_files, str)
+                                else ",".join(input_files))
     if masker is not None and masker.max_predictions_per_seq != max_predictions_per_seq:
         raise ValueError(f"the masker has max_predictions_per_seq="
                          f"{masker.max_predictions_per_seq} but the records have "
