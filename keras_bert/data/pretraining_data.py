@@ -23,9 +23,8 @@ import tensorflow as tf
 import tqdm
 
 from keras_bert.data.corpus import read_document_windows, resolve_input_files
-from keras_bert.data.masking import MaskingCounts
-from keras_bert.data.pretraining_worker import (InstanceOptions, WindowProcessor, WindowResult,
-                                                init_worker, process_window)
+from keras_bert.data.pretraining_worker import (InstanceOptions, InstanceStatistics,
+                                                WindowProcessor, init_worker, process_window)
 from keras_bert.data.vocab_checks import check_vocab
 from keras_bert.tokenization import BertTokenizer
 
@@ -78,29 +77,11 @@ class PretrainingDataConfig:
 
 
 @dataclasses.dataclass
-class PretrainingDataSummary:
+class PretrainingDataSummary(InstanceStatistics):
     """What a run wrote, for the end-of-run report."""
 
-    output_files: list[str]
-    documents: int = 0
-    instances: int = 0
-    corpus_tokens: int = 0
-    instance_tokens: int = 0
-    maskable_tokens: int = 0
-    random_next: int = 0
-    one_sentence_pairs: int = 0
-    masking: MaskingCounts = dataclasses.field(default_factory=MaskingCounts)
+    output_files: list[str] = dataclasses.field(default_factory=list)
     seconds: float = 0.0
-
-    def add(self, result: WindowResult) -> None:
-        self.documents += result.num_documents
-        self.instances += len(result.records)
-        self.corpus_tokens += result.num_corpus_tokens
-        self.instance_tokens += result.num_instance_tokens
-        self.maskable_tokens += result.num_maskable_tokens
-        self.random_next += result.num_random_next
-        self.one_sentence_pairs += result.num_one_sentence_pairs
-        self.masking.add(result.masking)
 
     def report(self) -> str:
         """A few lines: counts, the masked share, the masking split and the random-next share."""
@@ -172,9 +153,9 @@ def create_pretraining_data(config: PretrainingDataConfig,
             unit=" documents", disable=not progress, dynamic_ncols=True) as bar:
         for result in _process_windows(windows, tokenizer, options, num_workers):
             writers.write(result.records)
-            summary.add(result)
+            summary.add(result.statistics)
             elapsed = max(time.perf_counter() - start, 1e-9)
-            bar.update(result.num_documents)
+            bar.update(result.statistics.documents)
             bar.set_postfix(instances=summary.instances,
                             instances_per_s=f"{summary.instances / elapsed:,.0f}")
         if summary.instances == 0:

@@ -37,17 +37,32 @@ class InstanceOptions:
 
 
 @dataclasses.dataclass
+class InstanceStatistics:
+    """Counts over written instances: the numbers of the end-of-run summary."""
+
+    documents: int = 0
+    instances: int = 0
+    corpus_tokens: int = 0  # tokens of the tokenized corpus, once
+    instance_tokens: int = 0  # tokens of the instances, [CLS] and [SEP] included
+    maskable_tokens: int = 0  # tokens of the instances that masking may choose
+    random_next: int = 0
+    one_sentence_pairs: int = 0  # pairs whose B had to be random (see `SegmentPair`)
+    masking: MaskingCounts = dataclasses.field(default_factory=MaskingCounts)
+
+    def add(self, other: InstanceStatistics) -> None:
+        for field in dataclasses.fields(InstanceStatistics):
+            if field.name == "masking":
+                self.masking.add(other.masking)
+            else:
+                setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
+
+
+@dataclasses.dataclass
 class WindowResult:
     """What one window produced: its serialized records (shuffled) and their statistics."""
 
     records: list[bytes]
-    num_documents: int = 0
-    num_corpus_tokens: int = 0
-    num_instance_tokens: int = 0
-    num_maskable_tokens: int = 0
-    num_random_next: int = 0
-    num_one_sentence_pairs: int = 0
-    masking: MaskingCounts = dataclasses.field(default_factory=MaskingCounts)
+    statistics: InstanceStatistics
 
 
 def derive_seed(random_seed: int, *parts: object) -> int:
@@ -113,8 +128,10 @@ class WindowProcessor:
         """Builds `dupe_factor` rounds of instances from the window and shuffles them together."""
         options = self.options
         documents = self.tokenize_documents(window)
-        result = WindowResult(records=[], num_documents=len(documents))
-        result.num_corpus_tokens = sum(len(s) for document in documents for s in document)
+        records: list[bytes] = []
+        statistics = InstanceStatistics(
+            documents=len(documents),
+            corpus_tokens=sum(len(s) for document in documents for s in document))
         encode = self.encoder.encode
         for dupe_round in range(options.dupe_factor):
             rng = random.Random(derive_seed(options.random_seed, window_index, dupe_round))
@@ -123,17 +140,17 @@ class WindowProcessor:
                         documents, document_index, options.max_seq_length,
                         options.short_seq_prob, rng):
                     instance, counts = self.builder.build(tokens_a, tokens_b, is_random_next, rng)
-                    result.records.append(encode(
+                    records.append(encode(
                         instance.input_ids, instance.num_segment_a_tokens,
                         instance.masked_lm_positions, instance.masked_lm_ids, is_random_next))
-                    result.num_instance_tokens += len(instance.input_ids)
-                    result.num_maskable_tokens += len(instance.input_ids) - 3
-                    result.num_random_next += is_random_next
-                    result.num_one_sentence_pairs += from_one_sentence
-                    result.masking.add(counts)
-        random.Random(derive_seed(options.random_seed, window_index, "shuffle")).shuffle(
-            result.records)
-        return result
+                    statistics.instance_tokens += len(instance.input_ids)
+                    statistics.maskable_tokens += len(instance.input_ids) - 3
+                    statistics.random_next += is_random_next
+                    statistics.one_sentence_pairs += from_one_sentence
+                    statistics.masking.add(counts)
+        statistics.instances = len(records)
+        random.Random(derive_seed(options.random_seed, window_index, "shuffle")).shuffle(records)
+        return WindowResult(records, statistics)
 
 
 # The processor of this worker process, set once by `init_worker`.
