@@ -1,4 +1,4 @@
-"""`keras-bert pretrain`: pretrain BERT on pretraining TFRecords (flags follow run_pretraining.py)."""
+"""`keras-bert pretrain`: pretrain BERT on TFRecords (flags follow Google's run_pretraining.py)."""
 
 from __future__ import annotations
 

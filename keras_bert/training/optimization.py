@@ -1,4 +1,4 @@
-"""BERT's optimizers: AdamW and LAMB with weight-decay exclusions, global-norm clipping, the schedule.
+"""BERT's optimizers: AdamW and LAMB with weight-decay exclusions and global-norm clipping.
 
 ``create_optimizer`` builds what google-research/bert's ``optimization.py`` builds (AdamW, lr 1e-4,
 beta1 0.9, beta2 0.999, epsilon 1e-6, weight decay 0.01 except on LayerNorm and biases, linear
@@ -210,7 +210,8 @@ def create_optimizer(learning_rate: float, num_train_steps: int, num_warmup_step
     ('BertAdamW', 0.0)
     """
     if optimizer not in OPTIMIZERS:
-        raise ValueError(f"unknown optimizer {optimizer!r}; expected one of {', '.join(OPTIMIZERS)}")
+        raise ValueError(f"unknown optimizer {optimizer!r}; expected one of "
+                         f"{', '.join(OPTIMIZERS)}")
     if num_warmup_steps > num_train_steps:
         raise ValueError(f"num_warmup_steps={num_warmup_steps} exceeds "
                          f"num_train_steps={num_train_steps}; lower the warmup")

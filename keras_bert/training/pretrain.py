@@ -13,7 +13,7 @@ Output directory layout::
 
     pretraining_config.json   the run's settings
     checkpoints/ckpt-<step>.*  the last keep_checkpoint_max checkpoints (other workers: worker_<i>/)
-    summaries/                 TensorBoard scalars: losses, accuracies, learning rate, grad norm, speed
+    summaries/                 TensorBoard scalars: losses, accuracies, learning rate, speed
     export/google/             bert_config.json, bert_model.ckpt.*, vocab.txt (when given)
     export/keras/              model.keras, bert_config.json, vocab.txt
 """
@@ -43,6 +43,7 @@ from keras_bert.training.pretraining_step import make_eval_loop, make_train_loop
 
 logger = logging.getLogger(__name__)
 
+
 @dataclasses.dataclass
 class PretrainingResult:
     """What a run ended with: the step, the metrics of its last loop (and of the evaluation,
@@ -59,7 +60,8 @@ class PretrainingResult:
 def _is_chief(strategy: tf.distribute.Strategy) -> tuple[bool, int]:
     """(whether this task writes the shared outputs, its worker index)."""
     resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None or not resolver.task_type or isinstance(strategy, tf.distribute.TPUStrategy):
+    if (resolver is None or not resolver.task_type
+            or isinstance(strategy, tf.distribute.TPUStrategy)):
         return True, 0
     has_chief = "chief" in resolver.cluster_spec().as_dict()
     is_chief = resolver.task_type == "chief" or (not has_chief and resolver.task_id == 0)

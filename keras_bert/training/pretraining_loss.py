@@ -1,4 +1,4 @@
-"""The BERT pretraining objective: weighted masked-LM cross-entropy plus next-sentence cross-entropy.
+"""The BERT pretraining objective: weighted masked-LM plus next-sentence cross-entropy.
 
 Matches google-research/bert's ``run_pretraining.py``: the MLM loss is the cross-entropy of the
 masked positions weighted by masked_lm_weights and divided by (their sum + 1e-5); the NSP loss is

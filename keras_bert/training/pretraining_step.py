@@ -1,4 +1,4 @@
-"""The distributed pretraining step: forward, backward, all-reduce, optimizer update, on every replica.
+"""The distributed pretraining step: forward, backward, all-reduce and update on every replica.
 
 ``make_train_loop`` returns a ``tf.function`` that runs N steps per call (fewer host round trips;
 TPUs need this), each ``strategy.run(replica_step)``. A step splits each replica's batch into

@@ -14,7 +14,7 @@ from keras import ops
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
-    """Linear warmup from 0 to ``peak_learning_rate``, then polynomial decay to ``end_learning_rate``.
+    """Linear warmup from 0 to ``peak_learning_rate``, then polynomial decay to the end rate.
 
     As in google-research/bert, the decay is measured from step 0 over ``decay_steps`` (the total
     number of training steps) and the warmup overrides it for ``step < warmup_steps``:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 import numpy as np
-import pytest
 
 from keras_bert.data.example_encoder import PretrainingExampleEncoder
 
@@ -64,25 +63,3 @@ def write_records(directory: str, num_files: int = 2, records_per_file: int = 64
                                             masked_lm_ids=labels, is_random_next=is_random))
     return os.path.join(directory, "part-*.tfrecord")
 
-
-@pytest.fixture(scope="session")
-def pretraining_files(tmp_path_factory) -> dict:
-    """Two files of 64 records (seq 32, 5 predictions), the vocab and a tiny bert_config.json.
-
-    Import it into a test module to use it: ``from tests.training.records import pretraining_files``.
-    """
-    import json
-
-    root = tmp_path_factory.mktemp("pretraining")
-    pattern = write_records(str(root / "data"))
-    vocab = write_vocab(str(root / "vocab.txt"))
-    configs = {}
-    for dropout in (0.0, 0.1):
-        path = root / f"bert_config_dropout{dropout}.json"
-        path.write_text(json.dumps(dict(
-            vocab_size=VOCAB_SIZE, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-            intermediate_size=128, hidden_act="gelu", hidden_dropout_prob=dropout,
-            attention_probs_dropout_prob=dropout, max_position_embeddings=64,
-            type_vocab_size=2, initializer_range=0.02)))
-        configs[dropout] = str(path)
-    return {"root": root, "pattern": pattern, "vocab": vocab, "config": configs}

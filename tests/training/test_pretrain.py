@@ -1,4 +1,4 @@
-"""A pretraining run end to end, in process: it learns, logs, keeps K checkpoints, evaluates, exports."""
+"""A pretraining run in process: it learns, logs, keeps K checkpoints, evaluates, exports."""
 
 import json
 import os
@@ -13,7 +13,6 @@ from keras_bert.training.pretrain import PretrainingConfig, run_pretraining
 from keras_bert.training.optimization import create_optimizer
 from keras_bert.training.pretraining_input import pretraining_dataset
 from keras_bert.training.pretraining_step import make_train_loop
-from tests.training.records import pretraining_files  # noqa: F401 (fixture)
 
 
 def _config(files, output_dir, **overrides):

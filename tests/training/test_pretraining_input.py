@@ -11,7 +11,7 @@ import tensorflow as tf
 from keras_bert.data.dynamic_masking import DynamicMasker
 from keras_bert.data.pretraining_schema import parse_pretraining_example
 from keras_bert.training.pretraining_input import pretraining_dataset
-from tests.training.records import MASK_ID, pretraining_files  # noqa: F401 (fixture)
+from tests.training.records import MASK_ID
 
 
 def _dataset(files, batch_size=4, **kwargs):
