@@ -68,7 +68,11 @@ class PretrainingDataConfig:
         if bool(self.output_file) == bool(self.output_dir):
             raise ValueError("give exactly one of --output_file and --output_dir")
         if self.output_file:
-            return [path.strip() for path in self.output_file.split(",") if path.strip()]
+            paths = [path.strip() for path in self.output_file.split(",") if path.strip()]
+            repeated = sorted({path for path in paths if paths.count(path) > 1})
+            if repeated:
+                raise ValueError(f"--output_file names {', '.join(repeated)} more than once")
+            return paths
         if self.num_shards < 1:
             raise ValueError(f"--num_shards must be at least 1, got {self.num_shards}")
         suffix = ".tfrecord.gz" if self.gzip else ".tfrecord"

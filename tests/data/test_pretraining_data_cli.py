@@ -68,6 +68,7 @@ def test_command_writes_records(tmp_path, corpus_file, small_vocab_file, capsys,
     ("short", "--max_seq_length must be at least 5"),
     ("empty", "no documents in {tmp}/empty.txt"),
     ("outputs", "exactly one of --output_file and --output_dir"),
+    ("same_output", "--output_file names {tmp}/out.tfrecord more than once"),
 ])
 def test_bad_input_gets_a_clear_error_and_no_output(tmp_path, corpus_file, small_vocab_file,
                                                     capsys, case, expected):
@@ -93,6 +94,8 @@ def test_bad_input_gets_a_clear_error_and_no_output(tmp_path, corpus_file, small
         flags["input_file"] = f"{tmp_path}/empty.txt"
     elif case == "outputs":
         extra = [f"--output_dir={tmp_path}/dir"]
+    elif case == "same_output":
+        flags["output_file"] += f",{flags['output_file']}"
     code, err = _run(capsys, *[f"--{k}={v}" for k, v in flags.items()], *extra,
                      "--num_workers=1")
     assert code == 2
