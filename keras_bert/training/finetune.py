@@ -167,7 +167,6 @@ def run_finetune(config: FinetuneConfig) -> dict:
     labels = tasks.label_names(config.task, train, options)
     squad_v2 = config.task == "squad" and tasks.is_squad_v2([train, dev or []], options)
     keras.utils.set_random_seed(config.seed)
-    tf.io.gfile.makedirs(config.output_dir)
     with strategy.scope():
         model = tasks.build_model(config.task, config.init_checkpoint, labels, train, options)
         buckets = _bucket_lengths(config)
@@ -186,6 +185,7 @@ def run_finetune(config: FinetuneConfig) -> dict:
     logger.info("fine-tuning %s on %d training rows (%s), %d epochs of about %d steps",
                 config.task, rows, type(strategy).__name__, config.epochs, steps_per_epoch)
     evaluation = DevEvaluation(config, dev, find_vocab(config.init_checkpoint), squad_v2)
+    tf.io.gfile.makedirs(config.output_dir)
     model.fit(train_data, epochs=config.epochs, callbacks=[evaluation], verbose=config.verbose)
     results = {
         "task": config.task, "primary_metric": tasks.PRIMARY_METRIC[config.task],

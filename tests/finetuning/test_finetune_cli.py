@@ -100,7 +100,7 @@ def test_bad_input_fails_before_training_with_file_and_line(tmp_path, checkpoint
                  str(tmp_path / "out"), "--no_progress"])
     assert code == 2
     assert f"{dev}:3: unknown label 'meh'" in capsys.readouterr().err
-    assert not (tmp_path / "out" / "eval_results.json").exists()
+    assert not (tmp_path / "out").exists()
 
 
 def test_extract_features_layout_and_values(tmp_path, checkpoint):
