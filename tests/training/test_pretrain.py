@@ -110,6 +110,18 @@ def test_init_checkpoint_and_float16_with_loss_scaling(finished_run, pretraining
     assert result.metrics["mlm_loss"] < np.log(64) - 0.5
 
 
+def test_distributed_input_without_iterator_state_resumes_to_more_steps(pretraining_files,
+                                                                       tmp_path):
+    settings = dict(num_warmup_steps=0, steps_per_loop=2, save_checkpoints_steps=2,
+                    eval_input_files=None, export=False, checkpoint_input_pipeline=False)
+    first = run_pretraining(_config(pretraining_files, tmp_path, num_train_steps=2, **settings))
+    saved = [name for name, _ in tf.train.list_variables(first.checkpoint)]
+    assert not any(name.startswith("iterator") for name in saved)
+    more = run_pretraining(_config(pretraining_files, tmp_path, num_train_steps=4, **settings))
+    assert (first.step, more.step) == (2, 4)
+    assert more.checkpoint.endswith("ckpt-4") and np.isfinite(more.metrics["loss"])
+
+
 def test_gradient_accumulation_equals_one_big_batch(pretraining_files):
     config = BertConfig.from_json_file(pretraining_files["config"][0.0])
     finals = []
