@@ -32,7 +32,8 @@ def read_conll(path: str, with_labels: bool = True) -> list[TaggedSentence]:
     Example:
     >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "train.txt")
-    >>> _ = open(path, "w").write("-DOCSTART- -X- -X- O\\n\\nEU NNP B-NP B-ORG\\nrejects VBZ B-VP O\\n")
+    >>> _ = open(path, "w").write("-DOCSTART- -X- -X- O\\n\\n"
+    ...                           "EU NNP B-NP B-ORG\\nrejects VBZ B-VP O\\n")
     >>> sentence = read_conll(path)[0]
     >>> sentence.words, sentence.tags, sentence.line
     (['EU', 'rejects'], ['B-ORG', 'O'], 3)

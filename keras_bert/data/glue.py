@@ -1,6 +1,6 @@
 """Readers for GLUE-style TSV/CSV files: the CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE and WNLI
-layouts as the GLUE download ships them, plus a generic layout (a header with text, text_pair, label)
-for any other task.
+layouts as the GLUE download ships them, plus a generic layout (a header with text, text_pair and
+label) for any other task.
 
 Columns are found by header name where the file has a header, so train, dev and test files (which
 drop the label column) read alike. TSV files are read without quoting, as google-research/bert's

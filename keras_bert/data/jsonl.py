@@ -1,5 +1,5 @@
-"""Reader for JSON Lines task files: one object per line with ``text``, an optional ``text_pair`` and
-a ``label``, for classification or regression tasks that have no GLUE layout."""
+"""Reader for JSON Lines task files: one object per line with ``text``, an optional
+``text_pair`` and a ``label``, for classification or regression tasks that have no GLUE layout."""
 
 from __future__ import annotations
 

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import keras
-import numpy as np
 from keras import ops
 
 from keras_bert.data.tagging import (IGNORED_LABEL, TaggedFeature, align_words, entity_spans,
@@ -53,6 +52,7 @@ class BertTokenClassifier(BertTask):
     Outputs: float32 tag probabilities [batch, seq, num_labels].
 
     Example:
+    >>> import numpy as np
     >>> encoder = BertEncoder(vocab_size=50, hidden_size=16, num_hidden_layers=1,
     ...                       num_attention_heads=2, intermediate_size=32)
     >>> tagger = BertTokenClassifier(encoder, ["O", "B-PER", "I-PER"])

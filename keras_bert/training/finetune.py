@@ -1,7 +1,7 @@
-"""The fine-tuning run behind ``keras-bert finetune``: read the task's files, build the task model on
-a pretrained encoder under the chosen tf.distribute strategy, train with ``model.fit`` (tokenization
-in tf.data, batches bucketed by length), score the dev set with the task's metric after every epoch,
-keep the best model, and write the results as JSON.
+"""The fine-tuning run behind ``keras-bert finetune``: read the task's files, build the task
+model on a pretrained encoder under the chosen tf.distribute strategy, train with ``model.fit``
+(tokenization in tf.data, batches bucketed by length), score the dev set with the task's metric
+after every epoch, keep the best model, and write the results as JSON.
 
 Outputs in ``output_dir``: ``best_model/`` (``model.keras`` plus ``bert_config.json`` and
 ``vocab.txt``, loadable by every ``from_pretrained`` and as ``--init_checkpoint``),

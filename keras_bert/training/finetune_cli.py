@@ -1,4 +1,5 @@
-"""`keras-bert finetune` and `keras-bert extract-features`: parse flags, call the library, report."""
+"""`keras-bert finetune` and `keras-bert extract-features`: parse flags, call the library,
+report."""
 
 from __future__ import annotations
 

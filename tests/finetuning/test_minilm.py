@@ -1,5 +1,5 @@
-"""Real weights (all-MiniLM-L6-v2): the embedder reproduces sentence-transformers, and the classifier
-fine-tunes to high accuracy on held-out sentences in well under a minute of training."""
+"""Real weights (all-MiniLM-L6-v2): the embedder reproduces sentence-transformers, and the
+classifier fine-tunes to high accuracy on held-out sentences in well under a minute of training."""
 
 import os
 

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from keras_bert import BertPreprocessor, BertTokenClassifier
-from keras_bert.data.tagging import (IGNORED_LABEL, align_words, entity_spans, stack_tagged,
-                                     word_tags)
+from keras_bert.data.tagging import align_words, entity_spans, stack_tagged, word_tags
 from keras_bert.data.task_examples import DataError, TaggedSentence
 from keras_bert.tokenization import BertTokenizer
 from keras_bert.training.finetune_metrics import entity_scores
