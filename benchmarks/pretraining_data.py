@@ -11,8 +11,8 @@ memory of its whole process tree every 50 ms. Reports, per contender (medians ov
   inst/cpu-s       instances written / cpu_s: the measure that holds on a busy machine
   input MB/s       corpus bytes / wall_s
   peak RSS MiB     the largest resident set of any one process of the run
-  peak tree MiB    the largest sum of proportional set sizes (PSS) over the run's processes:
-                   what the run really holds, counting memory shared by forked workers once
+  peak tree MiB    the largest footprint of the whole run: the main process's resident set plus
+                   the private memory (USS) of its workers, which share the rest with it (fork)
 
 and then the same peaks for ours on the corpus repeated 4 times (memory must not grow with it).
 
@@ -68,19 +68,20 @@ def _process_tree(root: int) -> list[int]:
 
 
 def _memory_kib(pid: int) -> tuple[int, int]:
-    """(RSS, PSS) of one process in KiB; zeros if it is gone."""
+    """(RSS, USS = private memory) of one process in KiB; zeros if it is gone."""
     try:
         with open(f"/proc/{pid}/smaps_rollup") as f:
             fields = dict(line.split(":", 1) for line in f if ":" in line)
-        return int(fields["Rss"].split()[0]), int(fields["Pss"].split()[0])
+        private = sum(int(fields[key].split()[0]) for key in ("Private_Clean", "Private_Dirty"))
+        return int(fields["Rss"].split()[0]), private
     except (OSError, KeyError, ValueError):
         return 0, 0
 
 
 def run_measured(command: list[str], env: dict[str, str]) -> dict:
-    """Runs `command`; returns wall and CPU seconds, peak RSS of one process, peak PSS of the
-    tree, and the output."""
-    peaks = {"rss_kib": 0, "tree_pss_kib": 0}
+    """Runs `command`; returns wall and CPU seconds, the peak RSS of one process, the peak
+    footprint of the tree, and the output."""
+    peaks = {"rss_kib": 0, "tree_kib": 0}
     cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
@@ -90,8 +91,10 @@ def run_measured(command: list[str], env: dict[str, str]) -> dict:
     def sample():
         while not done.is_set():
             memory = [_memory_kib(pid) for pid in _process_tree(process.pid)]
-            peaks["rss_kib"] = max(peaks["rss_kib"], max((r for r, _ in memory), default=0))
-            peaks["tree_pss_kib"] = max(peaks["tree_pss_kib"], sum(p for _, p in memory))
+            if memory:
+                peaks["rss_kib"] = max(peaks["rss_kib"], max(rss for rss, _ in memory))
+                tree = memory[0][0] + sum(private for _, private in memory[1:])
+                peaks["tree_kib"] = max(peaks["tree_kib"], tree)
             done.wait(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -197,7 +200,7 @@ def main() -> int:
           f"{args.num_workers} workers; medians of {args.runs} runs; load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
     print("| contender | wall s | cpu s | instances | instances/s | inst/cpu-s | input MB/s "
-          "| peak RSS MiB | peak tree PSS MiB |")
+          "| peak RSS MiB | peak tree MiB |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in results:
         wall, cpu = median(name, "wall_s"), median(name, "cpu_s")
@@ -206,7 +209,7 @@ def main() -> int:
         print(f"| {name} | {wall:.1f} | {cpu:.1f} | {instances:,} | {instances / wall:,.0f} | "
               f"{instances / cpu:,.0f} | {size / 1e6 / wall:.2f} | "
               f"{median(name, 'rss_kib') / 1024:,.0f} | "
-              f"{median(name, 'tree_pss_kib') / 1024:,.0f} |")
+              f"{median(name, 'tree_kib') / 1024:,.0f} |")
     if "google" in results:
         for key, label in (("wall_s", "instances/s"), ("cpu_s", "instances per CPU-second")):
             ratio = (median("ours", "instances") / median("ours", key)) / \

@@ -69,8 +69,9 @@ def _read_lines(path: str) -> Iterator[str]:
 def read_document_windows(files: list[str], window_bytes: int) -> Iterator[list[list[str]]]:
     """Streams the documents of `files`, in order, grouped into windows.
 
-    A document is a run of non-blank lines; blank lines separate documents, also across files.
-    A window closes at the first document boundary after `window_bytes` of text, so it holds
+    A document is a run of non-blank lines, ended by a blank line or the end of its file;
+    windows run across files. A window closes at the first document boundary after
+    `window_bytes` of text (UTF-8 bytes of the stripped lines, newlines counted), so it holds
     whole documents: about `window_bytes`, plus at most one document.
 
     Yields:
@@ -83,7 +84,7 @@ def read_document_windows(files: list[str], window_bytes: int) -> Iterator[list[
         for line in _read_lines(path):
             if line:
                 document.append(line)
-                window_size += len(line) + 1
+                window_size += len(line.encode("utf-8")) + 1
                 continue
             if document:
                 window.append(document)
