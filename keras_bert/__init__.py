@@ -9,9 +9,10 @@ from keras_bert.models import (BertClassifier, BertEmbedder, BertEncoder, BertMu
                                BertPretrainer, BertQuestionAnswerer, BertTokenClassifier)
 from keras_bert.tokenization import BertPreprocessor, BertTokenizer
 from keras_bert.training import PretrainingConfig, create_optimizer, get_strategy, run_pretraining
+from keras_bert.training.finetune import FinetuneConfig, run_finetune
 
 __all__ = ["BertClassifier", "BertConfig", "BertEmbedder", "BertEncoder", "BertMultipleChoice",
            "BertPretrainer", "BertPreprocessor", "BertQuestionAnswerer", "BertTokenClassifier",
-           "BertTokenizer", "PretrainingConfig", "create_optimizer", "export_model", "get_strategy",
-           "run_pretraining"]
+           "BertTokenizer", "FinetuneConfig", "PretrainingConfig", "create_optimizer",
+           "export_model", "get_strategy", "run_finetune", "run_pretraining"]
 __version__ = "0.1.0"

@@ -52,6 +52,12 @@ class FinetuneConfig:
         seed: shuffling and initialization seed.
         overwrite: replace the results of an earlier run in output_dir.
         verbose: Keras progress output (0 silent, 1 progress bar, 2 one line per epoch).
+
+    Example:
+    >>> config = FinetuneConfig("classification", "uncased_L-12_H-768_A-12", "train.tsv",
+    ...                         "dev.tsv", "out", tasks.TaskOptions(data_format="mrpc"))
+    >>> config.learning_rate, config.batch_size, config.epochs, config.warmup_fraction
+    (3e-05, 32, 3, 0.1)
     """
     task: str
     init_checkpoint: str
