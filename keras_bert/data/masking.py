@@ -9,6 +9,9 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Collection, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def num_tokens_to_mask(num_candidates: int, masked_lm_prob: float,
@@ -17,7 +20,7 @@ def num_tokens_to_mask(num_candidates: int, masked_lm_prob: float,
     return min(max_predictions_per_seq, max(1, int(round(num_candidates * masked_lm_prob))))
 
 
-def random_subset(rng: random.Random, population: Sequence[int], k: int) -> list[int]:
+def random_subset(rng: random.Random, population: Sequence[T], k: int) -> list[T]:
     """`k` distinct items of `population` in random order (a partial Fisher-Yates shuffle).
 
     Like `rng.sample`, but drawing with `rng.random()`, which is several times faster than the
