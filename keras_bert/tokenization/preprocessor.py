@@ -6,7 +6,11 @@ lower-cased with ``tf.strings.lower`` and handed to ``FastWordpieceTokenizer`` w
 pretokenization: on such text its whitespace and punctuation classes are Google's, and a byte is
 a character, so its ``max_bytes_per_word=200`` is Google's 200-character limit. Other rows go
 through ``GraphNormalizer`` (Google's normalization from Python's Unicode tables), are split at
-spaces, and their words are looked up with ``FastWordpieceTokenizer`` on whole words.
+spaces, and their words are looked up with ``FastWordpieceTokenizer`` on whole words. A batch
+without such rows skips that path under a ``tf.cond``.
+
+Special-token text such as "[MASK]" is tokenized as ordinary text, as Google does; the Python
+tokenizer's ``keep_special_tokens`` switch has no in-graph counterpart.
 """
 
 from __future__ import annotations
