@@ -19,8 +19,10 @@ def attention_mask_bias(input_mask):
 class BertSelfAttention(keras.layers.Layer):
     """Multi-head scaled dot-product self-attention with a padding mask; softmax in float32.
 
-    The query, key and value projections are kept as three [hidden, hidden] kernels, the layout of
-    Google's and Hugging Face's checkpoints, and run as one fused [hidden, 3*hidden] matmul.
+    The query, key and value projections are three [hidden, hidden] Dense kernels, the layout of
+    Google's and Hugging Face's checkpoints, each applied to [batch*seq, hidden] as a 2D matmul
+    plus bias that TF's oneDNN rewrite fuses into one op. (One concatenated [hidden, 3*hidden]
+    matmul measured the same on BERT-base: benchmarks/README.md.)
 
     Call args:
         hidden_states: float [batch, seq, hidden].
@@ -63,20 +65,12 @@ class BertSelfAttention(keras.layers.Layer):
 
     def call(self, hidden_states, mask_bias, training=None):
         batch, seq = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
-        dtype = self.compute_dtype
-        kernel = ops.concatenate(
-            [ops.cast(self.query.kernel, dtype), ops.cast(self.key.kernel, dtype),
-             ops.cast(self.value.kernel, dtype)], axis=1)                      # [H, 3H]
-        bias = ops.concatenate(
-            [ops.cast(self.query.bias, dtype), ops.cast(self.key.bias, dtype),
-             ops.cast(self.value.bias, dtype)], axis=0)                        # [3H]
         flat = ops.reshape(hidden_states, (-1, self.hidden_size))             # [B*S, H]
-        qkv = ops.matmul(flat, kernel) + bias                                  # [B*S, 3H]
-        query, key, value = ops.split(qkv, 3, axis=1)
-        query = self._split_heads(query, batch, seq)                           # [B, N, S, D]
-        key = self._split_heads(key, batch, seq)
-        value = self._split_heads(value, batch, seq)
+        query = self._split_heads(self.query(flat), batch, seq)                # [B, N, S, D]
+        key = self._split_heads(self.key(flat), batch, seq)
+        value = self._split_heads(self.value(flat), batch, seq)
 
+        dtype = self.compute_dtype
         query = query * ops.cast(1.0 / (self.head_size ** 0.5), dtype)
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))          # [B, N, S, S]
         scores = ops.cast(scores, "float32") + ops.cast(mask_bias, "float32")
@@ -161,13 +155,18 @@ class TransformerBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, hidden_states, mask_bias, training=None):
+        batch, seq = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
+        # Dense layers on [B*S, H] run as 2D MatMul + bias (+ GELU), which TF's oneDNN graph
+        # rewrite fuses into one op; on [B, S, H] Keras emits a tensordot that it cannot fuse.
+        flat = ops.reshape(hidden_states, (-1, self.hidden_size))             # [B*S, H]
         attention = self.attention(hidden_states, mask_bias, training=training)
-        attention = self.attention_output(attention)
+        attention = self.attention_output(ops.reshape(attention, (-1, self.hidden_size)))
         attention = self.attention_dropout_layer(attention, training=training)
-        hidden_states = self.attention_layer_norm(hidden_states + attention)
-        feed_forward = self.output_dense(self.intermediate(hidden_states))
+        flat = self.attention_layer_norm(flat + attention)
+        feed_forward = self.output_dense(self.intermediate(flat))              # via [B*S, I]
         feed_forward = self.output_dropout_layer(feed_forward, training=training)
-        return self.output_layer_norm(hidden_states + feed_forward)
+        flat = self.output_layer_norm(flat + feed_forward)
+        return ops.reshape(flat, (batch, seq, self.hidden_size))
 
     def get_config(self):
         config = super().get_config()
