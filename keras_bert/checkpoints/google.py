@@ -102,7 +102,7 @@ def write_google_checkpoint(directory: str, config: BertConfig, values: dict[str
         # Google's format has one GELU, the tanh approximation; a reader of this directory gets it.
         logger.warning(
             "writing hidden_act 'gelu' (Google's tanh approximation) for a model trained with the "
-            "exact erf GELU: Google's format has no erf form. Outputs move slightly (about 1e-3 "
+            "exact erf GELU: Google's format has no erf form. Outputs move slightly (up to 3e-3 "
             "on MiniLM); use the hf or keras format to keep the exact form")
         config = dataclasses.replace(config, hidden_act="gelu")
     config.to_json_file(join(directory, CONFIG_NAME))
