@@ -53,7 +53,9 @@ def build_flag_parser() -> argparse.ArgumentParser:
     add("--enable_batching", type=_flag_bool, nargs="?", const=True, default=False,
         help="batch concurrent requests (--enable_batching or --enable_batching=true)")
     add("--batching_parameters_file", help="a BatchingParameters text proto")
-    add("--grpc_max_threads", type=int, default=4 * (os.cpu_count() or 1))
+    add("--grpc_max_threads", type=int, default=max(64, 4 * (os.cpu_count() or 1)),
+        help="gRPC requests handled at once; a request waiting for its batch holds one, so "
+             "this also caps how many requests a batch can gather (default: 64 or 4 per CPU)")
     add("--grpc_max_message_bytes", type=int, default=64 << 20,
         help="largest gRPC message accepted or sent; larger requests get RESOURCE_EXHAUSTED")
     add("--rest_api_max_body_bytes", type=int, default=64 << 20,

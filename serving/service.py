@@ -5,7 +5,6 @@ directly; REST turns its JSON into the same protos first, as TF Serving does."""
 from __future__ import annotations
 
 import numpy as np
-from tensorflow.core.example import example_pb2
 from tensorflow.core.framework import types_pb2
 from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2,
                                      get_model_status_pb2, predict_pb2, regression_pb2)

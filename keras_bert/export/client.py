@@ -164,6 +164,12 @@ class ServingClient:
             except ValueError:
                 message = str(e)
             raise ServingError(_HTTP_TO_CODE.get(e.code, f"HTTP {e.code}"), message) from None
+        except urllib.error.URLError as e:
+            raise ServingError("UNAVAILABLE", f"cannot reach http://{self.server}: "
+                                              f"{e.reason}") from None
+        except TimeoutError:
+            raise ServingError("DEADLINE_EXCEEDED", f"no answer from http://{self.server} "
+                                                    f"within {self.timeout_s} s") from None
 
 
 def _model_path(model: str, version: int | None) -> str:

