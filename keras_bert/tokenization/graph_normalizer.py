@@ -8,7 +8,8 @@ take a short regex path; the others are decoded to code points and mapped throug
 
 - every code point maps to a fixed output sequence: deleted (control), a space (whitespace),
   spaced out (CJK, punctuation), and, when uncased, ``NFD(c.lower())`` without Mn marks;
-- the capital sigma depends on its neighbours (``str.lower()``'s final-sigma rule);
+- the capital sigma depends on its neighbours (``str.lower()``'s final-sigma rule): three regex
+  passes with Python's cased and case-ignorable classes decide it before the table;
 - NFD's canonical reordering can swap two spacing marks (category Mc with a nonzero combining
   class, e.g. musical symbols); runs holding two of them are re-sorted by combining class.
 Both take linear time and no ``tf.cond``: inside tf.data, every branch a cond does not take still
@@ -29,7 +30,6 @@ from keras_bert.tokenization import chars
 # Bit layout of the per-code-point flags table (uint8).
 _LENGTH_MASK = 0x0F        # bits 0-3: length of the output sequence (0 = deleted)
 _STARTS_RUN_BIT = 0x10     # bit 4: NFD(lower(c)) starts with a combining class 0 character
-_CASE_SHIFT = 6            # bits 6-7: chars.case_class, for the final-sigma rule (bit 5 unused)
 
 _ASCII_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
 _ASCII_PUNCTUATION = r"[!-/:-@\[-`{-~]"
@@ -46,11 +46,16 @@ class NormalizationTables:
         pool: int32 [pool_size], the concatenated output sequences.
         combining_class: uint8 [n], the canonical combining class of code points below n; only
             nonzero for the marks that can reach the output (the last entry is 0).
+        cased: RE2 class of the characters ``str.lower()`` counts as cased (and not
+            case-ignorable) before a sigma; empty when cased mode.
+        case_ignorable: RE2 class of the characters it skips (deleted ones included).
     """
     flags: np.ndarray
     pool_offsets: np.ndarray
     pool: np.ndarray
     combining_class: np.ndarray
+    cased: str
+    case_ignorable: str
 
 
 def _char_output(code_point: int, char: str, lower_case: bool) -> str:
@@ -72,10 +77,10 @@ def _char_output(code_point: int, char: str, lower_case: bool) -> str:
 def build_tables(lower_case: bool) -> NormalizationTables:
     """Builds the tables from ``unicodedata`` (about a second; cached per process)."""
     space_case = chars.case_class(" ")
-    identity = 1 | _STARTS_RUN_BIT | (chars.UNCASED << _CASE_SHIFT)
-    flags = np.full(chars.MAX_CODE_POINT + 1, identity, dtype=np.uint8)
+    flags = np.full(chars.MAX_CODE_POINT + 1, 1 | _STARTS_RUN_BIT, dtype=np.uint8)
     outputs: dict[int, str] = {}
     marks: dict[int, int] = {}
+    cases: dict[int, list[int]] = {chars.CASED: [], chars.CASE_IGNORABLE: []}
     for code_point, char in chars.assigned_chars():  # The others pass through unchanged.
         output = _char_output(code_point, char, lower_case)
         if len(output) > _LENGTH_MASK:
@@ -84,18 +89,21 @@ def build_tables(lower_case: bool) -> NormalizationTables:
         decomposed = unicodedata.normalize("NFD", char.lower()) if lower_case else char
         if not chars.is_control(char) and unicodedata.combining(decomposed[0]) == 0:
             value |= _STARTS_RUN_BIT
-        if lower_case:
-            marks.update((ord(c), unicodedata.combining(c)) for c in decomposed
-                         if unicodedata.combining(c) and unicodedata.category(c) != "Mn")
+        flags[code_point] = value
+        if output and output != char:
+            outputs[code_point] = output
+        if not lower_case:
+            continue
+        marks.update((ord(c), unicodedata.combining(c)) for c in decomposed
+                     if unicodedata.combining(c) and unicodedata.category(c) != "Mn")
         if chars.is_control(char):
             case = chars.CASE_IGNORABLE  # Deleted before lower-casing: invisible to the rule.
         elif chars.is_whitespace(char):
             case = space_case
         else:
-            case = chars.case_class(char) if lower_case else chars.UNCASED
-        flags[code_point] = value | (case << _CASE_SHIFT)
-        if output and output != char:
-            outputs[code_point] = output
+            case = chars.case_class(char)
+        if case in cases:
+            cases[case].append(code_point)
     limit = max(outputs) + 1
     pool_offsets = np.full(limit, -1, dtype=np.int32)
     pool: list[int] = []
@@ -106,7 +114,19 @@ def build_tables(lower_case: bool) -> NormalizationTables:
     for code_point, value in marks.items():
         combining_class[code_point] = value
     return NormalizationTables(flags, pool_offsets, np.array(pool + [0], dtype=np.int32),
-                               combining_class)
+                               combining_class, _regex_class(cases[chars.CASED]),
+                               _regex_class(cases[chars.CASE_IGNORABLE]))
+
+
+def _regex_class(code_points: list[int]) -> str:
+    """An RE2 character class matching exactly the given (sorted) code points."""
+    ranges: list[list[int]] = []
+    for code_point in code_points:
+        if ranges and ranges[-1][1] == code_point - 1:
+            ranges[-1][1] = code_point
+        else:
+            ranges.append([code_point, code_point])
+    return "[" + "".join(f"\\x{{{a:x}}}-\\x{{{b:x}}}" for a, b in ranges) + "]" if ranges else ""
 
 
 class GraphNormalizer:
@@ -127,6 +147,11 @@ class GraphNormalizer:
         self._pool_offsets = tf.constant(tables.pool_offsets)
         self._pool = tf.constant(tables.pool)
         self._combining_class = tf.constant(tables.combining_class)
+        # str.lower()'s final-sigma rule: a capital sigma followed by cased text (case-ignorable
+        # characters skipped) is not final, one that follows cased text otherwise is.
+        cased, ignorable = tables.cased, tables.case_ignorable
+        self._sigma_not_final = f"{chars.CAPITAL_SIGMA}({ignorable}*{cased})"
+        self._sigma_final = f"({cased}{ignorable}*){chars.CAPITAL_SIGMA}"
 
     @tf.autograph.experimental.do_not_convert
     def __call__(self, texts: tf.Tensor) -> tf.Tensor:
@@ -150,12 +175,13 @@ class GraphNormalizer:
     @tf.autograph.experimental.do_not_convert
     def normalize_unicode(self, texts: tf.Tensor) -> tf.Tensor:
         """The table path, right for any text: string [batch] -> string [batch]."""
-        code_points = tf.strings.unicode_decode(texts, "UTF-8", errors="replace",
-                                                replacement_char=0xFFFD)
+        texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace",
+                                             replacement_char=0xFFFD)
+        if self.lower_case:
+            texts = self._resolve_final_sigma(texts)
+        code_points = tf.strings.unicode_decode(texts, "UTF-8")
         values, row_splits = code_points.flat_values, code_points.row_splits
         flags = tf.cast(tf.gather(self._flags, values), tf.int32)
-        if self.lower_case:
-            values = self._resolve_final_sigma(values, flags, row_splits)
         output, ends, source = self._map(values, flags)
         if self.lower_case:
             output = self._reorder_marks(output, source, flags, row_splits)
@@ -163,13 +189,25 @@ class GraphNormalizer:
         return tf.strings.unicode_encode(
             tf.RaggedTensor.from_row_splits(output, output_splits, validate=False), "UTF-8")
 
+    def _resolve_final_sigma(self, texts):
+        """Writes each capital sigma as ``str.lower()`` would lower it: ``σ`` or ``ς``."""
+        # A match consumes the cased character after the sigma, which may be the next sigma;
+        # the second pass handles those.
+        for _ in range(2):
+            texts = tf.strings.regex_replace(texts, self._sigma_not_final,
+                                             chars.SMALL_SIGMA + r"\1")
+        # No two sigmas left can share context now, so one pass finds every final one; the
+        # table lower-cases the rest.
+        return tf.strings.regex_replace(texts, self._sigma_final, r"\1" + chars.FINAL_SIGMA)
+
     def _map(self, values, flags):
         """Maps each code point [n] to its output sequence: (output [m], ends [n], source [m]),
         ends being cumulative output lengths and source the input index of each output."""
         lengths = flags & _LENGTH_MASK
         ends = tf.cumsum(lengths)
-        source = tf.repeat(tf.range(tf.size(values)), lengths)
-        position = tf.range(tf.size(source)) - tf.gather(ends - lengths, source)
+        index = tf.range(tf.reduce_sum(lengths))
+        source = tf.searchsorted(ends, index, side="right")
+        position = index - tf.gather(ends - lengths, source)
         source_values = tf.gather(values, source)
         limit = tf.size(self._pool_offsets)
         offsets = tf.where(source_values < limit,
@@ -179,40 +217,19 @@ class GraphNormalizer:
                           tf.gather(self._pool, tf.maximum(offsets, 0) + position))
         return output, ends, source
 
-    def _resolve_final_sigma(self, values, flags, row_splits):
-        """Replaces each capital sigma that ``str.lower()`` would make final with ``ς``."""
-        case = tf.bitwise.right_shift(flags, _CASE_SHIFT)
-        stops = tf.cast(tf.where(case != chars.CASE_IGNORABLE)[:, 0], tf.int32)
-        stops_up_to = tf.cumsum(tf.cast(case != chars.CASE_IGNORABLE, tf.int32))
-        sigmas = tf.cast(tf.where(tf.equal(values, ord(chars.CAPITAL_SIGMA)))[:, 0], tf.int32)
-        rows = tf.searchsorted(tf.cast(row_splits, tf.int32), sigmas, side="right") - 1
-        row_start = tf.gather(tf.cast(row_splits, tf.int32), rows)
-        row_end = tf.gather(tf.cast(row_splits, tf.int32), rows + 1)
-        # The sigma is itself a stop, so the stop before it is number stops_up_to - 2 and the
-        # stop after it number stops_up_to (both 0-based).
-        before_index = tf.gather(stops_up_to, sigmas) - 2
-        after_index = tf.gather(stops_up_to, sigmas)
-        before = tf.gather(stops, tf.maximum(before_index, 0))
-        after = tf.gather(stops, tf.minimum(after_index, tf.size(stops) - 1))
-        cased_before = ((before_index >= 0) & (before >= row_start)
-                        & tf.equal(tf.gather(case, before), chars.CASED))
-        cased_after = ((after_index < tf.size(stops)) & (after < row_end)
-                       & tf.equal(tf.gather(case, after), chars.CASED))
-        final = tf.where(cased_before & ~cased_after, ord(chars.FINAL_SIGMA),
-                         ord(chars.CAPITAL_SIGMA))
-        return tf.tensor_scatter_nd_update(values, sigmas[:, None], final)
-
     def _reorder_marks(self, output, source, flags, row_splits):
         """Stable-sorts spacing marks by combining class within each run (a character of class 0
         and the marks after it), as NFD does; only runs holding two or more of them can change."""
-        starts_run = tf.cast(flags & _STARTS_RUN_BIT > 0, tf.int32)
-        row_ids = tf.ragged.row_splits_to_segment_ids(row_splits, out_type=tf.int32)
-        run = tf.gather(tf.cumsum(starts_run) + row_ids, source)  # Never shared by two rows.
-        size = tf.size(self._combining_class)
-        combining = tf.cast(tf.gather(self._combining_class, tf.minimum(output, size - 1)),
+        size = tf.size(flags)
+        row_starts = tf.scatter_nd(tf.cast(row_splits[:-1, None], tf.int32),
+                                   tf.ones_like(row_splits[:-1], tf.int32), [size + 1])[:-1]
+        run = tf.gather(tf.cumsum(tf.cast(flags & _STARTS_RUN_BIT > 0, tf.int32) + row_starts),
+                        source)  # Runs never cross rows.
+        table_size = tf.size(self._combining_class)
+        combining = tf.cast(tf.gather(self._combining_class, tf.minimum(output, table_size - 1)),
                             tf.int32)
-        marks_per_run = tf.math.unsorted_segment_sum(
-            tf.cast(combining > 0, tf.int32), run, tf.size(flags) + tf.size(row_splits))
+        marks_per_run = tf.math.unsorted_segment_sum(tf.cast(combining > 0, tf.int32), run,
+                                                     2 * size + 1)
         positions = tf.where(tf.gather(marks_per_run, run) > 1)
         key = (tf.cast(tf.gather_nd(run, positions), tf.float64) * 256
                + tf.cast(tf.gather_nd(combining, positions), tf.float64))

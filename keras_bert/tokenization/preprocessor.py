@@ -129,8 +129,9 @@ class BertPreprocessor(keras.layers.Layer):
         too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
         # The literal "[UNK]" is a vocabulary token, so it maps to [UNK] as one word.
         flat_words = tf.where(too_long, vocab_lib.UNK, words.flat_values)
-        other_ids = words.with_flat_values(
-            self._word_wordpiece.tokenize(flat_words)).merge_dims(1, 2)
+        pieces = self._word_wordpiece.tokenize(flat_words)  # [words, (pieces)]
+        other_ids = tf.RaggedTensor.from_row_splits(  # Row i: the pieces of row i's words.
+            pieces.flat_values, tf.gather(pieces.row_splits, words.row_splits), validate=False)
 
         ids = tf.concat([ascii_ids, other_ids], axis=0)
         order = tf.math.invert_permutation(tf.concat([ascii_rows, other_rows], axis=0))
