@@ -195,6 +195,8 @@ class BatchScheduler:
         timeout_s = self.options.batch_timeout_micros / 1e6
         with self.cond:
             while True:
+                # Queues of unloaded versions go once drained (and with them the model).
+                self._queues = [q for q in self._queues if not (q.closed and not q._batches)]
                 now = time.monotonic()
                 count = len(self._queues)
                 for offset in range(count):  # round robin, so no queue starves
@@ -203,7 +205,6 @@ class BatchScheduler:
                     if batch is not None:
                         self._next = (self._next + offset + 1) % count
                         return queue, batch
-                self._queues = [q for q in self._queues if not (q.closed and not q._batches)]
                 if self.stopping and not any(q._batches for q in self._queues):
                     return None
                 waits = [q._batches[0].opened_at + timeout_s - now

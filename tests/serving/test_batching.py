@@ -153,3 +153,15 @@ def test_stop_runs_what_is_queued_then_refuses():
     with pytest.raises(ServingError) as error:
         queue.submit({"x": np.ones((1, 1), np.float32)}, 1)
     assert error.value.code == grpc.StatusCode.UNAVAILABLE
+
+
+def test_a_closed_queue_is_dropped_once_drained():
+    scheduler = BatchScheduler(BatchingOptions(max_batch_size=4, num_batch_threads=1))
+    kept, retired = scheduler.add_queue("v2", Recorder()), scheduler.add_queue("v1", Recorder())
+    retired.submit({"x": np.ones((1, 1), np.float32)}, 1)
+    retired.close()  # its version was unloaded
+    deadline = time.monotonic() + 10
+    while retired in scheduler._queues and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert scheduler._queues == [kept]  # no reference keeps the retired model alive
+    scheduler.stop()
