@@ -29,6 +29,7 @@ setup(
             "nbclient",
             "nbformat",
             "ipykernel",
+            "matplotlib",
         ],
         "notebooks": ["jupyter", "nbclient", "nbformat", "ipykernel", "matplotlib"],
     },
