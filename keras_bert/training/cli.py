@@ -53,6 +53,8 @@ def add_parser(subparsers) -> None:
     train.add_argument("--clip_norm", type=float, default=1.0, help="global norm; 0 disables")
     train.add_argument("--gradient_accumulation_steps", type=int, default=1)
     train.add_argument("--mixed_precision", choices=("none", "bf16", "fp16"), default="none")
+    train.add_argument("--jit_compile", action="store_true",
+                       help="compile each replica's forward and backward pass with XLA")
 
     run = parser.add_argument_group("run")
     run.add_argument("--strategy", choices=STRATEGIES, default="auto")
@@ -101,7 +103,8 @@ def run_pretrain(args: argparse.Namespace) -> int:
         optimizer=args.optimizer, weight_decay=args.weight_decay,
         clip_norm=args.clip_norm or None,
         gradient_accumulation_steps=args.gradient_accumulation_steps,
-        mixed_precision=args.mixed_precision, vocab_file=args.vocab_file,
+        mixed_precision=args.mixed_precision, jit_compile=args.jit_compile,
+        vocab_file=args.vocab_file,
         dynamic_masking=args.dynamic_masking, whole_word_mask=args.whole_word_mask,
         masked_lm_prob=args.masked_lm_prob, seed=args.seed,
         shuffle_buffer_size=args.shuffle_buffer_size, steps_per_loop=args.steps_per_loop,

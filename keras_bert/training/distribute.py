@@ -30,15 +30,34 @@ def _cluster_size_from_tf_config() -> int:
     return len(cluster.get("worker", ())) + len(cluster.get("chief", ()))
 
 
-def _tpu_requested(tpu: str | None) -> bool:
-    return bool(tpu or os.environ.get("TPU_NAME") or os.environ.get("COLAB_TPU_ADDR"))
+def _tpu_address(tpu: str | None) -> tuple[str, str]:
+    """(what to give TPUClusterResolver, where it came from): ``tpu``, TPU_NAME, COLAB_TPU_ADDR.
+
+    TPU_NAME holds a TPU name or grpc:// address, as TensorFlow reads it; COLAB_TPU_ADDR holds
+    the host:port of a Colab TPU, which TensorFlow does not read, so it becomes grpc://host:port.
+    "" lets the resolver look for the TPU itself.
+    """
+    if tpu:
+        return tpu, "the tpu argument (--tpu)"
+    if os.environ.get("TPU_NAME"):
+        return os.environ["TPU_NAME"], "TPU_NAME"
+    if os.environ.get("COLAB_TPU_ADDR"):
+        return f"grpc://{os.environ['COLAB_TPU_ADDR']}", "COLAB_TPU_ADDR"
+    return "", "the resolver's defaults"
 
 
 def _tpu_strategy(tpu: str | None) -> tf.distribute.Strategy:
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
-    if tpu != "local":
-        tf.config.experimental_connect_to_cluster(resolver)
-    tf.tpu.experimental.initialize_tpu_system(resolver)
+    address, source = _tpu_address(tpu)
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=address)
+        if address != "local":
+            tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except Exception as e:  # the resolver's errors do not say which TPU or what to do
+        raise RuntimeError(
+            f"cannot reach the TPU {address!r} (from {source}): {type(e).__name__}: {e}; give "
+            "its name or grpc://host:port with --tpu ('local' on a TPU VM), or choose another "
+            "--strategy") from e
     return tf.distribute.TPUStrategy(resolver)
 
 
@@ -56,10 +75,15 @@ def get_strategy(name: str | None = None, tpu: str | None = None) -> tf.distribu
 
     Args:
         name: one of STRATEGIES; "default" is TensorFlow's no-op strategy on the current device.
-        tpu: TPU name or grpc:// address ("local" on a TPU VM; "" lets the resolver find it).
+        tpu: TPU name or grpc:// address ("local" on a TPU VM); without it TPU_NAME, then
+            grpc://$COLAB_TPU_ADDR, and "" (the resolver finds the TPU) for a forced "tpu".
 
     Returns:
         The strategy; ``strategy.num_replicas_in_sync`` is the data-parallel width.
+
+    Raises:
+        ValueError: an unknown name, or TF_CONFIG that is not JSON.
+        RuntimeError: the TPU cannot be resolved or initialized (naming it and its source).
 
     Example:
     >>> strategy = get_strategy("default")
@@ -75,7 +99,7 @@ def get_strategy(name: str | None = None, tpu: str | None = None) -> tf.distribu
         gpus = tf.config.list_physical_devices("GPU")
         cpu = tf.config.list_physical_devices("CPU")[0]
         num_cpus = len(tf.config.get_logical_device_configuration(cpu) or [cpu])
-        if _tpu_requested(tpu):
+        if tpu or os.environ.get("TPU_NAME") or os.environ.get("COLAB_TPU_ADDR"):
             name = "tpu"
         elif _cluster_size_from_tf_config() > 1:
             name = "multi_worker_mirrored"

@@ -37,7 +37,7 @@ from keras_bert.models import BertEncoder, BertPretrainer
 from keras_bert.training.distribute import get_strategy, num_local_replicas
 from keras_bert.training.optimization import create_optimizer
 from keras_bert.training.pretraining_config import MIXED_PRECISION, PretrainingConfig
-from keras_bert.training.pretraining_input import pretraining_dataset
+from keras_bert.training.pretraining_input import check_record_lengths, pretraining_dataset
 from keras_bert.training.pretraining_loss import summarize
 from keras_bert.training.pretraining_step import make_eval_loop, make_train_loop
 
@@ -141,6 +141,9 @@ def run_pretraining(config: PretrainingConfig,
     """
     strategy = strategy or get_strategy()
     config.validate(strategy.num_replicas_in_sync)
+    for files in (config.input_files, config.eval_input_files):
+        if files:  # before building anything: the end-of-run evaluation would fail last
+            check_record_lengths(files, config.max_seq_length, config.max_predictions_per_seq)
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
@@ -201,7 +204,8 @@ def run_pretraining(config: PretrainingConfig,
         logger.info("resumed from %s at step %d", latest, int(step.numpy()))
 
     train_loop = make_train_loop(model, optimizer, strategy, config.gradient_accumulation_steps,
-                                 split_worker_batch=config.checkpoint_input_pipeline)
+                                 split_worker_batch=config.checkpoint_input_pipeline,
+                                 jit_compile=config.jit_compile)
     writer = tf.summary.create_file_writer(join(config.output_dir, "summaries")) if is_chief \
         else tf.summary.create_noop_writer()
     current = int(step.numpy())

@@ -29,6 +29,8 @@ class PretrainingConfig:
             see ``create_optimizer``.
         gradient_accumulation_steps: micro-batches per update (memory per step / this).
         mixed_precision: None, "bf16" (TPUs, recent GPUs/CPUs) or "fp16" (with loss scaling).
+        jit_compile: compile each replica's forward and backward pass with XLA (GPUs; TPUs
+            compile the whole step anyway).
         vocab_file: copied into the export; required for ``dynamic_masking``.
         dynamic_masking: re-mask every batch (RoBERTa-style) instead of the records' masks.
         whole_word_mask, masked_lm_prob: dynamic masking options.
@@ -65,6 +67,7 @@ class PretrainingConfig:
     clip_norm: float | None = 1.0
     gradient_accumulation_steps: int = 1
     mixed_precision: str | None = None
+    jit_compile: bool = False
     vocab_file: str | None = None
     dynamic_masking: bool = False
     whole_word_mask: bool = False

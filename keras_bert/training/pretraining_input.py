@@ -22,11 +22,58 @@ logger = logging.getLogger(__name__)
 
 MODEL_INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
 LABEL_NAMES = ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
+# The record features (original and v2 names) whose length each setting fixes.
+LENGTH_SETTINGS = {
+    "max_seq_length": ("input_ids", "input_word_ids", "input_mask", "segment_ids",
+                       "input_type_ids"),
+    "max_predictions_per_seq": ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"),
+}
 
 
 def _read_records(path: tf.Tensor) -> tf.data.Dataset:
     is_gzip = tf.strings.regex_full_match(path, r".*\.(gz|gzip)")
     return tf.data.TFRecordDataset(path, compression_type=tf.where(is_gzip, "GZIP", ""))
+
+
+def _first_record_lengths(files: Sequence[str]) -> tuple[str, dict[str, int]] | None:
+    """(path, {feature name: number of values}) of the first record in ``files``; None if empty."""
+    for path in files:
+        for record in _read_records(tf.constant(path)).take(1):
+            features = tf.train.Example.FromString(record.numpy()).features.feature
+            return path, {name: len(getattr(feature, feature.WhichOneof("kind")).value)
+                          for name, feature in features.items()}
+    return None
+
+
+def check_record_lengths(input_files: str | Sequence[str], max_seq_length: int,
+                         max_predictions_per_seq: int) -> None:
+    """Raises ValueError when the records were written with other lengths than these.
+
+    Reads the first record (local or gs://, plain or GZIP), so that a mismatch is reported
+    before a model is built rather than as a parser error in the middle of the training loop.
+
+    Args:
+        input_files: comma-separated globs or a list of files.
+        max_seq_length, max_predictions_per_seq: the lengths the reader will parse.
+
+    Raises:
+        ValueError: naming the file, the feature, the length it has and the setting to pass.
+    """
+    files = (resolve_input_files(input_files) if isinstance(input_files, str)
+             else list(input_files))
+    first = _first_record_lengths(files)
+    if first is None:
+        return
+    path, lengths = first
+    wanted = {"max_seq_length": max_seq_length,
+              "max_predictions_per_seq": max_predictions_per_seq}
+    for setting, names in LENGTH_SETTINGS.items():
+        for name in (n for n in names if n in lengths and lengths[n] != wanted[setting]):
+            found = lengths[name]
+            raise ValueError(
+                f"pretraining records in {path} were written with {setting}={found} (feature "
+                f"{name!r} has {found} values) but {setting}={wanted[setting]} was given; "
+                f"pass --{setting} {found} ({setting}={found} in PretrainingConfig)")
 
 
 def pretraining_dataset(input_files: str | Sequence[str], batch_size: int, max_seq_length: int,
@@ -69,6 +116,8 @@ def pretraining_dataset(input_files: str | Sequence[str], batch_size: int, max_s
         raise ValueError(f"the masker has max_predictions_per_seq="
                          f"{masker.max_predictions_per_seq} but the records have "
                          f"{max_predictions_per_seq}; build it with the same value")
+    if tf.executing_eagerly():  # reading a record needs eager execution
+        check_record_lengths(files, max_seq_length, max_predictions_per_seq)
     dataset = tf.data.Dataset.from_tensor_slices(files)
     shard_records = False
     if input_context and input_context.num_input_pipelines > 1:

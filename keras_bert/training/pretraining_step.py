@@ -27,7 +27,7 @@ def _inner_optimizer(optimizer: keras.optimizers.Optimizer) -> keras.optimizers.
 
 def make_train_loop(model: keras.Model, optimizer: keras.optimizers.Optimizer,
                     strategy: tf.distribute.Strategy, gradient_accumulation_steps: int = 1,
-                    split_worker_batch: bool = False
+                    split_worker_batch: bool = False, jit_compile: bool = False
                     ) -> Callable[[object, tf.Tensor], tuple[dict, tf.Tensor]]:
     """A tf.function ``train_loop(iterator, num_steps) -> (sums, grad_norm_sum)``.
 
@@ -43,6 +43,9 @@ def make_train_loop(model: keras.Model, optimizer: keras.optimizers.Optimizer,
         split_worker_batch: the iterator is a plain tf.data iterator of this worker's batches,
             which each step splits evenly among the worker's replicas; else it is a distributed
             iterator (``strategy.distribute_datasets_from_function``) of per-replica batches.
+        jit_compile: compile each replica's forward and backward pass (the model, the loss and
+            the gradients) with XLA. The all-reduce and the optimizer update stay outside the
+            XLA cluster, where MirroredStrategy's cross-replica calls can run.
 
     Returns:
         ``train_loop(iterator, num_steps)``: runs ``num_steps`` (int32 scalar tensor) updates
@@ -75,6 +78,9 @@ def make_train_loop(model: keras.Model, optimizer: keras.optimizers.Optimizer,
         # Dense gradients: the embedding gradients arrive as IndexedSlices with repeated rows,
         # whose values' norm is not the gradient's norm; summing them makes clipping exact.
         return [tf.convert_to_tensor(g) for g in tape.gradient(scaled_loss, variables)], sums
+
+    if jit_compile:
+        forward_backward = tf.function(forward_backward, jit_compile=True)
 
     def replica_step(inputs, labels):
         if split_worker_batch:

@@ -45,12 +45,13 @@ def _instance(rng, max_seq_length: int, max_predictions_per_seq: int):
 
 def write_records(directory: str, num_files: int = 2, records_per_file: int = 64,
                   max_seq_length: int = 32, max_predictions_per_seq: int = 5,
-                  seed: int = 0) -> str:
+                  seed: int = 0, v2_feature_names: bool = False) -> str:
     """Writes num_files TFRecord files of masked instances; returns their glob."""
     import tensorflow as tf
 
     rng = np.random.default_rng(seed)
-    encoder = PretrainingExampleEncoder(VOCAB_SIZE, max_seq_length, max_predictions_per_seq)
+    encoder = PretrainingExampleEncoder(VOCAB_SIZE, max_seq_length, max_predictions_per_seq,
+                                        v2_feature_names)
     os.makedirs(directory, exist_ok=True)
     for index in range(num_files):
         path = os.path.join(directory, f"part-{index:02d}.tfrecord")

@@ -149,17 +149,6 @@ def test_loss_scaling_wraps_the_optimizer():
     assert float(optimizer.scale_loss(tf.constant(1.0))) == 2.0 ** 15
 
 
-def test_get_strategy_names_and_tf_config(monkeypatch):
-    assert distribute.get_strategy("default").num_replicas_in_sync == 1
-    with pytest.raises(ValueError, match="unknown strategy 'gpu'"):
-        distribute.get_strategy("gpu")
-    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["a:1", "b:2"], "chief": ["c:3"]}}')
-    assert distribute._cluster_size_from_tf_config() == 3
-    monkeypatch.setenv("TF_CONFIG", "{not json")
-    with pytest.raises(ValueError, match="TF_CONFIG is not valid JSON"):
-        distribute._cluster_size_from_tf_config()
-
-
 @pytest.mark.parametrize("module", [schedules, optimization, distribute, pretraining_config])
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)

@@ -13,6 +13,7 @@ from keras_bert.training.pretrain import PretrainingConfig, run_pretraining
 from keras_bert.training.optimization import create_optimizer
 from keras_bert.training.pretraining_input import pretraining_dataset
 from keras_bert.training.pretraining_step import make_train_loop
+from tests.training.records import write_records
 
 
 def _config(files, output_dir, **overrides):
@@ -122,24 +123,51 @@ def test_distributed_input_without_iterator_state_resumes_to_more_steps(pretrain
     assert more.checkpoint.endswith("ckpt-4") and np.isfinite(more.metrics["loss"])
 
 
-def test_gradient_accumulation_equals_one_big_batch(pretraining_files):
-    config = BertConfig.from_json_file(pretraining_files["config"][0.0])
-    finals = []
-    for accumulation in (1, 4):
-        keras.utils.set_random_seed(3)
-        model = BertPretrainer(BertEncoder.from_bert_config(config))
-        optimizer = create_optimizer(1e-3, num_train_steps=3, num_warmup_steps=0)
-        optimizer.build(model.trainable_variables)
-        loop = make_train_loop(model, optimizer, tf.distribute.get_strategy(), accumulation,
-                               split_worker_batch=True)
-        iterator = iter(pretraining_dataset(pretraining_files["pattern"], 16, 32, 5, seed=1))
-        totals, grad_norm_sum = loop(iterator, tf.constant(3))
-        finals.append((float(totals["mlm_loss_sum"]), float(grad_norm_sum),
-                       [v.numpy() for v in model.trainable_variables]))
-    (loss_1, norm_1, weights_1), (loss_4, norm_4, weights_4) = finals
+def _train_three_steps(files, accumulation=1, jit_compile=False):
+    """(mlm_loss_sum, grad_norm_sum, weights, loop) after 3 updates of batch 16, no dropout."""
+    keras.utils.set_random_seed(3)
+    model = BertPretrainer(BertEncoder.from_bert_config(
+        BertConfig.from_json_file(files["config"][0.0])))
+    optimizer = create_optimizer(1e-3, num_train_steps=3, num_warmup_steps=0)
+    optimizer.build(model.trainable_variables)
+    loop = make_train_loop(model, optimizer, tf.distribute.get_strategy(), accumulation,
+                           split_worker_batch=True, jit_compile=jit_compile)
+    iterator = iter(pretraining_dataset(files["pattern"], 16, 32, 5, seed=1))
+    totals, grad_norm_sum = loop(iterator, tf.constant(3))
+    return (float(totals["mlm_loss_sum"]), float(grad_norm_sum),
+            [v.numpy() for v in model.trainable_variables], loop, iterator)
+
+
+@pytest.fixture(scope="module")
+def plain_runs(pretraining_files):
+    """_train_three_steps without XLA, by accumulation steps."""
+    return {steps: _train_three_steps(pretraining_files, steps) for steps in (1, 4)}
+
+
+def test_gradient_accumulation_equals_one_big_batch(plain_runs):
+    (loss_1, norm_1, weights_1, *_), (loss_4, norm_4, weights_4, *_) = plain_runs.values()
     assert loss_4 == pytest.approx(loss_1, rel=1e-6) and norm_4 == pytest.approx(norm_1, rel=1e-5)
     for a, b in zip(weights_1, weights_4):
         np.testing.assert_allclose(b, a, atol=2e-6)
+
+
+def _xla_compiled_calls(loop, iterator):
+    """Names of the functions that the loop's graph calls with XLA compilation forced."""
+    graph_def = loop.get_concrete_function(iterator, tf.constant(1)).graph.as_graph_def()
+    nodes = [n for f in graph_def.library.function for n in f.node_def] + list(graph_def.node)
+    return {n.attr["f"].func.name for n in nodes if n.attr["_XlaMustCompile"].b}
+
+
+def test_xla_compiled_step_trains_like_the_plain_one(pretraining_files, plain_runs):
+    loss, norm, weights, loop, iterator = plain_runs[4]
+    assert not _xla_compiled_calls(loop, iterator)
+    loss_xla, norm_xla, weights_xla, loop, iterator = _train_three_steps(
+        pretraining_files, 4, jit_compile=True)
+    compiled = _xla_compiled_calls(loop, iterator)
+    assert len(compiled) == 1 and "forward_backward" in compiled.pop()
+    assert loss_xla == pytest.approx(loss, rel=1e-5) and norm_xla == pytest.approx(norm, rel=1e-5)
+    for a, b in zip(weights, weights_xla):
+        np.testing.assert_allclose(b, a, atol=1e-5)
 
 
 def test_settings_that_cannot_work_are_rejected_with_the_fix(pretraining_files, tmp_path,
@@ -158,3 +186,14 @@ def test_settings_that_cannot_work_are_rejected_with_the_fix(pretraining_files, 
     with pytest.raises(ValueError, match="dynamic_masking needs vocab_file"):
         run_pretraining(_config(pretraining_files, tmp_path, dynamic_masking=True,
                                 vocab_file=None))
+    # Records of other lengths are refused before anything is built or written, including
+    # evaluation records that would otherwise fail only after training.
+    with pytest.raises(ValueError, match="written with max_seq_length=32 .* pass "
+                                         "--max_seq_length 32"):
+        run_pretraining(_config(pretraining_files, tmp_path / "long", max_seq_length=64))
+    short = write_records(str(tmp_path / "short"), num_files=1, records_per_file=2,
+                          max_seq_length=16)
+    with pytest.raises(ValueError, match="short/part-00.tfrecord were written with "
+                                         "max_seq_length=16 .* pass --max_seq_length 16"):
+        run_pretraining(_config(pretraining_files, tmp_path / "eval", eval_input_files=short))
+    assert not (tmp_path / "long").exists() and not (tmp_path / "eval").exists()

@@ -6,7 +6,6 @@ Each run is a tiny model for a few steps with --deterministic, so runs can be co
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -92,18 +91,9 @@ def test_two_replicas_match_one_device_with_the_same_global_batch(pretraining_fi
         np.testing.assert_allclose(got[name], want[name], atol=1e-6, err_msg=name)
 
 
-def _free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
-def test_two_workers_train_in_sync_with_multi_worker_mirrored(pretraining_files, tmp_path):
-    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+def test_two_workers_train_in_sync_with_multi_worker_mirrored(pretraining_files, tmp_path,
+                                                             free_ports):
+    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
     args = ["--num_train_steps", "6", "--steps_per_loop", "3", "--save_checkpoints_steps", "3",
             "--strategy", "auto"]
     processes = []

@@ -2,6 +2,7 @@
 
 import glob
 import gzip
+import re
 import shutil
 
 import numpy as np
@@ -11,7 +12,7 @@ import tensorflow as tf
 from keras_bert.data.dynamic_masking import DynamicMasker
 from keras_bert.data.pretraining_schema import parse_pretraining_example
 from keras_bert.training.pretraining_input import pretraining_dataset
-from tests.training.records import MASK_ID
+from tests.training.records import MASK_ID, write_records
 
 
 def _dataset(files, batch_size=4, **kwargs):
@@ -131,3 +132,24 @@ def test_errors_name_the_problem(pretraining_files, tmp_path):
     masker = DynamicMasker(pretraining_files["vocab"], max_predictions_per_seq=7)
     with pytest.raises(ValueError, match="max_predictions_per_seq=7 but the records have 5"):
         _dataset(pretraining_files, masker=masker)
+
+
+@pytest.mark.parametrize("v2_feature_names", [False, True])
+def test_records_of_other_lengths_are_refused_up_front_with_the_fix(pretraining_files, tmp_path,
+                                                                    v2_feature_names):
+    pattern = (write_records(str(tmp_path), num_files=1, records_per_file=2,
+                             v2_feature_names=True) if v2_feature_names
+               else pretraining_files["pattern"])
+    first = re.escape(sorted(glob.glob(pattern))[0])
+    ids = "input_word_ids" if v2_feature_names else "input_ids"
+    with pytest.raises(ValueError, match=(
+            f"records in {first} were written with max_seq_length=32 \\(feature '{ids}' has 32 "
+            "values\\) but max_seq_length=64 was given; pass --max_seq_length 32")):
+        pretraining_dataset(pattern, 4, 64, 5)
+    with pytest.raises(ValueError, match=(
+            f"records in {first} were written with max_predictions_per_seq=5 \\(feature "
+            "'masked_lm_positions' has 5 values\\) but max_predictions_per_seq=7 was given; "
+            "pass --max_predictions_per_seq 5")):
+        pretraining_dataset(pattern, 4, 32, 7, is_training=False)
+    inputs, _ = next(iter(pretraining_dataset(pattern, 2, 32, 5)))
+    assert inputs["input_word_ids"].shape == (2, 32)
