@@ -1,5 +1,6 @@
 """Tokenization speed: our Python BertTokenizer and in-graph BertPreprocessor against Hugging Face
-`tokenizers` (Rust), stock tensorflow-text FastBertTokenizer and, optionally, Google's FullTokenizer.
+`tokenizers` (Rust), stock tensorflow-text FastBertTokenizer and, optionally, Google's
+FullTokenizer.
 
 Every contender tokenizes the whole benchmark corpus (non-empty lines, uncased, the real uncased
 BERT vocabulary) once per round; rounds interleave the contenders so that load from other

@@ -12,7 +12,8 @@ from keras_bert.tokenization import BertPreprocessor, BertTokenizer
 TRICKY = ("\x00\x07\x0b\x1f\x7f\x85\u200b\u00ad\ufeff\ufffd \t\n\r\u00a0\u2028\u3000"
           "\u0301\u0345\u0307\u05b0\U0001d165\U0001d16d\U0001d15f\u0e4e"
           "ΣΑσς'.·:İIıßẞ中\uf900\U0002f800ｱＡ！$^`~¡¿\u037e\u1fefé")
-# Lone surrogates (Cs) are left out: they cannot be encoded as UTF-8, so no string tensor holds them.
+# Lone surrogates (Cs) are left out: they cannot be encoded as UTF-8, so no string tensor can
+# hold them.
 texts = st.text(alphabet=st.sampled_from(TRICKY) | st.characters(exclude_categories=["Cs"]),
                 max_size=40)
 SETTINGS = settings(max_examples=300, deadline=None,
