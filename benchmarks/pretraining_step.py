@@ -7,6 +7,8 @@ L-4_H-256_A-4 (vocab 30522) with sequence length 128, batch 32 and 20 masked pos
   ours-fp32       keras_bert's pretraining loop step (make_train_loop: MLM + NSP, BertAdamW with
                   weight-decay exclusions, clipping after the all-reduce), float32
   ours-bf16       the same with the mixed_bfloat16 policy
+  ours-xla-fp32   (only when named in --contenders) ours-fp32 with jit_compile=True: the
+                  forward and backward pass compiled with XLA (`keras-bert pretrain --jit_compile`)
   keras-hub-fp32  keras_hub.models.BertMaskedLM (MLM only, no NSP head), train_on_batch with
                   Keras AdamW(weight_decay=0.01, global_clipnorm=1.0) (its own venv, TF backend)
   keras-hub-bf16  the same with dtype="mixed_bfloat16"
@@ -39,6 +41,8 @@ from typing import Any
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENVS_DIR = os.path.join(REPO_ROOT, "benchmarks", ".venvs")
 CONTENDERS = ("ours-fp32", "ours-bf16", "keras-hub-fp32", "keras-hub-bf16", "torch-fp32")
+OPTIONAL_CONTENDERS = ("ours-xla-fp32",)
+FAMILIES = ("ours", "keras-hub", "torch")  # each contender's name starts with its family
 RATIOS = (("ours-fp32", "keras-hub-fp32"), ("ours-bf16", "keras-hub-bf16"),
           ("ours-fp32", "torch-fp32"), ("ours-bf16", "ours-fp32"))
 FULL = dict(layers=4, hidden=256, heads=4, vocab=30522, batch=32, seq=128, predictions=20)
@@ -52,7 +56,7 @@ def _tf_threads(threads: int) -> None:
     tf.config.threading.set_inter_op_parallelism_threads(1)
 
 
-def _ours(w: dict, batch: dict, dtype: str | None):
+def _ours(w: dict, batch: dict, dtype: str | None, jit_compile: bool = False):
     import keras
     import tensorflow as tf
 
@@ -67,7 +71,8 @@ def _ours(w: dict, batch: dict, dtype: str | None):
     model = BertPretrainer(encoder)
     optimizer = create_optimizer(1e-4, num_train_steps=10_000, num_warmup_steps=100)
     optimizer.build(model.trainable_variables)
-    loop = make_train_loop(model, optimizer, tf.distribute.get_strategy(), split_worker_batch=True)
+    loop = make_train_loop(model, optimizer, tf.distribute.get_strategy(), split_worker_batch=True,
+                           jit_compile=jit_compile)
     inputs = {k: batch[k] for k in ("input_word_ids", "input_mask", "input_type_ids",
                                     "masked_lm_positions")}
     labels = {k: batch[k] for k in ("masked_lm_ids", "masked_lm_weights",
@@ -80,7 +85,7 @@ def _ours(w: dict, batch: dict, dtype: str | None):
         return float(totals["mlm_loss_sum"] / totals["mlm_weight_sum"])
 
     return step, {"keras": keras.__version__, "parameters": model.count_params(),
-                  "dtype_policy": encoder.dtype_policy.name}
+                  "dtype_policy": encoder.dtype_policy.name, "jit_compile": jit_compile}
 
 
 def _keras_hub(w: dict, batch: dict, dtype: str | None):
@@ -157,8 +162,10 @@ def worker_main(args: argparse.Namespace) -> None:
     else:
         _tf_threads(args.threads)
         dtype = "mixed_bfloat16" if args.worker.endswith("bf16") else None
-        build = _ours if args.worker.startswith("ours") else _keras_hub
-        step, info = build(workload, batch, dtype)
+        if args.worker.startswith("ours"):
+            step, info = _ours(workload, batch, dtype, jit_compile="-xla-" in args.worker)
+        else:
+            step, info = _keras_hub(workload, batch, dtype)
     start = time.perf_counter()
     losses = [step() for _ in range(1 + args.warmup)]
     info.update(warmup_s=round(time.perf_counter() - start, 2), first_losses=losses)
@@ -175,6 +182,11 @@ def worker_main(args: argparse.Namespace) -> None:
 
 
 # ====================================================================== orchestrator
+def _family(contender: str) -> str:
+    """"ours", "keras-hub" or "torch": which interpreter runs the contender."""
+    return next(family for family in FAMILIES if contender.startswith(family))
+
+
 def write_batch(w: dict, path: str, seed: int = 0) -> None:
     """Random ids with padding, 15% of the real tokens (at most `predictions`) to predict."""
     import numpy as np
@@ -209,7 +221,7 @@ class Worker:
         if not os.path.exists(python):
             raise FileNotFoundError(f"{name}: interpreter {python} does not exist; create the "
                                     "venv (python benchmarks/encoder_inference.py --setup) or "
-                                    f"pass --{name.split('-fp')[0].split('-bf')[0]}-python")
+                                    f"pass --{_family(name)}-python")
         self.name, self.log_path = name, os.path.join(logs, f"{name}.log")
         self.log = open(self.log_path, "w")
         command = [python, os.path.abspath(__file__), "--worker", name, "--workload",
@@ -251,7 +263,7 @@ def run(args) -> dict[str, Any]:
     try:
         for name in args.contenders:  # one at a time, so each warm-up runs alone
             print(f"starting {name} ...", file=sys.stderr, flush=True)
-            workers[name] = Worker(name, pythons[name.rsplit("-", 1)[0]], args, workload,
+            workers[name] = Worker(name, pythons[_family(name)], args, workload,
                                    inputs, logs)
             print(f"  {json.dumps(workers[name].info)}", file=sys.stderr, flush=True)
         names = list(workers)
@@ -297,7 +309,8 @@ def parse_args(argv=None):
     parser.add_argument("--steps", type=int, default=3, help="timed steps per contender per round")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps after the first")
     parser.add_argument("--threads", type=int, default=2, help="intra-op threads (inter-op: 1)")
-    parser.add_argument("--contenders", nargs="+", default=list(CONTENDERS), choices=CONTENDERS)
+    parser.add_argument("--contenders", nargs="+", default=list(CONTENDERS),
+                        choices=CONTENDERS + OPTIONAL_CONTENDERS)
     parser.add_argument("--ours-python", default=sys.executable)
     parser.add_argument("--keras-hub-python",
                         default=os.path.join(VENVS_DIR, "keras-hub", "bin", "python"))

@@ -72,7 +72,7 @@ def make_train_loop(model: keras.Model, optimizer: keras.optimizers.Optimizer,
     def forward_backward(inputs, labels, weight_total, example_total):
         with tf.GradientTape() as tape:
             outputs = model(inputs, training=True)
-            sums = pretraining_loss_sums(labels, outputs)
+            sums = pretraining_loss_sums(labels, outputs, jit_compile=not jit_compile)
             loss = pretraining_loss(sums, weight_total, example_total)
             scaled_loss = optimizer.scale_loss(loss)
         # Dense gradients: the embedding gradients arrive as IndexedSlices with repeated rows,

@@ -160,11 +160,11 @@ def _xla_compiled_calls(loop, iterator):
 
 def test_xla_compiled_step_trains_like_the_plain_one(pretraining_files, plain_runs):
     loss, norm, weights, loop, iterator = plain_runs[4]
-    assert not _xla_compiled_calls(loop, iterator)
+    # The masked-LM loss is always compiled; with jit_compile the model's passes are too.
+    assert not [name for name in _xla_compiled_calls(loop, iterator) if "forward_backward" in name]
     loss_xla, norm_xla, weights_xla, loop, iterator = _train_three_steps(
         pretraining_files, 4, jit_compile=True)
-    compiled = _xla_compiled_calls(loop, iterator)
-    assert len(compiled) == 1 and "forward_backward" in compiled.pop()
+    assert [name for name in _xla_compiled_calls(loop, iterator) if "forward_backward" in name]
     assert loss_xla == pytest.approx(loss, rel=1e-5) and norm_xla == pytest.approx(norm, rel=1e-5)
     for a, b in zip(weights, weights_xla):
         np.testing.assert_allclose(b, a, atol=1e-5)
