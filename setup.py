@@ -16,6 +16,7 @@ setup(
         "keras==3.15.*",
         "tensorflow-text==2.21.*",
         "numpy",
+        "google-crc32c>=1.5",  # TFRecord framing in the pretraining-data workers, without TensorFlow
         "safetensors",
         "tqdm",
     ],

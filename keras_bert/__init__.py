@@ -1,18 +1,114 @@
 """keras-bert: BERT (Devlin et al., 2018) for TensorFlow and Keras 3.
 
 The public API: configuration, the encoder and task models, tokenization, checkpoint interop.
+
+Importing the package is cheap: the names below load their modules (and TensorFlow) on first
+use, so that the pure-Python tools (the pretraining-data writer, the tokenizer) start in a
+fraction of a second. The Keras classes still register for `keras.saving.load_model` as soon as
+Keras is imported: once `keras_bert` is imported, importing Keras imports them too.
 """
 
-from keras_bert.config import BertConfig
-from keras_bert.export import export_model
-from keras_bert.models import (BertClassifier, BertEmbedder, BertEncoder, BertMultipleChoice,
-                               BertPretrainer, BertQuestionAnswerer, BertTokenClassifier)
-from keras_bert.tokenization import BertPreprocessor, BertTokenizer
-from keras_bert.training import PretrainingConfig, create_optimizer, get_strategy, run_pretraining
-from keras_bert.training.finetune import FinetuneConfig, run_finetune
+from __future__ import annotations
 
-__all__ = ["BertClassifier", "BertConfig", "BertEmbedder", "BertEncoder", "BertMultipleChoice",
-           "BertPretrainer", "BertPreprocessor", "BertQuestionAnswerer", "BertTokenClassifier",
-           "BertTokenizer", "FinetuneConfig", "PretrainingConfig", "create_optimizer",
-           "export_model", "get_strategy", "run_finetune", "run_pretraining"]
+import importlib
+import importlib.abc
+import sys
+
 __version__ = "0.1.0"
+
+# public name -> the module that defines it.
+_EXPORTS = {
+    "BertConfig": "keras_bert.config",
+    "export_model": "keras_bert.export",
+    "BertClassifier": "keras_bert.models",
+    "BertEmbedder": "keras_bert.models",
+    "BertEncoder": "keras_bert.models",
+    "BertMultipleChoice": "keras_bert.models",
+    "BertPretrainer": "keras_bert.models",
+    "BertQuestionAnswerer": "keras_bert.models",
+    "BertTokenClassifier": "keras_bert.models",
+    "BertPreprocessor": "keras_bert.tokenization.preprocessor",
+    "BertTokenizer": "keras_bert.tokenization.tokenizer",
+    "PretrainingConfig": "keras_bert.training",
+    "create_optimizer": "keras_bert.training",
+    "get_strategy": "keras_bert.training",
+    "run_pretraining": "keras_bert.training",
+    "FinetuneConfig": "keras_bert.training.finetune",
+    "run_finetune": "keras_bert.training.finetune",
+}
+__all__ = sorted(_EXPORTS)
+
+# The modules whose import registers every Keras-serializable class of the package (layers,
+# models, the preprocessor, optimizers, schedules), so that `.keras` files deserialize.
+_SERIALIZABLE_MODULES = ("keras_bert.layers", "keras_bert.models",
+                         "keras_bert.tokenization.preprocessor", "keras_bert.training.optimization",
+                         "keras_bert.training.schedules")
+
+
+def register_keras_serializables() -> None:
+    """Imports the modules that register keras-bert's classes with Keras' serialization."""
+    for name in _SERIALIZABLE_MODULES:
+        importlib.import_module(name)
+
+
+def __getattr__(name: str):
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'keras_bert' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    register_keras_serializables()
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+def _keras_bert_import_in_progress() -> bool:
+    """Whether one of our modules is being executed (it imported Keras): registering now would
+    import modules that may need the half-made one."""
+    return any(getattr(getattr(module, "__spec__", None), "_initializing", False)
+               for name, module in list(sys.modules.items())
+               if name.startswith("keras_bert.") and module is not None)
+
+
+class _RegisterWhenKerasLoads(importlib.abc.MetaPathFinder):
+    """Runs `register_keras_serializables` right after the `keras` package finishes loading.
+
+    It finds nothing itself: it asks the other finders for `keras` and wraps the loader's
+    `exec_module`. When one of our own modules is what imports Keras, that import registers the
+    classes it needs itself, and the rest register on first use of a public name.
+    """
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "keras":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(fullname, path, target) if find else None
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        exec_module = loader.exec_module
+
+        def exec_then_register(module):
+            exec_module(module)
+            if not _keras_bert_import_in_progress():
+                register_keras_serializables()
+
+        loader.exec_module = exec_then_register
+        return spec
+
+
+if "keras" in sys.modules:
+    if not _keras_bert_import_in_progress():
+        register_keras_serializables()
+elif not any(isinstance(finder, _RegisterWhenKerasLoads) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _RegisterWhenKerasLoads())

@@ -22,22 +22,46 @@ COMMANDS = (
     "keras_bert.tokenization.cli",
     "keras_bert.quickstart",
 )
+# subcommand -> the module of COMMANDS that adds it. With a known subcommand first on the command
+# line, only its module is imported: `keras-bert pretraining-data` never loads TensorFlow.
+COMMAND_MODULES = {
+    "convert": "keras_bert.checkpoints.cli", "info": "keras_bert.checkpoints.cli",
+    "pretrain": "keras_bert.training.cli",
+    "finetune": "keras_bert.training.finetune_cli",
+    "extract-features": "keras_bert.training.finetune_cli",
+    "pretraining-data": "keras_bert.data.cli",
+    "export": "keras_bert.export.cli", "predict": "keras_bert.export.cli",
+    "vocab": "keras_bert.tokenization.cli",
+    "quickstart": "keras_bert.quickstart",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `keras-bert` parser: all subcommands, or only `command`'s module's."""
     parser = argparse.ArgumentParser(
         prog="keras-bert",
         description="BERT for TensorFlow / Keras 3: tokenization, pretraining data, pretraining, "
                     "fine-tuning, checkpoint conversion, export and serving.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module_name in COMMANDS:
+    modules = [COMMAND_MODULES[command]] if command in COMMAND_MODULES else COMMANDS
+    for module_name in modules:
         importlib.import_module(module_name).add_parser(subparsers)
     return parser
 
 
+def _subcommand(argv: list[str]) -> str | None:
+    """The subcommand named on the command line (after the global -v), if any."""
+    for arg in argv:
+        if arg in ("-v", "--verbose"):
+            continue
+        return arg if arg in COMMAND_MODULES else None
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_subcommand(argv))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -1,14 +1,15 @@
 """Reads the pretraining corpus: one sentence per line, a blank line between documents.
 
-Files are read in blocks through `tf.io.gfile` (local paths and gs://) and streamed as windows of
-whole documents of a bounded size, so memory does not grow with the corpus.
+Files are read in blocks through `keras_bert.fileio` (local paths directly, gs:// through
+tf.io.gfile) and streamed as windows of whole documents of a bounded size, so memory does not
+grow with the corpus.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-import tensorflow as tf
+from keras_bert import fileio
 
 _READ_BLOCK_BYTES = 1 << 20
 
@@ -23,7 +24,7 @@ def resolve_input_files(input_file: str) -> list[str]:
     for pattern in (p.strip() for p in input_file.split(",")):
         if not pattern:
             continue
-        matches = sorted(tf.io.gfile.glob(pattern))
+        matches = fileio.glob(pattern)
         if not matches:
             raise FileNotFoundError(
                 f"input file {pattern!r} does not exist (no file matches it); check the path "
@@ -42,7 +43,7 @@ def _read_lines(path: str) -> Iterator[str]:
     """
     line_number = 1
     remainder = b""
-    with tf.io.gfile.GFile(path, "rb") as reader:
+    with fileio.open_file(path, "rb") as reader:
         while True:
             block = reader.read(_READ_BLOCK_BYTES)
             data = remainder + block

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from keras_bert.data.pretraining_schema import feature_names
+from keras_bert.data.feature_names import feature_names
 
 # Protobuf tags (field number << 3 | wire type 2 = length-delimited) used by tf.train.Example:
 # Example.features = 1, Features.feature (map entry) = 1, entry key = 1, entry value = 2,

@@ -19,14 +19,15 @@ import multiprocessing
 import os
 import time
 
-import tensorflow as tf
 import tqdm
 
+from keras_bert import fileio
 from keras_bert.data.corpus import read_document_windows, resolve_input_files
 from keras_bert.data.pretraining_worker import (InstanceOptions, InstanceStatistics,
                                                 WindowProcessor, init_worker, process_window)
+from keras_bert.data.tfrecord import TFRecordFileWriter
 from keras_bert.data.vocab_checks import check_vocab
-from keras_bert.tokenization import BertTokenizer
+from keras_bert.tokenization.tokenizer import BertTokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -186,8 +187,8 @@ def _process_windows(windows, tokenizer: BertTokenizer, options: InstanceOptions
         for window_index, window in windows:
             yield processor.process(window_index, window)
         return
-    # Workers only run pure Python; forking spares each of them re-importing TensorFlow, and
-    # tokenizing once first builds the tokenizer's lazily made tables once, for all of them.
+    # Workers only run pure Python; forking spares them re-importing modules and re-reading the
+    # vocabulary, and tokenizing once first builds the tokenizer's lazy tables once, for all.
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     tokenizer.tokenize("Warm-up.")
     max_in_flight = 2 * num_workers
@@ -208,7 +209,7 @@ def _process_windows(windows, tokenizer: BertTokenizer, options: InstanceOptions
 
 
 class _AtomicRecordWriters:
-    """TFRecord writers that write under temporary names and rename only on `commit`.
+    """TFRecord files written under temporary names and renamed only on `commit`.
 
     Records go round-robin over the files. On an error, or without `commit`, the temporary
     files are removed; a killed process leaves only temporary names, which a rerun overwrites.
@@ -216,8 +217,8 @@ class _AtomicRecordWriters:
 
     def __init__(self, paths: list[str], gzip: bool) -> None:
         self.paths = paths
-        self.options = tf.io.TFRecordOptions(compression_type="GZIP" if gzip else "")
-        self.writers: list[tf.io.TFRecordWriter] = []
+        self.gzip = gzip
+        self.writers: list[TFRecordFileWriter] = []
         self.next_writer = 0
         self.committed = False
 
@@ -225,21 +226,24 @@ class _AtomicRecordWriters:
         for path in self.paths:
             directory = os.path.dirname(path)
             if directory:
-                tf.io.gfile.makedirs(directory)
-            self.writers.append(tf.io.TFRecordWriter(path + TEMP_SUFFIX, self.options))
+                fileio.makedirs(directory)
+            self.writers.append(TFRecordFileWriter(path + TEMP_SUFFIX, self.gzip))
         return self
 
-    def write(self, records: list[bytes]) -> None:
-        writers, count = self.writers, len(self.writers)
-        for record in records:
-            writers[self.next_writer].write(record)
-            self.next_writer = (self.next_writer + 1) % count
+    def write(self, framed_records: list[bytes]) -> None:
+        """Writes records already framed (`frame_record`), continuing the round-robin."""
+        count = len(self.writers)
+        start = self.next_writer
+        for offset in range(min(count, len(framed_records))):
+            index = (start + offset) % count
+            self.writers[index].write_framed(b"".join(framed_records[offset::count]))
+        self.next_writer = (start + len(framed_records)) % count
 
     def commit(self) -> None:
         for writer in self.writers:
             writer.close()
         for path in self.paths:
-            tf.io.gfile.rename(path + TEMP_SUFFIX, path, overwrite=True)
+            fileio.rename(path + TEMP_SUFFIX, path, overwrite=True)
         self.committed = True
 
     def __exit__(self, *exc_info) -> None:
@@ -248,5 +252,5 @@ class _AtomicRecordWriters:
         for writer in self.writers:
             writer.close()
         for path in self.paths:
-            if tf.io.gfile.exists(path + TEMP_SUFFIX):
-                tf.io.gfile.remove(path + TEMP_SUFFIX)
+            if fileio.exists(path + TEMP_SUFFIX):
+                fileio.remove(path + TEMP_SUFFIX)

@@ -8,19 +8,12 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-# Feature names in the order Google's create_pretraining_data.py writes them.
-ORIGINAL_FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
-                          "masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
-# TF Model Garden's names for the two features it renames.
-V2_RENAMES = {"input_ids": "input_word_ids", "segment_ids": "input_type_ids"}
+from keras_bert.data.feature_names import ORIGINAL_FEATURE_NAMES, V2_RENAMES, feature_names
+
+__all__ = ["ORIGINAL_FEATURE_NAMES", "V2_RENAMES", "feature_names", "parse_pretraining_example",
+           "pretraining_feature_spec", "restore_masked_tokens"]
 _SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
 _PREDICTION_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
-
-
-def feature_names(v2_feature_names: bool = False) -> dict[str, str]:
-    """Maps each original feature name to the name written in the record."""
-    return {name: V2_RENAMES.get(name, name) if v2_feature_names else name
-            for name in ORIGINAL_FEATURE_NAMES}
 
 
 def pretraining_feature_spec(max_seq_length: int, max_predictions_per_seq: int,

@@ -1,6 +1,7 @@
 """The per-window work of the pretraining-data writer: tokenize, build instances, mask, serialize.
 
-Runs in worker processes in pure Python (no TensorFlow calls). The result of a window depends
+Runs in worker processes in pure Python (no TensorFlow), and frames each record as TFRecord
+writes it, so that the main process only concatenates bytes. The result of a window depends
 only on the window's text, its index, and the options: each window's randomness comes from its
 own RNG seeded from (random_seed, window index, dupe round), so the output does not depend on
 how many workers there are or which worker gets which window.
@@ -16,7 +17,8 @@ import random
 from keras_bert.data.example_encoder import PretrainingExampleEncoder
 from keras_bert.data.instances import InstanceBuilder, create_segment_pairs
 from keras_bert.data.masking import MaskingCounts, StaticMasker
-from keras_bert.tokenization import BertTokenizer
+from keras_bert.data.tfrecord import frame_record
+from keras_bert.tokenization.tokenizer import BertTokenizer
 
 # Distinct words whose ids a processor remembers before it starts over.
 _MAX_CACHED_WORDS = 1 << 17
@@ -59,7 +61,8 @@ class InstanceStatistics:
 
 @dataclasses.dataclass
 class WindowResult:
-    """What one window produced: its serialized records (shuffled) and their statistics."""
+    """What one window produced: its records (serialized, shuffled, framed as TFRecords: see
+    `keras_bert.data.tfrecord.frame_record`) and their statistics."""
 
     records: list[bytes]
     statistics: InstanceStatistics
@@ -150,7 +153,7 @@ class WindowProcessor:
                     statistics.masking.add(counts)
         statistics.instances = len(records)
         random.Random(derive_seed(options.random_seed, window_index, "shuffle")).shuffle(records)
-        return WindowResult(records, statistics)
+        return WindowResult([frame_record(record) for record in records], statistics)
 
 
 # The processor of this worker process, set once by `init_worker`.
@@ -160,7 +163,7 @@ _processor: WindowProcessor | None = None
 def init_worker(tokenizer: BertTokenizer, options: InstanceOptions) -> None:
     """Process-pool initializer: builds this worker's processor."""
     global _processor
-    # What a forked worker inherits (TensorFlow's modules, mostly) is never garbage: keep it
+    # What a forked worker inherits (modules, the vocabulary) is never garbage: keep it
     # out of the collector's passes, which also spares copying the pages it lives on.
     gc.freeze()
     _processor = WindowProcessor(tokenizer, options)

@@ -1,10 +1,29 @@
 """keras_bert.tokenization: vocabulary files and learning, the pure-Python BERT tokenizer (Google's
-behaviour, exactly), and the in-graph BertPreprocessor that gives the same ids."""
+behaviour, exactly), and the in-graph BertPreprocessor that gives the same ids.
 
-from keras_bert.tokenization.preprocessor import BertPreprocessor
+The pure-Python parts import without TensorFlow; `BertPreprocessor` and `learn_vocab` load
+TensorFlow (and tensorflow-text) on first use.
+"""
+
+import importlib
+
 from keras_bert.tokenization.tokenizer import BertTokenizer, TokenizedText
 from keras_bert.tokenization.vocab import load_vocab, save_vocab
-from keras_bert.tokenization.vocab_learning import learn_vocab
+
+_LAZY = {"BertPreprocessor": "keras_bert.tokenization.preprocessor",
+         "learn_vocab": "keras_bert.tokenization.vocab_learning"}
 
 __all__ = ["BertPreprocessor", "BertTokenizer", "TokenizedText", "learn_vocab", "load_vocab",
            "save_vocab"]
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'keras_bert.tokenization' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -2,7 +2,7 @@
 casing of a Google or Hugging Face checkpoint directory.
 
 A vocab file holds one token per line; the line number (from 0) is the token id. Files are read
-through ``tf.io.gfile`` so that ``gs://`` paths work.
+through ``keras_bert.fileio`` (tf.io.gfile for remote paths) so that ``gs://`` paths work.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 import logging
 import os
 
-import tensorflow as tf
+from keras_bert import fileio
 
 logger = logging.getLogger(__name__)
 
@@ -65,9 +65,9 @@ def read_vocab_tokens(path: str) -> list[str]:
     Returns:
         The tokens in file order; not yet validated (see ``load_vocab``).
     """
-    if not tf.io.gfile.exists(path):
+    if not fileio.exists(path):
         raise FileNotFoundError(f"vocab file '{path}' does not exist")
-    with tf.io.gfile.GFile(path, "rb") as f:
+    with fileio.open_file(path, "rb") as f:
         data = f.read()
     try:
         text = data.decode("utf-8-sig")
@@ -111,9 +111,9 @@ def save_vocab(tokens: list[str], path: str) -> None:
     """
     validate_vocab(tokens, source=path)
     partial = path + ".partial"
-    with tf.io.gfile.GFile(partial, "w") as f:
+    with fileio.open_file(partial, "w") as f:
         f.write("".join(token + "\n" for token in tokens))
-    tf.io.gfile.rename(partial, path, overwrite=True)
+    fileio.rename(partial, path, overwrite=True)
 
 
 def resolve_pretrained(path: str) -> tuple[str, bool]:
@@ -130,17 +130,17 @@ def resolve_pretrained(path: str) -> tuple[str, bool]:
     Returns:
         (vocab_path, lower_case).
     """
-    if tf.io.gfile.isdir(path):
+    if fileio.isdir(path):
         directory, vocab_path = path, os.path.join(path, VOCAB_FILENAME)
     else:
         directory, vocab_path = os.path.dirname(path) or ".", path
-    if not tf.io.gfile.exists(vocab_path):
+    if not fileio.exists(vocab_path):
         raise FileNotFoundError(f"no {VOCAB_FILENAME} in '{path}'; pass a Google or Hugging Face "
                                 f"checkpoint directory or a vocab file")
     for name in ("tokenizer_config.json", "config.json"):
         config_path = os.path.join(directory, name)
-        if tf.io.gfile.exists(config_path):
-            with tf.io.gfile.GFile(config_path, "r") as f:
+        if fileio.exists(config_path):
+            with fileio.open_file(config_path, "r") as f:
                 config = json.load(f)
             if isinstance(config.get("do_lower_case"), bool):
                 return vocab_path, config["do_lower_case"]
