@@ -9,11 +9,15 @@ through ``GraphNormalizer`` (Google's normalization from Python's Unicode tables
 spaces, and their words are looked up with ``FastWordpieceTokenizer`` on whole words. A batch
 without such rows skips that path under a ``tf.cond``.
 
-Special-token text such as "[MASK]" is tokenized as ordinary text, as Google does; the Python
-tokenizer's ``keep_special_tokens`` switch has no in-graph counterpart.
+Special-token text such as "[MASK]" is tokenized as ordinary text, as Google does. With
+``keep_special_tokens=True`` (the Python tokenizer's switch of the same name) each literal special
+token becomes its own id: the texts are split around the special tokens (``regex_split``, keeping
+them), the other pieces are tokenized as above, and the rows are put back together.
 """
 
 from __future__ import annotations
+
+import re
 
 import keras
 import tensorflow as tf
@@ -44,6 +48,10 @@ class BertPreprocessor(keras.layers.Layer):
         seq_length: the packed length, [CLS] and [SEP] included.
         vocabulary: the tokens themselves, id 0 first, instead of a file (``get_config`` stores
             them, so a saved model carries its vocabulary).
+        keep_special_tokens: when True, the literal text of a special token ("[CLS]", "[SEP]",
+            "[MASK]", "[PAD]", "[UNK]") in the input becomes that token, as
+            ``BertTokenizer(keep_special_tokens=True)`` does. By default it is tokenized as
+            ordinary text, as Google does.
         **kwargs: Keras layer arguments (``name``...).
 
     >>> preprocessor = BertPreprocessor(vocabulary=["[PAD]", "[UNK]", "[CLS]", "[SEP]",
@@ -56,7 +64,8 @@ class BertPreprocessor(keras.layers.Layer):
     """
 
     def __init__(self, vocab_file: str | None = None, lower_case: bool = True,
-                 seq_length: int = 128, *, vocabulary: list[str] | None = None, **kwargs):
+                 seq_length: int = 128, *, vocabulary: list[str] | None = None,
+                 keep_special_tokens: bool = False, **kwargs):
         super().__init__(**kwargs)
         if (vocab_file is None) == (vocabulary is None):
             raise ValueError("give exactly one of vocab_file (a path) and vocabulary (a token "
@@ -69,6 +78,7 @@ class BertPreprocessor(keras.layers.Layer):
         self.vocabulary = tokens
         self.lower_case = lower_case
         self.seq_length = seq_length
+        self.keep_special_tokens = keep_special_tokens
         self.supports_jit = False
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
@@ -88,6 +98,10 @@ class BertPreprocessor(keras.layers.Layer):
         self._word_wordpiece = tf_text.FastWordpieceTokenizer(
             max_bytes_per_word=MAX_CHARS_PER_WORD * _MAX_UTF8_BYTES_PER_CHAR,
             no_pretokenization=True, **common)
+        specials = [t for t in vocab_lib.SPECIAL_TOKENS if t in vocab]
+        self._special_tokens = specials
+        self._special_ids = [vocab[t] for t in specials]
+        self._special_pattern = "|".join(re.escape(t) for t in specials)
 
     @classmethod
     def from_pretrained(cls, path: str, lower_case: bool | None = None, seq_length: int = 128,
@@ -111,9 +125,42 @@ class BertPreprocessor(keras.layers.Layer):
         Bytes that are not valid UTF-8 are dropped, as in ``BertTokenizer``.
         """
         texts = _as_batch(texts)
+        if self.keep_special_tokens and self._special_tokens:
+            return self._tokenize_keeping_special_tokens(texts)
+        return self._tokenize_text(texts)
+
+    def _tokenize_text(self, texts: tf.Tensor) -> tf.RaggedTensor:
         clean = tf.strings.regex_full_match(texts, _CLEAN_ASCII)
         return tf.cond(tf.reduce_all(clean), lambda: self._tokenize_clean_ascii(texts),
                        lambda: self._tokenize_mixed(texts, clean))
+
+    def _tokenize_keeping_special_tokens(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        """Each literal special token -> its id; the text between them tokenized as usual."""
+        # Invalid UTF-8 is dropped first, as the Python tokenizer decodes before splitting.
+        texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="ignore")
+        # regex_split loses a row holding NUL; NUL and \x01 are both control characters that
+        # tokenization deletes, so the swap changes no id.
+        texts = tf.strings.regex_replace(texts, r"\x00", "\x01")
+        pieces = tf_text.regex_split(texts, self._special_pattern,
+                                     keep_delim_regex_pattern=self._special_pattern)
+        flat = pieces.flat_values
+        matches = tf.equal(flat[:, None], tf.constant(self._special_tokens)[None, :])
+        special = tf.reduce_any(matches, axis=1)
+        special_rows = tf.cast(tf.where(special)[:, 0], tf.int32)
+        text_rows = tf.cast(tf.where(~special)[:, 0], tf.int32)
+        special_ids = tf.gather(tf.constant(self._special_ids, tf.int32),
+                                tf.argmax(tf.gather(tf.cast(matches, tf.int32), special_rows),
+                                          axis=1, output_type=tf.int32))
+        special_pieces = tf.RaggedTensor.from_row_lengths(
+            special_ids, tf.ones_like(special_rows, dtype=tf.int64), validate=False)
+        text_pieces = tf.cast(self._tokenize_text(tf.gather(flat, text_rows)), tf.int32)
+        piece_ids = tf.gather(tf.concat([special_pieces, text_pieces], axis=0),
+                              tf.math.invert_permutation(
+                                  tf.concat([special_rows, text_rows], axis=0)))
+        # Row i: the ids of row i's pieces, in order.
+        return tf.RaggedTensor.from_row_splits(
+            piece_ids.flat_values, tf.gather(piece_ids.row_splits, pieces.row_splits),
+            validate=False)
 
     def _tokenize_clean_ascii(self, texts: tf.Tensor) -> tf.RaggedTensor:
         if self.lower_case:
@@ -196,7 +243,7 @@ class BertPreprocessor(keras.layers.Layer):
     def get_config(self) -> dict:
         config = super().get_config()
         config.update(vocabulary=list(self.vocabulary), lower_case=self.lower_case,
-                      seq_length=self.seq_length)
+                      seq_length=self.seq_length, keep_special_tokens=self.keep_special_tokens)
         return config
 
 

@@ -176,3 +176,22 @@ def test_input_shapes_and_errors(hard_preprocessors):
 
 def test_top_level_export():
     assert TopLevelPreprocessor is BertPreprocessor
+
+
+def test_keep_special_tokens_in_graph(tmp_path, minilm_dir):
+    keep = BertPreprocessor.from_pretrained(minilm_dir, seq_length=12, keep_special_tokens=True)
+    default = BertPreprocessor.from_pretrained(minilm_dir, seq_length=12)
+    texts = tf.constant(["The [MASK] sat.", "[CLS]x[SEP] [mask]"])
+    # MiniLM's uncased vocabulary: [CLS] 101, [SEP] 102, [MASK] 103, "[" 1031, "]" 1033.
+    assert keep.tokenize(texts).to_list() == [[1996, 103, 2938, 1012],
+                                              [101, 1060, 102, 1031, 7308, 1033]]
+    assert default.tokenize(texts).to_list()[0] == [1996, 1031, 7308, 1033, 2938, 1012]
+    packed = keep((tf.constant(["a [MASK]"]), tf.constant(["[SEP]"])))
+    assert packed["input_word_ids"].numpy()[0, :7].tolist() == [101, 1037, 103, 102, 102, 102, 0]
+    inputs = keras.Input(shape=(), dtype="string")
+    model = keras.Model(inputs, keep(inputs))
+    path = str(tmp_path / "keep.keras")
+    model.save(path)
+    reloaded = keras.saving.load_model(path)
+    np.testing.assert_array_equal(reloaded(texts)["input_word_ids"],
+                                  keep(texts)["input_word_ids"])

@@ -59,3 +59,29 @@ def test_offsets_cover_the_tokens(pair, text):
     assert starts == sorted(starts)
     assert all(0 <= start < end <= len(text) for start, end in result.offsets)
     assert result.word_ids == sorted(result.word_ids)
+
+
+# Text with literal special tokens (and near misses) among the tricky characters and bytes.
+SPECIAL_PIECES = ["[MASK]", "[CLS]", "[SEP]", "[PAD]", "[UNK]", "[mask]", "[MASK", "MASK]", "[",
+                  "]", "Σ", " "]
+special_texts = st.lists(st.sampled_from(SPECIAL_PIECES) | texts, max_size=6).map("".join)
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["uncased", "cased"])
+def keeping_pair(request, minilm_dir):
+    tokenizer = BertTokenizer.from_pretrained(minilm_dir, lower_case=request.param,
+                                              keep_special_tokens=True)
+    preprocessor = BertPreprocessor.from_pretrained(minilm_dir, lower_case=request.param,
+                                                    keep_special_tokens=True)
+    tokenize = tf.function(preprocessor.tokenize,
+                           input_signature=[tf.TensorSpec([None], tf.string)])
+    return tokenizer, tokenize
+
+
+@SETTINGS
+@given(batch=st.lists(special_texts | st.binary(max_size=20).map(lambda b: b + b"[SEP]" + b),
+                      min_size=1, max_size=8))
+def test_keep_special_tokens_graph_ids_equal_python_ids(keeping_pair, batch):
+    tokenizer, tokenize = keeping_pair
+    got = tokenize(tf.constant(batch, dtype=tf.string)).to_list()
+    assert got == [python_ids(tokenizer, text) for text in batch]
