@@ -9,8 +9,8 @@ from typing import Any
 import keras
 from keras import ops
 
-from keras_bert.data.tagging import (IGNORED_LABEL, TaggedFeature, align_words, entity_spans,
-                                     stack_tagged, word_tags)
+from keras_bert.data.tagging import (IGNORED_LABEL, TaggedFeature, align_words_windows,
+                                     entity_spans, merge_window_tags, stack_tagged)
 from keras_bert.data.task_examples import TaggedSentence
 from keras_bert.layers.task_heads import TokenClassificationHead
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
@@ -45,6 +45,10 @@ class BertTokenClassifier(BertTask):
         preprocessor: a BertPreprocessor; its vocabulary and casing drive word alignment and
             its ``seq_length`` the packed length.
         dropout: dropout before the tag layer (0.1).
+        window_stride: sentences longer than ``seq_length`` are cut into overlapping windows
+            of whole words, each starting this many WordPieces after the previous one (None:
+            half of ``seq_length - 2``); training uses every window, and each word's prediction
+            comes from the window where it has the most context.
 
     Inputs: packed ids; ``fit``/``evaluate`` take TaggedSentences (``read_conll``) or word
     lists with ``y`` tag lists; ``predict_tags`` and ``predict_entities`` take words or raw text.
@@ -65,7 +69,7 @@ class BertTokenClassifier(BertTask):
     token_level_labels = True
 
     def __init__(self, encoder: BertEncoder, label_names: Sequence[str], preprocessor=None,
-                 dropout: float = 0.1, **kwargs):
+                 dropout: float = 0.1, window_stride: int | None = None, **kwargs):
         if len(label_names) < 2 or len(set(label_names)) != len(label_names):
             raise ValueError(f"label_names must be at least two distinct tags, got "
                              f"{list(label_names)}")
@@ -84,6 +88,9 @@ class BertTokenClassifier(BertTask):
         self.head = head
         self.label_names = [str(n) for n in label_names]
         self.dropout = dropout
+        if window_stride is not None and window_stride < 1:
+            raise ValueError(f"window_stride must be at least 1, got {window_stride}")
+        self.window_stride = window_stride
 
     @classmethod
     def from_pretrained(cls, path: str, label_names: Sequence[str] | None = None,
@@ -112,25 +119,28 @@ class BertTokenClassifier(BertTask):
     # ------------------------------------------------------------------------ alignment
     def align(self, x, y=None) -> list[TaggedFeature]:
         """Aligns sentences: TaggedSentences, word lists (with ``y`` tag lists) or raw strings
-        (split into words at whitespace and punctuation, as the tokenizer does)."""
+        (split into words at whitespace and punctuation, as the tokenizer does). Returns the
+        rows: one per sentence, or one per window of a sentence longer than ``seq_length``."""
+        return [feature for windows in self.align_windows(x, y) for feature in windows]
+
+    def align_windows(self, x, y=None) -> list[list[TaggedFeature]]:
+        """As ``align``, grouped per sentence: each sentence's windows."""
         x = [x] if isinstance(x, str) else list(x)
-        features = []
+        aligned = []
         for index, item in enumerate(x):
+            tags = None if y is None else y[index]
+            path = line = None
             if isinstance(item, TaggedSentence):
-                tags = item.tags if y is None else y[index]
-                features.append(align_words(self.tokenizer, item.words, None, tags,
-                                            self.label_names, self.seq_length, item.path,
-                                            item.line))
+                words, pieces = item.words, None
+                tags, path, line = item.tags if y is None else tags, item.path, item.line
             elif isinstance(item, str):
                 words, pieces, _ = self._split_text(item)
-                features.append(align_words(self.tokenizer, words, pieces,
-                                            None if y is None else y[index], self.label_names,
-                                            self.seq_length))
             else:
-                features.append(align_words(self.tokenizer, list(item), None,
-                                            None if y is None else y[index], self.label_names,
-                                            self.seq_length))
-        return features
+                words, pieces = list(item), None
+            aligned.append(align_words_windows(self.tokenizer, words, pieces, tags,
+                                               self.label_names, self.seq_length,
+                                               self.window_stride, path, line))
+        return aligned
 
     def _split_text(self, text: str):
         """(words, piece ids per word, character span per word) of raw text."""
@@ -160,11 +170,15 @@ class BertTokenClassifier(BertTask):
     # ------------------------------------------------------------------------ prediction
     def predict_tags(self, x, batch_size: int | None = None) -> list[list[str]]:
         """One tag per word for each sentence (TaggedSentences, word lists or raw strings)."""
-        features = self.align(x)
-        probabilities = self.predict(stack_tagged(features)[0], batch_size=batch_size,
-                                     verbose=0)
-        return [word_tags(p, f.word_starts, self.label_names)
-                for p, f in zip(probabilities, features)]
+        aligned = self.align_windows(x)
+        flat = [feature for windows in aligned for feature in windows]
+        probabilities = self.predict(stack_tagged(flat)[0], batch_size=batch_size, verbose=0)
+        tags, row = [], 0
+        for windows in aligned:
+            tags.append(merge_window_tags(probabilities[row:row + len(windows)], windows,
+                                          self.label_names))
+            row += len(windows)
+        return tags
 
     def predict_entities(self, texts: Sequence[str], batch_size: int | None = None
                          ) -> list[list[dict]]:
@@ -182,4 +196,4 @@ class BertTokenClassifier(BertTask):
 
     def get_config(self) -> dict[str, Any]:
         return {**self._base_config(), "label_names": self.label_names,
-                "dropout": self.dropout}
+                "dropout": self.dropout, "window_stride": self.window_stride}

@@ -11,7 +11,6 @@ import numpy as np
 
 from keras_bert.data import conll, glue, jsonl, multiple_choice, squad
 from keras_bert.data.squad_answers import nbest_to_json
-from keras_bert.data.tagging import stack_tagged, word_tags
 from keras_bert.data.task_examples import DataError, label_names_of
 from keras_bert.training import finetune_metrics as metrics
 
@@ -100,8 +99,12 @@ def build_model(task: str, init_checkpoint: str, labels, train_examples, options
 
 
 def num_train_rows(task: str, model, examples) -> int:
-    """Rows the training set yields (SQuAD: windows, others: examples)."""
-    return len(model.make_features(examples)) if task == "squad" else len(examples)
+    """Rows the training set yields (SQuAD and NER: windows, others: examples)."""
+    if task == "squad":
+        return len(model.make_features(examples))
+    if task == "ner":
+        return len(model.align(examples))
+    return len(examples)
 
 
 def is_squad_v2(examples_lists: Sequence[Sequence], options: TaskOptions) -> bool:
@@ -123,11 +126,7 @@ def evaluate(task: str, model, examples, options: TaskOptions, squad_v2: bool = 
             artifacts["null_odds.json"] = null_diffs
         return metrics.squad_scores(gold, answers, squad_v2), artifacts
     if task == "ner":
-        features = model.align(examples)
-        probabilities = model.predict(stack_tagged(features)[0], batch_size=batch_size,
-                                      verbose=0)
-        predicted = [word_tags(p, f.word_starts, model.label_names)
-                     for p, f in zip(probabilities, features)]
+        predicted = model.predict_tags(examples, batch_size=batch_size)
         return (metrics.entity_scores([e.tags for e in examples], predicted),
                 {"dev_predictions.conll": (examples, predicted)})
     y = model._to_arrays(examples)[1]
