@@ -4,6 +4,7 @@ Task heads for fine-tuning (classification, span, token tagging) live beside the
 """
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from keras_bert.layers.activations import get_activation
@@ -61,11 +62,19 @@ class MaskedLMHead(keras.layers.Layer):
         self.built = True
 
     def call(self, sequence_output, masked_positions):
+        batch, num_predictions = ops.shape(masked_positions)[0], ops.shape(masked_positions)[1]
         hidden = gather_positions(sequence_output, masked_positions)
         hidden = self.layer_norm(self.dense(hidden))
-        table = ops.cast(self.embedding_layer.embeddings, self.compute_dtype)
-        logits = ops.matmul(hidden, ops.transpose(table))
-        return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
+        hidden = ops.reshape(hidden, (-1, self.hidden_size))                  # [B*P, H]
+        table = ops.cast(self.embedding_layer.embeddings, self.compute_dtype)  # [V, H]
+        # A 2D MatMul with transpose_b: its gradient for the table comes out [V, H] (no
+        # transpose of [H, V]), and in float32 oneDNN fuses the bias add into the MatMul.
+        logits = tf.matmul(hidden, table, transpose_b=True)                   # [B*P, V]
+        if logits.dtype == tf.float32:
+            logits = tf.nn.bias_add(logits, self.output_bias)
+        else:
+            logits = ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
+        return ops.reshape(logits, (batch, num_predictions, self.vocab_size))
 
     def get_config(self):
         config = super().get_config()

@@ -3,7 +3,8 @@
 import keras
 from keras import ops
 
-from keras_bert.layers.activations import get_activation
+from keras_bert.layers.activations import get_activation, get_training_activation
+from keras_bert.layers.dropout import BertDropout
 
 # Added to attention scores at padded key positions, as google-research/bert does.
 MASK_ADDER = -10000.0
@@ -50,8 +51,7 @@ class BertSelfAttention(keras.layers.Layer):
                                       dtype=self.dtype_policy, name="key")
         self.value = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
                                         dtype=self.dtype_policy, name="value")
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy,
-                                                  name="dropout")
+        self.dropout_layer = BertDropout(dropout, dtype=self.dtype_policy, name="dropout")
 
     def build(self, input_shape=None):
         for dense in (self.query, self.key, self.value):
@@ -132,15 +132,17 @@ class TransformerBlock(keras.layers.Layer):
                                            attention_dropout, dtype=policy, name="attention")
         self.attention_output = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
                                                    dtype=policy, name="attention_output")
-        self.attention_dropout_layer = keras.layers.Dropout(hidden_dropout, dtype=policy)
+        self.attention_dropout_layer = BertDropout(hidden_dropout, dtype=policy)
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype=policy, name="attention_layer_norm")
-        self.intermediate = keras.layers.Dense(
-            intermediate_size, activation=get_activation(hidden_act),
-            kernel_initializer=initializer, dtype=policy, name="intermediate")
+        # The activation is applied in call(): training uses get_training_activation's form.
+        self.intermediate = keras.layers.Dense(intermediate_size, kernel_initializer=initializer,
+                                               dtype=policy, name="intermediate")
+        self.activation = get_activation(hidden_act)
+        self.training_activation = get_training_activation(hidden_act)
         self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
                                                dtype=policy, name="output")
-        self.output_dropout_layer = keras.layers.Dropout(hidden_dropout, dtype=policy)
+        self.output_dropout_layer = BertDropout(hidden_dropout, dtype=policy)
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype=policy, name="output_layer_norm")
 
@@ -163,7 +165,9 @@ class TransformerBlock(keras.layers.Layer):
         attention = self.attention_output(ops.reshape(attention, (-1, self.hidden_size)))
         attention = self.attention_dropout_layer(attention, training=training)
         flat = self.attention_layer_norm(flat + attention)
-        feed_forward = self.output_dense(self.intermediate(flat))              # via [B*S, I]
+        intermediate = self.intermediate(flat)                                # [B*S, I]
+        activation = self.training_activation if training else self.activation
+        feed_forward = self.output_dense(activation(intermediate))
         feed_forward = self.output_dropout_layer(feed_forward, training=training)
         flat = self.output_layer_norm(flat + feed_forward)
         return ops.reshape(flat, (batch, seq, self.hidden_size))

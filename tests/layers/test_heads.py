@@ -2,6 +2,7 @@
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from keras_bert import BertEncoder, BertPretrainer
 from keras_bert.layers import gather_positions
@@ -68,3 +69,23 @@ def test_pretrainer_mixed_precision_logits_are_float32(tiny_config):
     pretrainer = BertPretrainer(BertEncoder.from_bert_config(tiny_config, dtype="mixed_bfloat16"))
     out = pretrainer(dict(random_inputs(), masked_lm_positions=np.zeros((3, 2), np.int32)))
     assert out["mlm_logits"].dtype == "float32" and out["nsp_logits"].dtype == "float32"
+
+
+def test_mlm_head_gradients_for_bias_and_tied_table_follow_the_formula(tiny_config):
+    keras.utils.set_random_seed(3)
+    pretrainer = BertPretrainer(BertEncoder.from_bert_config(tiny_config))
+    mlm = pretrainer.masked_lm
+    rng = np.random.default_rng(3)
+    sequence = tf.constant(rng.normal(size=(2, 8, tiny_config.hidden_size)), tf.float32)
+    positions = np.array([[1, 5, 0], [2, 3, 7]], dtype=np.int32)
+    upstream = tf.constant(rng.normal(size=(2, 3, tiny_config.vocab_size)), tf.float32)
+    table = pretrainer.encoder.word_embeddings.embeddings
+    with tf.GradientTape() as tape:
+        logits = mlm(sequence, positions)
+    table_grad, bias_grad = tape.gradient(logits, [table, mlm.output_bias],
+                                          output_gradients=upstream)
+    hidden = mlm.layer_norm(mlm.dense(gather_positions(sequence, positions))).numpy()
+    hidden, upstream = hidden.reshape(6, -1), upstream.numpy().reshape(6, -1)
+    np.testing.assert_allclose(bias_grad.numpy(), upstream.sum(0), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(tf.convert_to_tensor(table_grad).numpy(), upstream.T @ hidden,
+                               rtol=1e-5, atol=1e-5)
