@@ -1,6 +1,7 @@
-"""Shared test fixtures: quiet TensorFlow, deterministic seeds, the real MiniLM weights, tiny configs."""
+"""Shared test fixtures: quiet TensorFlow, the real MiniLM weights, tiny configs, free TCP ports."""
 
 import os
+import socket
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -34,3 +35,16 @@ def tiny_config():
     return BertConfig(vocab_size=97, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                       intermediate_size=128, max_position_embeddings=64)
 
+
+@pytest.fixture
+def free_ports():
+    """free_ports(count): that many TCP ports on 127.0.0.1 that nothing listens on now."""
+    def allocate(count: int) -> list[int]:
+        sockets = [socket.socket() for _ in range(count)]
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        ports = [s.getsockname()[1] for s in sockets]
+        for s in sockets:
+            s.close()
+        return ports
+    return allocate

@@ -145,6 +145,21 @@ def use_logical_cpu_devices(num_devices: int) -> None:
                            f"already initialized ({e}); call use_logical_cpu_devices first") from e
 
 
+def worker_role(strategy: tf.distribute.Strategy) -> tuple[bool, int]:
+    """(whether this process is the chief, which writes the shared outputs; its worker index).
+
+    The chief is the "chief" task of TF_CONFIG, or worker 0 when there is none; without a
+    cluster (one machine, TPUs) this process is the chief, worker 0.
+    """
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if (resolver is None or not resolver.task_type
+            or isinstance(strategy, tf.distribute.TPUStrategy)):
+        return True, 0
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    is_chief = resolver.task_type == "chief" or (not has_chief and resolver.task_id == 0)
+    return is_chief, (resolver.task_id or 0) + (1 if has_chief and not is_chief else 0)
+
+
 def num_local_replicas(strategy: tf.distribute.Strategy) -> int:
     """Replicas on this worker (the devices it drives); 1 for the default strategy."""
     try:

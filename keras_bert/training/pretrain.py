@@ -34,7 +34,7 @@ from tensorflow.core.framework import summary_pb2
 from keras_bert.data.dynamic_masking import DynamicMasker
 from keras_bert.io_utils import join
 from keras_bert.models import BertEncoder, BertPretrainer
-from keras_bert.training.distribute import get_strategy, num_local_replicas
+from keras_bert.training.distribute import get_strategy, num_local_replicas, worker_role
 from keras_bert.training.optimization import create_optimizer
 from keras_bert.training.pretraining_config import MIXED_PRECISION, PretrainingConfig
 from keras_bert.training.pretraining_input import check_record_lengths, pretraining_dataset
@@ -55,17 +55,6 @@ class PretrainingResult:
     export_dir: str | None
     eval_metrics: dict[str, float] | None = None
     model: BertPretrainer | None = dataclasses.field(default=None, repr=False)
-
-
-def _is_chief(strategy: tf.distribute.Strategy) -> tuple[bool, int]:
-    """(whether this task writes the shared outputs, its worker index)."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if (resolver is None or not resolver.task_type
-            or isinstance(strategy, tf.distribute.TPUStrategy)):
-        return True, 0
-    has_chief = "chief" in resolver.cluster_spec().as_dict()
-    is_chief = resolver.task_type == "chief" or (not has_chief and resolver.task_id == 0)
-    return is_chief, (resolver.task_id or 0) + (1 if has_chief and not is_chief else 0)
 
 
 def _scalar_metadata() -> summary_pb2.SummaryMetadata:
@@ -147,7 +136,7 @@ def run_pretraining(config: PretrainingConfig,
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
-    is_chief, worker_index = _is_chief(strategy)
+    is_chief, worker_index = worker_role(strategy)
     checkpoint_dir = join(config.output_dir, "checkpoints")
     if not is_chief:
         checkpoint_dir = join(checkpoint_dir, f"worker_{worker_index}")

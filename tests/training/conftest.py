@@ -1,7 +1,6 @@
 """Fixtures of the training tests: tiny pretraining TFRecords, their vocab and model configs."""
 
 import json
-import socket
 
 import pytest
 
@@ -24,17 +23,3 @@ def pretraining_files(tmp_path_factory) -> dict:
             type_vocab_size=2, initializer_range=0.02)))
         configs[dropout] = str(path)
     return {"root": root, "pattern": pattern, "vocab": vocab, "config": configs}
-
-
-@pytest.fixture
-def free_ports():
-    """free_ports(count): that many TCP ports on 127.0.0.1 that nothing listens on now."""
-    def allocate(count: int) -> list[int]:
-        sockets = [socket.socket() for _ in range(count)]
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        ports = [s.getsockname()[1] for s in sockets]
-        for s in sockets:
-            s.close()
-        return ports
-    return allocate
