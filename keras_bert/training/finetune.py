@@ -1,7 +1,12 @@
 """The fine-tuning run behind ``keras-bert finetune``: read the task's files, build the task
-model on a pretrained encoder under the chosen tf.distribute strategy, train with ``model.fit``
-(tokenization in tf.data, batches bucketed by length), score the dev set with the task's metric
-after every epoch, keep the best model, and write the results as JSON.
+model on a pretrained encoder under the chosen tf.distribute strategy, train (tokenization in
+tf.data, batches bucketed by length), score the dev set with the task's metric after every epoch,
+keep the best model, and write the results as JSON.
+
+Training is ``model.fit``, except under MultiWorkerMirroredStrategy, where Keras 3.15's fit does
+not run: there every worker runs the custom loop of ``finetune_loop`` on its rows of the same
+global batches and scores the dev set on a local copy of the model, outside any collective op.
+Only the chief writes files.
 
 Outputs in ``output_dir``: ``best_model/`` (``model.keras`` plus ``bert_config.json`` and
 ``vocab.txt``, loadable by every ``from_pretrained`` and as ``--init_checkpoint``),
@@ -24,6 +29,7 @@ import tensorflow as tf
 from keras_bert.data.conll import write_conll
 from keras_bert.io_utils import atomic_output_dir, join
 from keras_bert.training import finetune_tasks as tasks
+from keras_bert.training.finetune_loop import distribute_global_batches, fit_distributed
 
 logger = logging.getLogger(__name__)
 
@@ -46,12 +52,14 @@ class FinetuneConfig:
         options: task settings: data format (a GLUE task name, ``jsonl`` or ``auto``), labels,
             seq_length (128; 384 for SQuAD), SQuAD's window and answer settings.
         learning_rate, batch_size, epochs, warmup_fraction, weight_decay: AdamW with linear
-            warmup then decay (3e-5, 32, 3, 0.1, 0.01).
+            warmup then decay (3e-5, 32, 3, 0.1, 0.01); the batch size is global (all
+            replicas of all workers together).
         bucket_lengths: padded lengths for batching by length; None: seq_length/4, /2, 1.
         strategy, tpu: see ``keras_bert.training.distribute.get_strategy``.
         seed: shuffling and initialization seed.
         overwrite: replace the results of an earlier run in output_dir.
-        verbose: Keras progress output (0 silent, 1 progress bar, 2 one line per epoch).
+        verbose: progress output (0 silent, 1 progress bar, 2 one line per epoch); with
+            several workers, the chief's progress bar only.
 
     Example:
     >>> config = FinetuneConfig("classification", "uncased_L-12_H-768_A-12", "train.tsv",
@@ -96,12 +104,17 @@ def save_task_model(model, directory: str, vocab_file: str | None) -> None:
 
 
 class DevEvaluation(keras.callbacks.Callback):
-    """After each epoch: scores the dev set, logs it, and saves the model when it is the best."""
+    """After each epoch: scores the dev set, logs it, and saves the model when it is the best.
 
-    def __init__(self, config: FinetuneConfig, examples, vocab_file, squad_v2: bool):
+    ``write_outputs=False`` (the workers other than the chief) keeps the scores and the best
+    epoch but writes nothing.
+    """
+
+    def __init__(self, config: FinetuneConfig, examples, vocab_file, squad_v2: bool,
+                 write_outputs: bool = True):
         super().__init__()
         self.config, self.examples, self.vocab_file = config, examples, vocab_file
-        self.squad_v2 = squad_v2
+        self.squad_v2, self.write_outputs = squad_v2, write_outputs
         self.metric = tasks.PRIMARY_METRIC[config.task]
         self.history: list[dict] = []
         self.best: dict | None = None
@@ -118,6 +131,8 @@ class DevEvaluation(keras.callbacks.Callback):
         score = record["dev"][self.metric] if self.examples is not None else epoch
         if self.best is None or score > self.best["score"]:
             self.best = {"epoch": epoch + 1, "score": score, **record}
+            if not self.write_outputs:
+                return
             save_task_model(self.model, join(self.config.output_dir, BEST_MODEL_DIR),
                             self.vocab_file)
             if self.examples is not None:
@@ -150,7 +165,7 @@ def run_finetune(config: FinetuneConfig) -> dict:
         FileExistsError: output_dir holds results and ``overwrite`` is False.
     """
     from keras_bert.checkpoints import find_vocab
-    from keras_bert.training.distribute import get_strategy
+    from keras_bert.training.distribute import get_strategy, worker_role
     from keras_bert.training.optimization import create_optimizer
 
     if config.task not in tasks.TASKS:
@@ -159,10 +174,8 @@ def run_finetune(config: FinetuneConfig) -> dict:
     if tf.io.gfile.exists(results_path) and not config.overwrite:
         raise FileExistsError(f"{results_path} exists; pass --overwrite to replace that run")
     strategy = get_strategy(config.strategy, config.tpu)
-    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-        raise ValueError("Keras 3.15's model.fit does not run under MultiWorkerMirroredStrategy "
-                         "(keras-team/keras#20585); fine-tune on one machine (--strategy "
-                         "mirrored over its GPUs) or on a TPU")
+    multi_worker = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+    is_chief = worker_role(strategy)[0]
     options = config.options
     if options.seq_length is None:
         options = dataclasses.replace(
@@ -177,9 +190,14 @@ def run_finetune(config: FinetuneConfig) -> dict:
         model = tasks.build_model(config.task, config.init_checkpoint, labels, train, options)
         buckets = _bucket_lengths(config)
         is_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
-        train_data = model.make_dataset(train, batch_size=config.batch_size, shuffle=True,
-                                        seed=config.seed, bucket_lengths=buckets,
-                                        drop_remainder=is_tpu)
+
+        def make_train_data() -> tf.data.Dataset:
+            return model.make_dataset(train, batch_size=config.batch_size, shuffle=True,
+                                      seed=config.seed, bucket_lengths=buckets,
+                                      drop_remainder=is_tpu)
+
+        train_data = (distribute_global_batches(strategy, make_train_data) if multi_worker
+                      else make_train_data())
         if dev is not None:
             model._to_arrays(dev)  # bad dev labels fail now, with file and line, not after epoch 1
         rows = tasks.num_train_rows(config.task, model, train)
@@ -190,9 +208,16 @@ def run_finetune(config: FinetuneConfig) -> dict:
             weight_decay=config.weight_decay))
     logger.info("fine-tuning %s on %d training rows (%s), %d epochs of about %d steps",
                 config.task, rows, type(strategy).__name__, config.epochs, steps_per_epoch)
-    evaluation = DevEvaluation(config, dev, find_vocab(config.init_checkpoint), squad_v2)
-    tf.io.gfile.makedirs(config.output_dir)
-    model.fit(train_data, epochs=config.epochs, callbacks=[evaluation], verbose=config.verbose)
+    evaluation = DevEvaluation(config, dev, find_vocab(config.init_checkpoint), squad_v2,
+                               write_outputs=is_chief)
+    if is_chief:
+        tf.io.gfile.makedirs(config.output_dir)
+    if multi_worker:
+        _fit_multi_worker(model, strategy, train_data, config, evaluation, steps_per_epoch,
+                          progress=is_chief and config.verbose in (1, "auto"))
+    else:
+        model.fit(train_data, epochs=config.epochs, callbacks=[evaluation],
+                  verbose=config.verbose)
     results = {
         "task": config.task, "primary_metric": tasks.PRIMARY_METRIC[config.task],
         "best_epoch": evaluation.best["epoch"], "best": evaluation.best.get("dev"),
@@ -203,5 +228,27 @@ def run_finetune(config: FinetuneConfig) -> dict:
         "config": {k: v for k, v in dataclasses.asdict(config).items() if k != "options"},
         "options": dataclasses.asdict(options),
     }
-    write_json(results_path, results)
+    if is_chief:
+        write_json(results_path, results)
     return results
+
+
+def _fit_multi_worker(model, strategy: tf.distribute.Strategy,
+                      train_data: tf.distribute.DistributedDataset, config: FinetuneConfig,
+                      evaluation: DevEvaluation, steps_per_epoch: int, progress: bool) -> None:
+    """``model.fit`` for MultiWorkerMirroredStrategy, with ``evaluation`` after every epoch.
+
+    Every worker trains on its rows of the same global batches (``finetune_loop``), then copies
+    the weights into a model outside the strategy and evaluates that: the same scores on every
+    worker, without collective ops (the other workers wait for the chief's saves at the next
+    step's all-reduce).
+    """
+    local = type(model).from_config(model.get_config())  # not under strategy.scope(): local
+    evaluation.set_model(local)
+
+    def on_epoch_end(epoch: int, logs: dict) -> None:
+        local.set_weights([v.numpy() for v in model.weights])
+        evaluation.on_epoch_end(epoch, logs)
+
+    fit_distributed(model, strategy, train_data, config.epochs, on_epoch_end, steps_per_epoch,
+                    progress)

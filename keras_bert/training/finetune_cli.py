@@ -20,10 +20,11 @@ def _int_list(text: str) -> list[int]:
 def add_parser(subparsers) -> None:
     finetune = subparsers.add_parser(
         "finetune", help="fine-tune a pretrained BERT on a task and keep the best model",
-        description="Fine-tune all layers of a pretrained BERT with model.fit: AdamW, linear "
-                    "warmup then decay, evaluation on the dev set after every epoch; the best "
-                    "model goes to OUTPUT_DIR/best_model and the scores to "
-                    "OUTPUT_DIR/eval_results.json.")
+        description="Fine-tune all layers of a pretrained BERT with model.fit (a custom loop "
+                    "under MultiWorkerMirroredStrategy): AdamW, linear warmup then decay, "
+                    "evaluation on the dev set after every epoch; the best model goes to "
+                    "OUTPUT_DIR/best_model and the scores to OUTPUT_DIR/eval_results.json "
+                    "(written by the chief only).")
     io = finetune.add_argument_group("inputs and outputs")
     io.add_argument("--task", choices=TASKS, required=True)
     io.add_argument("--init_checkpoint", required=True,
