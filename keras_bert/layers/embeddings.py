@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert.layers.dropout import BertDropout
+from keras_bert.layers.layer_normalization import BertLayerNormalization
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -45,7 +46,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.token_type_embeddings = keras.layers.Embedding(
             type_vocab_size, hidden_size, embeddings_initializer=initializer,
             dtype=self.dtype_policy, name="token_type_embeddings")
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = BertLayerNormalization(
             epsilon=layer_norm_eps, dtype=self.dtype_policy, name="layer_norm")
         self.dropout_layer = BertDropout(dropout, dtype=self.dtype_policy, name="dropout")
 
@@ -69,7 +70,7 @@ class BertEmbeddings(keras.layers.Layer):
         embeddings = (self.word_embeddings(input_word_ids)
                       + self.token_type_embeddings(input_type_ids)
                       + positions[None, :, :])
-        embeddings = self.layer_norm(embeddings)
+        embeddings = self.layer_norm(embeddings, training=training)
         return self.dropout_layer(embeddings, training=training)
 
     def get_config(self):

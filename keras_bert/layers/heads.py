@@ -8,6 +8,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert.layers.activations import get_activation
+from keras_bert.layers.layer_normalization import BertLayerNormalization
 
 
 def gather_positions(sequence, positions):
@@ -51,7 +52,7 @@ class MaskedLMHead(keras.layers.Layer):
             self.hidden_size, activation=get_activation(hidden_act),
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
             dtype=self.dtype_policy, name="transform")
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = BertLayerNormalization(
             epsilon=layer_norm_eps, dtype=self.dtype_policy, name="transform_layer_norm")
 
     def build(self, input_shape=None):

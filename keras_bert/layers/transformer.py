@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_bert.layers.activations import get_activation, get_training_activation
 from keras_bert.layers.dropout import BertDropout
+from keras_bert.layers.layer_normalization import BertLayerNormalization
 
 # Added to attention scores at padded key positions, as google-research/bert does.
 MASK_ADDER = -10000.0
@@ -133,7 +134,7 @@ class TransformerBlock(keras.layers.Layer):
         self.attention_output = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
                                                    dtype=policy, name="attention_output")
         self.attention_dropout_layer = BertDropout(hidden_dropout, dtype=policy)
-        self.attention_layer_norm = keras.layers.LayerNormalization(
+        self.attention_layer_norm = BertLayerNormalization(
             epsilon=layer_norm_eps, dtype=policy, name="attention_layer_norm")
         # The activation is applied in call(): training uses get_training_activation's form.
         self.intermediate = keras.layers.Dense(intermediate_size, kernel_initializer=initializer,
@@ -143,7 +144,7 @@ class TransformerBlock(keras.layers.Layer):
         self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
                                                dtype=policy, name="output")
         self.output_dropout_layer = BertDropout(hidden_dropout, dtype=policy)
-        self.output_layer_norm = keras.layers.LayerNormalization(
+        self.output_layer_norm = BertLayerNormalization(
             epsilon=layer_norm_eps, dtype=policy, name="output_layer_norm")
 
     def build(self, input_shape=None):
@@ -164,12 +165,12 @@ class TransformerBlock(keras.layers.Layer):
         attention = self.attention(hidden_states, mask_bias, training=training)
         attention = self.attention_output(ops.reshape(attention, (-1, self.hidden_size)))
         attention = self.attention_dropout_layer(attention, training=training)
-        flat = self.attention_layer_norm(flat + attention)
+        flat = self.attention_layer_norm(flat + attention, training=training)
         intermediate = self.intermediate(flat)                                # [B*S, I]
         activation = self.training_activation if training else self.activation
         feed_forward = self.output_dense(activation(intermediate))
         feed_forward = self.output_dropout_layer(feed_forward, training=training)
-        flat = self.output_layer_norm(flat + feed_forward)
+        flat = self.output_layer_norm(flat + feed_forward, training=training)
         return ops.reshape(flat, (batch, seq, self.hidden_size))
 
     def get_config(self):
