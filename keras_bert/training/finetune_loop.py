@@ -110,7 +110,12 @@ def make_train_loop(model: keras.Model, strategy: tf.distribute.Strategy
             loss = loss * (rows * context.num_replicas_in_sync / global_rows)
             scaled_loss = optimizer.scale_loss(loss)
         variables = model.trainable_variables
-        optimizer.apply_gradients(zip(tape.gradient(scaled_loss, variables), variables))
+        # Dense gradients: an embedding's gradient arrives as IndexedSlices with one row per
+        # token of this replica's batch, and the all-reduce would gather those; replicas with
+        # different token counts (uneven shares, other windows) then fail on shape mismatch.
+        gradients = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
+                     for g in tape.gradient(scaled_loss, variables)]
+        optimizer.apply_gradients(zip(gradients, variables))
         return tf.stack([loss * global_rows, rows])
 
     @tf.function

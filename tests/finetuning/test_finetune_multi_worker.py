@@ -205,3 +205,52 @@ def test_one_multi_worker_step_equals_one_device_step(tmp_path, free_ports):
                                    err_msg=variable.path)
         moved += int(np.any(np.abs(value - old) > 1e-4))
     assert moved > count // 2
+
+
+CONLL_SENTENCES = [
+    [("john", "B-PER"), ("lives", "O"), ("in", "O"), ("paris", "B-LOC"), (".", "O")],
+    [("mary", "B-PER"), ("went", "O"), ("to", "O"), ("london", "B-LOC"), (".", "O")],
+    [("john", "B-PER"), ("visited", "O"), ("berlin", "B-LOC"), ("city", "I-LOC")],
+    # Longer than max_seq_length 12: trained and predicted through windows.
+    [("mary", "B-PER"), ("works", "O"), ("in", "O"), ("france", "B-LOC"), ("and", "O"),
+     ("john", "B-PER"), ("was", "O"), ("born", "O"), ("in", "O"), ("germany", "B-LOC"),
+     ("and", "O"), ("he", "O"), ("lives", "O"), ("in", "O"), ("london", "B-LOC"), (".", "O")],
+]
+
+
+def _write_conll(path, sentences):
+    with open(path, "w", encoding="utf-8") as f:
+        for sentence in sentences:
+            f.write("".join(f"{word} NN O {tag}\n" for word, tag in sentence) + "\n")
+    return str(path)
+
+
+def test_two_workers_finetune_ner_in_sync(tmp_path, checkpoint, free_ports):
+    train = _write_conll(tmp_path / "train.txt", CONLL_SENTENCES * 3)
+    dev = _write_conll(tmp_path / "dev.txt", CONLL_SENTENCES)
+    outputs = [tmp_path / "out0", tmp_path / "out1"]
+    for index in range(2):
+        (tmp_path / f"weights{index}").mkdir()
+
+    def args_of(index):
+        return [str(tmp_path / f"weights{index}"), "finetune", "--task", "ner",
+                "--init_checkpoint", checkpoint, "--train_file", train, "--dev_file", dev,
+                "--output_dir", str(outputs[index]), "--epochs", "2", "--batch_size", "4",
+                "--max_seq_length", "12", "--learning_rate", "1e-2",
+                "--strategy", "multi_worker_mirrored", "--no_progress"]
+
+    logs = _run_two_workers(FINETUNE, args_of, tmp_path, free_ports)
+    for log in logs:
+        assert "(CollectiveAllReduceStrategy) with 2 replica(s)" in log
+    for epoch in (1, 2):
+        chief, other = (_weights(tmp_path / f"weights{i}" / f"epoch{epoch}.npz")
+                        for i in range(2))
+        for a, b in zip(chief, other):
+            np.testing.assert_array_equal(a, b)
+    assert not outputs[1].exists()
+    results = json.loads((outputs[0] / "eval_results.json").read_text())
+    assert results["primary_metric"] in results["epochs"][-1]["dev"]
+    assert results["epochs"][-1]["loss"] < results["epochs"][0]["loss"]
+    # 12 sentences, the long one in 3 windows each time: 4 * 3 + 2 * 3 = 18 training rows.
+    assert results["train_rows"] == 18
+    assert (outputs[0] / "dev_predictions.conll").exists()
