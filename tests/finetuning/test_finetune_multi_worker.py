@@ -254,3 +254,38 @@ def test_two_workers_finetune_ner_in_sync(tmp_path, checkpoint, free_ports):
     # 12 sentences, the long one in 3 windows each time: 4 * 3 + 2 * 3 = 18 training rows.
     assert results["train_rows"] == 18
     assert (outputs[0] / "dev_predictions.conll").exists()
+
+
+def test_two_workers_finetune_squad_in_sync(tmp_path, checkpoint, free_ports):
+    from tests.finetuning.test_finetune_cli import squad_json
+
+    context = "john lives in paris . mary works in london . the dog sat down . the cat ran away ."
+    qas = [{"id": "where", "question": "where does john live ?",
+            "answers": [{"text": "paris", "answer_start": context.index("paris")}]},
+           {"id": "who", "question": "who works in london ?",
+            "answers": [{"text": "mary", "answer_start": context.index("mary")}]},
+           {"id": "none", "question": "who is old ?", "answers": [], "is_impossible": True}]
+    train = squad_json(tmp_path / "train.json", [{"context": context, "qas": qas}] * 3)
+    dev = squad_json(tmp_path / "dev.json", [{"context": context, "qas": qas}])
+    outputs = [tmp_path / "out0", tmp_path / "out1"]
+    for index in range(2):
+        (tmp_path / f"weights{index}").mkdir()
+
+    def args_of(index):  # 20 context tokens, windows of at most 16: two features per question
+        return [str(tmp_path / f"weights{index}"), "finetune", "--task", "squad",
+                "--init_checkpoint", checkpoint, "--train_file", train, "--dev_file", dev,
+                "--output_dir", str(outputs[index]), "--epochs", "2", "--batch_size", "4",
+                "--max_seq_length", "24", "--max_query_length", "8", "--doc_stride", "8",
+                "--strategy", "multi_worker_mirrored", "--no_progress"]
+
+    _run_two_workers(FINETUNE, args_of, tmp_path, free_ports)
+    for epoch in (1, 2):
+        chief, other = (_weights(tmp_path / f"weights{i}" / f"epoch{epoch}.npz")
+                        for i in range(2))
+        for a, b in zip(chief, other):
+            np.testing.assert_array_equal(a, b)
+    assert not outputs[1].exists()
+    results = json.loads((outputs[0] / "eval_results.json").read_text())
+    assert results["squad_version_2"] is True and results["train_rows"] > 9
+    predictions = json.loads((outputs[0] / "predictions.json").read_text())
+    assert set(predictions) == {"where", "who", "none"}
