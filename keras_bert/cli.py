@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         return int(args.run(args) or 0)
-    except (ValueError, FileNotFoundError, FileExistsError) as e:
+    except (ValueError, OSError) as e:  # OSError: missing, unwritable or existing paths
         print(f"keras-bert {args.command}: error: {e}", file=sys.stderr)
         return 2
 

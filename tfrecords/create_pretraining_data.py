@@ -25,7 +25,7 @@ def main(argv=None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         return cli.run(args)
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, OSError) as e:  # OSError: missing or unwritable paths
         print(f"create_pretraining_data.py: error: {e}", file=sys.stderr)
         return 2
 

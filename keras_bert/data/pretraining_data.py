@@ -223,11 +223,15 @@ class _AtomicRecordWriters:
         self.committed = False
 
     def __enter__(self) -> _AtomicRecordWriters:
-        for path in self.paths:
-            directory = os.path.dirname(path)
-            if directory:
-                fileio.makedirs(directory)
-            self.writers.append(TFRecordFileWriter(path + TEMP_SUFFIX, self.gzip))
+        try:
+            for path in self.paths:
+                directory = os.path.dirname(path)
+                if directory:
+                    fileio.makedirs(directory)
+                self.writers.append(TFRecordFileWriter(path + TEMP_SUFFIX, self.gzip))
+        except BaseException:  # e.g. an output directory that cannot be written
+            self.__exit__(None, None, None)  # closes and removes the files opened so far
+            raise
         return self
 
     def write(self, framed_records: list[bytes]) -> None:

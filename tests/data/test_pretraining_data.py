@@ -235,3 +235,13 @@ def test_reads_and_writes_through_tf_gfile(tmp_path, corpus_file, small_vocab_fi
     for local, remote in zip(local_run.output_files, remote_run.output_files):
         with tf.io.gfile.GFile(local, "rb") as a, tf.io.gfile.GFile(remote, "rb") as b:
             assert a.read() == b.read()
+
+
+def test_an_output_that_cannot_be_opened_leaves_no_file(tmp_path, corpus_file, small_vocab_file):
+    blocker = tmp_path / "not_a_directory"
+    blocker.write_text("a file where the second output's directory should be")
+    config = _config(tmp_path, corpus_file, small_vocab_file, "x",
+                     output_file=f"{tmp_path}/first.tfrecord,{blocker}/second.tfrecord")
+    with pytest.raises(OSError):
+        create_pretraining_data(config, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["not_a_directory"]

@@ -99,24 +99,42 @@ def _weights(path):
         return [data[f"arr_{i}"] for i in range(len(data.files))]
 
 
-def test_two_workers_finetune_in_sync_and_only_the_chief_writes(tmp_path, checkpoint,
-                                                                free_ports):
-    train = write_jsonl(tmp_path / "train.jsonl", ROWS * 4 + LONG_ROWS)  # 36 rows
-    dev = write_jsonl(tmp_path / "dev.jsonl", ROWS + LONG_ROWS)
+def _finetune_two_workers(tmp_path, free_ports, args, epochs):
+    """Runs `keras-bert finetune ARGS --epochs EPOCHS` as two workers; checks that both run
+    under MultiWorkerMirroredStrategy, that their weights are identical after every epoch and
+    that only the chief wrote to its output_dir. Returns (logs, the chief's output_dir)."""
     outputs = [tmp_path / "out0", tmp_path / "out1"]
     for index in range(2):
         (tmp_path / f"weights{index}").mkdir()
 
     def args_of(index):
-        return [str(tmp_path / f"weights{index}"), "finetune", "--task", "classification",
-                "--init_checkpoint", checkpoint, "--train_file", train, "--dev_file", dev,
-                "--output_dir", str(outputs[index]), "--epochs", "4", "--batch_size", "8",
-                "--max_seq_length", "16", "--learning_rate", "1e-2",
+        return [str(tmp_path / f"weights{index}"), "finetune", *args,
+                "--output_dir", str(outputs[index]), "--epochs", str(epochs),
                 "--strategy", "multi_worker_mirrored", "--no_progress"]
 
     logs = _run_two_workers(FINETUNE, args_of, tmp_path, free_ports)
     for log in logs:
         assert "(CollectiveAllReduceStrategy) with 2 replica(s)" in log
+    # The all-reduced updates keep both workers' weights identical after every epoch.
+    for epoch in range(1, epochs + 1):
+        chief, other = (_weights(tmp_path / f"weights{i}" / f"epoch{epoch}.npz")
+                        for i in range(2))
+        assert len(chief) > 30
+        for a, b in zip(chief, other):
+            np.testing.assert_array_equal(a, b)
+    assert not outputs[1].exists()  # only the chief writes
+    return logs, outputs[0]
+
+
+def test_two_workers_finetune_in_sync_and_only_the_chief_writes(tmp_path, checkpoint,
+                                                                free_ports):
+    train = write_jsonl(tmp_path / "train.jsonl", ROWS * 4 + LONG_ROWS)  # 36 rows
+    dev = write_jsonl(tmp_path / "dev.jsonl", ROWS + LONG_ROWS)
+    logs, output = _finetune_two_workers(
+        tmp_path, free_ports, ["--task", "classification", "--init_checkpoint", checkpoint,
+                               "--train_file", train, "--dev_file", dev, "--batch_size", "8",
+                               "--max_seq_length", "16", "--learning_rate", "1e-2"], epochs=4)
+    for log in logs:
         # Every epoch covers the 36 rows once between the two workers, in 5 global batches
         # (partial ones included: 32 short rows in 4 batches, 4 long rows in 1).
         for epoch in range(1, 5):
@@ -125,26 +143,17 @@ def test_two_workers_finetune_in_sync_and_only_the_chief_writes(tmp_path, checkp
     assert printed[0]["best"] == printed[1]["best"]
     assert printed[0]["best_epoch"] == printed[1]["best_epoch"]
 
-    # The all-reduced updates keep both workers' weights identical after every epoch.
-    for epoch in range(1, 5):
-        chief, other = (_weights(tmp_path / f"weights{i}" / f"epoch{epoch}.npz")
-                        for i in range(2))
-        assert len(chief) > 30
-        for a, b in zip(chief, other):
-            np.testing.assert_array_equal(a, b)
-
-    # Only the chief wrote: results, the best model; the other worker's output_dir is absent.
-    assert not outputs[1].exists()
-    results = json.loads((outputs[0] / "eval_results.json").read_text())
+    # The chief wrote the results and the best model.
+    results = json.loads((output / "eval_results.json").read_text())
     losses = [e["loss"] for e in results["epochs"]]
     assert [e["epoch"] for e in results["epochs"]] == [1, 2, 3, 4]
     assert losses[-1] < losses[0] - 0.2, losses
     assert results["best"]["accuracy"] >= 0.8, results["epochs"]
     assert results["best"] == results["epochs"][results["best_epoch"] - 1]["dev"]
-    assert sorted(os.listdir(outputs[0] / "best_model")) == ["bert_config.json", "model.keras",
-                                                             "vocab.txt"]
+    assert sorted(os.listdir(output / "best_model")) == ["bert_config.json", "model.keras",
+                                                         "vocab.txt"]
     from keras_bert import BertClassifier
-    kept = BertClassifier.from_pretrained(str(outputs[0] / "best_model")).get_weights()
+    kept = BertClassifier.from_pretrained(str(output / "best_model")).get_weights()
     best = _weights(tmp_path / "weights0" / f"epoch{results['best_epoch']}.npz")
     for a, b in zip(kept, best):
         np.testing.assert_array_equal(a, b)
@@ -228,32 +237,16 @@ def _write_conll(path, sentences):
 def test_two_workers_finetune_ner_in_sync(tmp_path, checkpoint, free_ports):
     train = _write_conll(tmp_path / "train.txt", CONLL_SENTENCES * 3)
     dev = _write_conll(tmp_path / "dev.txt", CONLL_SENTENCES)
-    outputs = [tmp_path / "out0", tmp_path / "out1"]
-    for index in range(2):
-        (tmp_path / f"weights{index}").mkdir()
-
-    def args_of(index):
-        return [str(tmp_path / f"weights{index}"), "finetune", "--task", "ner",
-                "--init_checkpoint", checkpoint, "--train_file", train, "--dev_file", dev,
-                "--output_dir", str(outputs[index]), "--epochs", "2", "--batch_size", "4",
-                "--max_seq_length", "12", "--learning_rate", "1e-2",
-                "--strategy", "multi_worker_mirrored", "--no_progress"]
-
-    logs = _run_two_workers(FINETUNE, args_of, tmp_path, free_ports)
-    for log in logs:
-        assert "(CollectiveAllReduceStrategy) with 2 replica(s)" in log
-    for epoch in (1, 2):
-        chief, other = (_weights(tmp_path / f"weights{i}" / f"epoch{epoch}.npz")
-                        for i in range(2))
-        for a, b in zip(chief, other):
-            np.testing.assert_array_equal(a, b)
-    assert not outputs[1].exists()
-    results = json.loads((outputs[0] / "eval_results.json").read_text())
+    _, output = _finetune_two_workers(
+        tmp_path, free_ports, ["--task", "ner", "--init_checkpoint", checkpoint, "--train_file",
+                               train, "--dev_file", dev, "--batch_size", "4",
+                               "--max_seq_length", "12", "--learning_rate", "1e-2"], epochs=2)
+    results = json.loads((output / "eval_results.json").read_text())
     assert results["primary_metric"] in results["epochs"][-1]["dev"]
     assert results["epochs"][-1]["loss"] < results["epochs"][0]["loss"]
     # 12 sentences, the long one in 3 windows each time: 4 * 3 + 2 * 3 = 18 training rows.
     assert results["train_rows"] == 18
-    assert (outputs[0] / "dev_predictions.conll").exists()
+    assert (output / "dev_predictions.conll").exists()
 
 
 def test_two_workers_finetune_squad_in_sync(tmp_path, checkpoint, free_ports):
@@ -267,25 +260,13 @@ def test_two_workers_finetune_squad_in_sync(tmp_path, checkpoint, free_ports):
            {"id": "none", "question": "who is old ?", "answers": [], "is_impossible": True}]
     train = squad_json(tmp_path / "train.json", [{"context": context, "qas": qas}] * 3)
     dev = squad_json(tmp_path / "dev.json", [{"context": context, "qas": qas}])
-    outputs = [tmp_path / "out0", tmp_path / "out1"]
-    for index in range(2):
-        (tmp_path / f"weights{index}").mkdir()
-
-    def args_of(index):  # 20 context tokens, windows of at most 16: two features per question
-        return [str(tmp_path / f"weights{index}"), "finetune", "--task", "squad",
-                "--init_checkpoint", checkpoint, "--train_file", train, "--dev_file", dev,
-                "--output_dir", str(outputs[index]), "--epochs", "2", "--batch_size", "4",
-                "--max_seq_length", "24", "--max_query_length", "8", "--doc_stride", "8",
-                "--strategy", "multi_worker_mirrored", "--no_progress"]
-
-    _run_two_workers(FINETUNE, args_of, tmp_path, free_ports)
-    for epoch in (1, 2):
-        chief, other = (_weights(tmp_path / f"weights{i}" / f"epoch{epoch}.npz")
-                        for i in range(2))
-        for a, b in zip(chief, other):
-            np.testing.assert_array_equal(a, b)
-    assert not outputs[1].exists()
-    results = json.loads((outputs[0] / "eval_results.json").read_text())
+    # 20 context tokens, windows of at most 16: two features per question.
+    _, output = _finetune_two_workers(
+        tmp_path, free_ports, ["--task", "squad", "--init_checkpoint", checkpoint,
+                               "--train_file", train, "--dev_file", dev, "--batch_size", "4",
+                               "--max_seq_length", "24", "--max_query_length", "8",
+                               "--doc_stride", "8"], epochs=2)
+    results = json.loads((output / "eval_results.json").read_text())
     assert results["squad_version_2"] is True and results["train_rows"] > 9
-    predictions = json.loads((outputs[0] / "predictions.json").read_text())
+    predictions = json.loads((output / "predictions.json").read_text())
     assert set(predictions) == {"where", "who", "none"}
