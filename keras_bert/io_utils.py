@@ -40,6 +40,7 @@ def atomic_output_dir(dst: str, overwrite: bool = False) -> Iterator[str]:
         scratch = tempfile.mkdtemp(prefix="keras_bert_out-")
     try:
         yield scratch
+        ordinary_permissions(scratch)
         if is_local(dst):
             if os.path.exists(dst):
                 backup = f"{scratch}.old"
@@ -53,6 +54,21 @@ def atomic_output_dir(dst: str, overwrite: bool = False) -> Iterator[str]:
     finally:
         if os.path.exists(scratch):
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def ordinary_permissions(root: str) -> None:
+    """Gives ``root`` and everything under it the permissions a plain mkdir/open would (0755 and
+    0644 under the usual umask 022): scratch directories from ``tempfile`` are 0700, and a
+    server running as another user (TF Serving's container over a mounted volume) could not read
+    them."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(root, 0o777 & ~umask)
+    for parent, directories, files in os.walk(root):
+        for name in directories:
+            os.chmod(os.path.join(parent, name), 0o777 & ~umask)
+        for name in files:
+            os.chmod(os.path.join(parent, name), 0o666 & ~umask)
 
 
 def _upload(local_dir: str, dst: str) -> None:

@@ -81,6 +81,11 @@ class BatchQueue:
             raise task.error
         return task.outputs
 
+    @property
+    def drained(self) -> bool:
+        """Closed, and nothing of it is queued any more."""
+        return self.closed and not self._batches
+
     def close(self) -> None:
         """Refuses new requests; queued ones still run."""
         with self._scheduler.cond:

@@ -88,7 +88,10 @@ class GrpcServer:
             PredictionService(core), self._server)
         model_service_pb2_grpc.add_ModelServiceServicer_to_server(ModelService(core),
                                                                   self._server)
-        self.port = self._server.add_insecure_port(f"{host}:{port}")
+        try:
+            self.port = self._server.add_insecure_port(f"{host}:{port}")
+        except RuntimeError:  # grpcio >= 1.60 raises where older versions returned 0
+            self.port = 0
         if self.port == 0:
             raise OSError(f"cannot listen for gRPC on {host}:{port}; is the port in use?")
         self._server.start()

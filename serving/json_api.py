@@ -31,6 +31,11 @@ def parse_body(body: bytes) -> dict:
         raise invalid_argument("JSON Parse error: the document is nested too deeply") from None
     if not isinstance(doc, dict):
         raise invalid_argument(f"JSON Value: {str(doc)[:200]} Is not object")
+    try:  # Python's json takes "\ud800" alone; no UTF-8 string can hold it
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise invalid_argument("JSON Parse error: The surrogate pair in string is invalid."
+                               ) from None
     return doc
 
 

@@ -1,5 +1,10 @@
 """Which model versions are served: watches each model's base path, loads new version directories,
-retires old ones by the version policy, and answers lookups and status as TF Serving's core does."""
+retires old ones by the version policy, and answers lookups and status as TF Serving's core does.
+
+Availability comes first, as in TF Serving's AvailabilityPreservingPolicy: a version is retired
+only once every version the policy wants is available, so a new version that fails to load (a
+half-copied or corrupt directory) never takes down the one being served. A version that failed is
+loaded again when its directory changes (the copy finished, a fixed export replaced it)."""
 
 from __future__ import annotations
 
@@ -26,6 +31,22 @@ class VersionState:
     state: int
     error_code: int = 0
     error_message: str = ""
+    fingerprint: tuple | None = None  # of the directory that failed to load
+
+
+def directory_fingerprint(path: str) -> tuple:
+    """(relative path, size, mtime) of every file under ``path``: changes when a copy into it
+    progresses or its files are replaced."""
+    entries = []
+    for root, _, files in tf.io.gfile.walk(path):
+        for name in files:
+            full = f"{root.rstrip('/')}/{name}"
+            try:
+                stat = tf.io.gfile.stat(full)
+            except tf.errors.NotFoundError:
+                continue  # removed while walking
+            entries.append((full[len(path):], stat.length, stat.mtime_nsec))
+    return tuple(sorted(entries))
 
 
 def list_versions(base_path: str) -> list[int]:
@@ -112,26 +133,40 @@ class ModelManager:
                 aspired = aspired_versions(model, versions)
                 for version in aspired:
                     self._maybe_load(model, version)
-                self._retire(model.name, keep=set(aspired))
+                if all(self._is_available(model.name, v) for v in aspired):
+                    self._retire(model.name, keep=set(aspired))
+                else:  # keep serving what serves until the policy's versions are all up
+                    self._retire(model.name, keep=set(aspired) | set(
+                        self._servables.get(model.name, {})))
             for name in list(self._servables):
                 if name not in models:
                     self._retire(name, keep=set())
 
+    def _is_available(self, name: str, version: int) -> bool:
+        state = self._states.get(name, {}).get(version)
+        return state is not None and state.state == State.AVAILABLE
+
     def _maybe_load(self, model, version: int) -> None:
-        state = self._states.get(model.name, {}).get(version)
-        if state is not None and (state.state == State.AVAILABLE or
-                                  (state.state == State.END and state.error_code)):
-            return  # loaded already, or failed to load: a broken version is not retried
-        self._set_state(model.name, version, VersionState(State.LOADING))
         path = f"{model.base_path.rstrip('/')}/{version}"
+        state = self._states.get(model.name, {}).get(version)
+        if state is not None and state.state == State.AVAILABLE:
+            return
+        if state is not None and state.state == State.END and state.error_code:
+            fingerprint = directory_fingerprint(path)
+            if fingerprint == state.fingerprint:
+                return  # failed, and nothing changed since: retried once the directory does
+            logger.info("%s version %d changed since it failed to load; loading it again",
+                        model.name, version)
+        fingerprint = directory_fingerprint(path)
+        self._set_state(model.name, version, VersionState(State.LOADING))
         try:
             servable = self._load(model.name, version, path)
         except Exception as e:
             error = from_exception(e)
             logger.error("loading %s version %d from %s failed: %s", model.name, version, path,
                          error.message)
-            self._set_state(model.name, version,
-                            VersionState(State.END, error.code_number, error.message))
+            self._set_state(model.name, version, VersionState(
+                State.END, error.code_number, error.message, fingerprint))
             return
         with self._lock:
             self._servables.setdefault(model.name, {})[version] = servable

@@ -83,6 +83,19 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._answer(self._get)
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None):
+        """Errors the HTTP layer raises itself (an unknown method, a malformed request line)
+        as JSON, like every other answer."""
+        data = json.dumps({"error": message or self.responses.get(code, ("error",))[0]}).encode()
+        self.send_response(code, message)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")
+        self.close_connection = True
+        self.end_headers()
+        if getattr(self, "command", None) != "HEAD" and code >= 200 and code not in (204, 304):
+            self.wfile.write(data)
+
     def do_POST(self) -> None:
         self._answer(self._post)
 

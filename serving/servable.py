@@ -1,14 +1,21 @@
 """One loaded SavedModel version: its SignatureDefs (as TF Serving reports them) and a way to run
-each signature on NumPy inputs, directly or through a batch queue."""
+each signature on NumPy inputs, directly or through a batch queue.
+
+A version is loaded the way ``tensorflow_model_server`` loads it: TensorFlow's graph-mode loader
+(``LoadSavedModel`` in C++, ``tf.compat.v1.saved_model.loader.load`` here) imports the ``serve``
+MetaGraph into a graph, restores the variables through the MetaGraph's saver and runs its init op
+in a session; a request is a ``Session.run`` of the signature's tensors. So a SavedModel that
+would fail on TF Serving (variables that graph mode cannot restore, ops outside core TensorFlow
+and tensorflow-text) fails to load here too, instead of being served by a more forgiving path."""
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.python.saved_model import loader_impl
 
 from serving.batching import BatchQueue, BatchScheduler
 from serving.errors import failed_precondition
@@ -38,22 +45,31 @@ class Servable:
     """
 
     def __init__(self, name: str, version: int, path: str,
-                 scheduler: BatchScheduler | None = None):
+                 scheduler: BatchScheduler | None = None, max_rows_per_call: int | None = None):
         _import_custom_ops()
         self.name = name
         self.version = version
         self.path = path
-        saved_model = loader_impl.parse_saved_model(path)
-        meta_graphs = [m for m in saved_model.meta_graphs if SERVE_TAG in m.meta_info_def.tags]
-        if not meta_graphs:
-            raise ValueError(f"SavedModel {path!r} has no MetaGraph tagged {SERVE_TAG!r}")
+        self.max_rows_per_call = max_rows_per_call
+        self._graph = tf.Graph()
+        self._session = tf.compat.v1.Session(graph=self._graph)
+        self._in_flight = 0
+        self._unloaded = False
+        self._state_lock = threading.Lock()
+        try:
+            with self._graph.as_default():
+                meta_graph = tf.compat.v1.saved_model.loader.load(self._session, [SERVE_TAG], path)
+        except Exception:
+            self._session.close()
+            raise
+        _check_servable_ops(meta_graph, path)
         # All of them, __saved_model_init_op included, as TF Serving's metadata lists them.
-        self.signature_defs = dict(meta_graphs[0].signature_def)
-        self._loaded = tf.saved_model.load(path, tags=[SERVE_TAG])
-        self._functions = dict(self._loaded.signatures)
+        self.signature_defs = dict(meta_graph.signature_def)
+        self._runnable = {key: signature for key, signature in self.signature_defs.items()
+                          if signature.inputs and signature.outputs}
         self._queues: dict[str, BatchQueue] = {}
         if scheduler is not None:
-            for signature_name in self._functions:
+            for signature_name in self._runnable:
                 self._queues[signature_name] = scheduler.add_queue(
                     f"{name}:{version}:{signature_name}",
                     lambda inputs, key=signature_name: self._call(key, inputs))
@@ -64,13 +80,18 @@ class Servable:
         """The SignatureDef called ``signature_name`` ('' means serving_default), or
         FAILED_PRECONDITION as TF Serving answers for an unknown one."""
         key = signature_name or DEFAULT_SIGNATURE
-        if key not in self.signature_defs or key not in self._functions:
+        if key not in self.signature_defs or key not in self._runnable:
             raise failed_precondition(f"Serving signature key \"{key}\" not found.")
         return key, self.signature_defs[key]
 
     def run(self, signature_name: str, inputs: dict[str, np.ndarray], batch_size: int | None,
             deadline: float | None = None) -> dict[str, np.ndarray]:
         """The signature's outputs for ``inputs`` (checked by the caller); batched when possible.
+
+        Without batching, a request of more than ``max_rows_per_call`` rows runs as several
+        calls of at most that many rows, so one huge request cannot hold memory in proportion to
+        its size; outputs whose other axes differ between the parts (a sequence axis padded to
+        each part's longest text) are padded to the longest part.
 
         Args:
             signature_name: a key of ``signature_defs``.
@@ -79,19 +100,71 @@ class Servable:
             deadline: time.monotonic() after which a queued request is dropped.
         """
         queue = self._queues.get(signature_name)
-        if queue is None or batch_size is None:
+        if batch_size is None:
             return self._call(signature_name, inputs)
-        return queue.submit(inputs, batch_size, deadline)
+        if queue is not None:
+            return queue.submit(inputs, batch_size, deadline)
+        step = self.max_rows_per_call
+        if not step or batch_size <= step:
+            return self._call(signature_name, inputs)
+        parts = [self._call(signature_name, {k: v[start:start + step] for k, v in inputs.items()})
+                 for start in range(0, batch_size, step)]
+        return {name: concatenate_padded([part[name] for part in parts]) for name in parts[0]}
 
     def _call(self, signature_name: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        outputs = self._functions[signature_name](
-            **{k: tf.convert_to_tensor(v) for k, v in inputs.items()})
-        return {k: v.numpy() for k, v in outputs.items()}
+        signature = self._runnable[signature_name]
+        feeds = {signature.inputs[k].name: v for k, v in inputs.items()}
+        fetches = {k: info.name for k, info in signature.outputs.items()}
+        with self._state_lock:
+            if self._unloaded and self._session is None:
+                raise failed_precondition(f"{self.name} version {self.version} was unloaded")
+            self._in_flight += 1
+        try:
+            return self._session.run(fetches, feeds)
+        finally:
+            with self._state_lock:
+                self._in_flight -= 1
+                self._maybe_close()
 
     def unload(self) -> None:
-        """Stops taking batched requests; the model is freed once in-flight requests finish."""
+        """Stops taking batched requests; the session closes once in-flight requests (and those
+        already queued for a batch) finish."""
         for queue in self._queues.values():
             queue.close()
+        with self._state_lock:
+            self._unloaded = True
+            self._maybe_close()
+
+    def _maybe_close(self) -> None:  # with _state_lock held
+        if (self._unloaded and not self._in_flight and self._session is not None
+                and all(queue.drained for queue in self._queues.values())):
+            self._session.close()
+            self._session = None
+
+
+def concatenate_padded(parts: list[np.ndarray]) -> np.ndarray:
+    """``parts`` joined along axis 0; where their other axes differ, each is padded at the end
+    to the largest (0, False or b"")."""
+    if len(parts) == 1:
+        return parts[0]
+    shape = np.max([part.shape for part in parts], axis=0)
+    padded = [np.pad(part, [(0, 0)] + [(0, int(n) - d) for n, d in zip(shape[1:], part.shape[1:])],
+                     constant_values=b"" if part.dtype == object else 0)
+              if part.shape[1:] != tuple(shape[1:]) else part for part in parts]
+    return np.concatenate(padded)
+
+
+def _check_servable_ops(meta_graph, path: str) -> None:
+    """Refuses a SavedModel whose graph calls back into Python (py_function and friends):
+    TF Serving has no Python, so it would load and then fail every request."""
+    from keras_bert.export.ops import PYTHON_CALLBACK_OPS
+    graph = meta_graph.graph_def
+    used = {node.op for node in graph.node}
+    used.update(node.op for function in graph.library.function for node in function.node_def)
+    bad = sorted(used & PYTHON_CALLBACK_OPS)
+    if bad:
+        raise ValueError(f"SavedModel {path!r} calls Python ({', '.join(bad)}); TF Serving "
+                         "cannot run it")
 
 
 def is_version_dir(path: str) -> bool:

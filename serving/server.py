@@ -62,6 +62,11 @@ def build_flag_parser() -> argparse.ArgumentParser:
         help="largest REST body accepted; larger requests get RESOURCE_EXHAUSTED (429)")
     add("--rest_api_timeout_in_ms", type=int, default=30000,
         help="a REST request still queued for batching after this long fails")
+    add("--max_rows_per_call", type=int, default=256,
+        help="without --enable_batching, a request with more rows runs as several model calls "
+             "of at most this many rows, so memory stays bounded whatever a request's size "
+             "(with batching, --batching_parameters_file's max_batch_size bounds it); 0: no "
+             "limit")
     add("--drain_timeout_seconds", type=float, default=30,
         help="on SIGTERM, how long in-flight requests may take to finish")
     return parser
@@ -84,6 +89,8 @@ class ModelServer:
             raise ValueError("give --model_base_path (with --model_name) or --model_config_file")
         if not args.port and not args.rest_api_port:
             raise ValueError("--port and --rest_api_port are both 0; nothing would listen")
+        if args.max_rows_per_call < 0:
+            raise ValueError(f"--max_rows_per_call must be >= 0, got {args.max_rows_per_call}")
         if args.port == args.rest_api_port:
             raise ValueError(f"--port and --rest_api_port must differ, both are {args.port}")
         if args.batching_parameters_file and not args.enable_batching:
@@ -91,8 +98,8 @@ class ModelServer:
         self.scheduler = (BatchScheduler(config_lib.load_batching_options(
             args.batching_parameters_file)) if args.enable_batching else None)
         self.manager = ModelManager(
-            model_config, lambda name, version, path: Servable(name, version, path,
-                                                               self.scheduler))
+            model_config, lambda name, version, path: Servable(
+                name, version, path, self.scheduler, args.max_rows_per_call or None))
         # No decoded input may outgrow the largest message the server accepts.
         self.core = ServingCore(self.manager, max(args.grpc_max_message_bytes,
                                                   args.rest_api_max_body_bytes))

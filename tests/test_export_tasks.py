@@ -15,6 +15,7 @@ from keras_bert import BertEncoder, BertPreprocessor
 from keras_bert.export import export_model
 from keras_bert.models import (BertClassifier, BertEmbedder, BertMultipleChoice,
                                BertQuestionAnswerer, BertTokenClassifier)
+from tests.serving.graph_mode import GraphModeModel
 from tests.serving.server_helpers import running_server
 
 SEQ_LENGTH = 24
@@ -35,7 +36,8 @@ def encoder():
 
 
 def exported(model, tmp_path, name, **kwargs):
-    return tf.saved_model.load(export_model(model, str(tmp_path), name, **kwargs))
+    """The export of ``model``, loaded as TF Serving loads it (graph mode + session)."""
+    return GraphModeModel(export_model(model, str(tmp_path), name, **kwargs))
 
 
 def text_example(text, text_pair=None):
@@ -70,7 +72,7 @@ def packed(preprocessor, *texts):
 
 def test_pair_classifier_and_tf_serving_classify(preprocessor, classifiers):
     models, paths, stubs = classifiers
-    model, loaded = models["nli"], tf.saved_model.load(paths["nli"])
+    model, loaded = models["nli"], GraphModeModel(paths["nli"])
     assert set(loaded.signatures) == {"serving_default", "serve_ids", "classify"}
     texts, pairs = [p[0] for p in PAIRS], [p[1] for p in PAIRS]
     out = loaded.signatures["serving_default"](text=tf.constant(texts),
@@ -102,7 +104,7 @@ def test_regression_and_tf_serving_regress(preprocessor, classifiers):
     models, paths, stubs = classifiers
     texts = [p[0] for p in PAIRS]
     expected = np.asarray(models["sts"](packed(preprocessor, texts)))[:, 0]
-    out = tf.saved_model.load(paths["sts"]).signatures["serving_default"](
+    out = GraphModeModel(paths["sts"]).signatures["serving_default"](
         text=tf.constant(texts))
     assert set(out) == {"score"}
     np.testing.assert_allclose(out["score"], expected, atol=ATOL)
@@ -172,8 +174,8 @@ def test_multiple_choice_and_embedder(preprocessor, tmp_path):
     best = expected.argmax(-1)
     assert [c.decode() for c in out["choice_text"].numpy()] == [
         choices[row][i] for row, i in enumerate(best)]
-    ids_inputs = loaded.signatures["serve_ids"].structured_input_signature[1]
-    assert ids_inputs["input_word_ids"].shape.as_list() == [None, 3, None]
+    ids_inputs = loaded.signature_defs["serve_ids"].inputs
+    assert [d.size for d in ids_inputs["input_word_ids"].tensor_shape.dim] == [-1, 3, -1]
 
     embedder = BertEmbedder(encoder(), preprocessor=preprocessor, pooling="mean",
                             normalize=True, feature_layers=(-1,))

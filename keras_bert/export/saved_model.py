@@ -19,32 +19,61 @@ logger = logging.getLogger(__name__)
 
 
 class ExportModule(tf.Module):
-    """The exported object: the model, its preprocessor, and what TF Hub consumers read.
+    """The exported object: the signature functions, the variables they read, and what TF Hub
+    consumers read.
+
+    It holds the tf.Variables that the traced functions capture, not the Keras model: a Keras 3
+    variable wraps a tf.Variable, and a SavedModel that tracks the wrapper restores nothing in
+    TensorFlow's graph-mode loader (``LoadSavedModel``, what TF Serving runs), so every request
+    there would fail with "Could not find variable". Tracking only the captured variables also
+    keeps optimizer state and anything else the signatures do not read out of the export.
 
     Attributes saved: ``vocab_file`` (an asset, vocab.txt), ``do_lower_case`` (bool variable),
-    ``variables`` and ``trainable_variables`` (lists), and for an encoder ``__call__(inputs,
-    training=False)`` -> {sequence_output, pooled_output, encoder_outputs (a list)}.
+    ``variables`` and ``trainable_variables`` (lists), the signature functions, and for an
+    encoder ``__call__(inputs, training=False)`` -> {sequence_output, pooled_output, default
+    (= pooled_output), encoder_outputs (a list)}.
     """
 
     # Plain attributes instead of tf.Module's properties: TF Hub reads them off the SavedModel.
     variables = None
     trainable_variables = None
 
-    def __init__(self, model, preprocessor, vocab_path: str):
+    def __init__(self, model, functions: dict, vocab_path: str, lower_case: bool):
         super().__init__(name="keras_bert_export")
-        self.model = model
-        self.preprocessor = preprocessor
         self.vocab_file = tf.saved_model.Asset(vocab_path)
-        self.do_lower_case = tf.Variable(bool(preprocessor.lower_case), trainable=False,
+        self.do_lower_case = tf.Variable(bool(lower_case), trainable=False,
                                          name="do_lower_case")
-        self.variables = list(model.variables)
-        self.trainable_variables = list(model.trainable_variables)
+        for name, function in functions.items():
+            setattr(self, name, function)
+        concrete = [function.get_concrete_function() for function in functions.values()]
         if isinstance(model, BertEncoder):
-            call = tf.function(lambda inputs, training=False: model(inputs, training=training),
-                               autograph=False)
-            for training in (False, True):
-                call.get_concrete_function(signatures.ids_input_signature(), training=training)
-            self.__call__ = call
+            self.__call__ = hub_call(model)
+            concrete += [self.__call__.get_concrete_function(signatures.ids_input_signature(),
+                                                              training=training)
+                         for training in (False, True)]
+        self.variables = _unique(v for function in concrete for v in function.variables)
+        self.trainable_variables = _unique(v for function in concrete
+                                           for v in function.trainable_variables)
+
+
+def hub_call(model: BertEncoder):
+    """TF Hub's ``__call__(inputs, training=False)`` for an encoder, traced for both modes."""
+    def call(inputs, training=False):
+        outputs = dict(model(inputs, training=training))
+        outputs["default"] = outputs["pooled_output"]
+        return outputs
+
+    function = tf.function(call, autograph=False)
+    for training in (False, True):
+        function.get_concrete_function(signatures.ids_input_signature(), training=training)
+    return function
+
+
+def _unique(variables) -> list:
+    seen = {}
+    for variable in variables:
+        seen.setdefault(id(variable), variable)
+    return list(seen.values())
 
 
 def next_version(model_dir: str) -> int:
@@ -115,10 +144,8 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
     with tempfile.TemporaryDirectory(prefix="keras_bert_export-") as scratch:
         vocab_path = os.path.join(scratch, vocab_lib.VOCAB_FILENAME)
         vocab_lib.save_vocab(list(preprocessor.vocabulary), vocab_path)
-        module = ExportModule(model, preprocessor, vocab_path)
         functions = signatures.build_signatures(model, preprocessor, text_pair)
-        for name, function in functions.items():
-            setattr(module, name, function)
+        module = ExportModule(model, functions, vocab_path, preprocessor.lower_case)
         if is_local(version_dir):
             with atomic_output_dir(version_dir) as out:
                 _save(module, functions, out)
@@ -126,9 +153,15 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
             local = os.path.join(scratch, "saved_model")
             _save(module, functions, local)
             _upload_saved_model_last(local, version_dir)
-    logger.info("exported %s as %s (signatures: %s)", type(model).__name__, version_dir,
-                ", ".join(sorted(functions)))
+    logger.info("exported %s as %s (%s; signatures: %s)", type(model).__name__, version_dir,
+                _describe_size(module.variables), ", ".join(sorted(functions)))
     return version_dir
+
+
+def _describe_size(variables) -> str:
+    """"N variables, M MB of weights" for the export log."""
+    size = sum(v.shape.num_elements() * v.dtype.size for v in variables)
+    return f"{len(variables)} variables, {size / 1e6:.1f} MB of weights"
 
 
 def _save(module: ExportModule, functions: dict, path: str) -> None:
