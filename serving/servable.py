@@ -100,7 +100,7 @@ class Servable:
             deadline: time.monotonic() after which a queued request is dropped.
         """
         queue = self._queues.get(signature_name)
-        if batch_size is None:
+        if batch_size is None or batch_size == 0:  # nothing to batch with others
             return self._call(signature_name, inputs)
         if queue is not None:
             return queue.submit(inputs, batch_size, deadline)

@@ -98,7 +98,8 @@ def check_inputs(signature, inputs: Mapping[str, object]) -> None:
 def batch_size(arrays: Mapping[str, np.ndarray]) -> int | None:
     """The shared 0th dimension of ``arrays``, or None when an input is a scalar.
 
-    Raises INVALID_ARGUMENT for an empty batch or inputs of different 0th dimensions.
+    Raises INVALID_ARGUMENT for inputs of different 0th dimensions. An empty batch (0 rows) is
+    a batch: it goes to the model, which answers with 0 rows.
     """
     sizes = {name: (value.shape[0] if value.ndim else None) for name, value in arrays.items()}
     if any(size is None for size in sizes.values()):
@@ -107,10 +108,7 @@ def batch_size(arrays: Mapping[str, np.ndarray]) -> int | None:
         raise invalid_argument(
             "Batching session Run() input tensors must have equal 0th-dimension size; got "
             + ", ".join(f"{name}: {size}" for name, size in sorted(sizes.items())))
-    size = next(iter(sizes.values()), None)
-    if size == 0:
-        raise invalid_argument("empty batch: the inputs have 0 rows; send at least one")
-    return size
+    return next(iter(sizes.values()), None)
 
 
 def check_output_filter(signature, output_filter: Sequence[str]) -> list[str]:

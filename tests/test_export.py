@@ -14,6 +14,7 @@ from tensorflow.python.saved_model import loader_impl
 from keras_bert.export import check_ops, export_model, next_version, saved_model_op_types
 from keras_bert.export.ops import PYTHON_CALLBACK_OPS, is_core_op, tensorflow_text_ops
 from tests.serving.exports import SEQ_LENGTH, TEXTS, encoder_export, keras_encoder_outputs
+from tests.serving.graph_mode import GraphModeModel, saved_model_cli_run
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +109,7 @@ FRESH_PROCESS = textwrap.dedent("""
            for k in ("input_word_ids", "input_mask", "input_type_ids")}
     packed = model.signatures["serve_ids"](**ids)
     hub = model(ids)  # TF Hub's interface: a dict with the per-layer list
+    assert np.array_equal(hub["default"], hub["pooled_output"])
     vocab = open(model.vocab_file.asset_path.numpy().decode()).read().split()
     np.savez(out, text_sequence=text["sequence_output"], text_pooled=text["pooled_output"],
              text_mask=text["input_mask"], ids_encoder=packed["encoder_outputs"],
@@ -146,3 +148,59 @@ def test_cli_exports_a_hugging_face_checkpoint(minilm_dir, tmp_path, capsys):
     text = signature_defs(os.path.join(base, "bert", "1"))["serving_default"]
     assert [d.size for d in text.outputs["sequence_output"].tensor_shape.dim] == [-1, 16, 64]
     assert main(["export", checkpoint, base, "--model_name", "bert", "--version", "1"]) == 2
+
+
+def test_every_signature_runs_in_tf_servings_graph_mode_loader(exported, tmp_path):
+    """tf.compat.v1 loader + Session.run (TF Serving's LoadSavedModel path) and saved_model_cli
+    run give the Keras outputs."""
+    expected = keras_encoder_outputs(exported)
+    ids = {k: expected[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    loaded = GraphModeModel(exported.version_dir)
+    text = loaded.run("serving_default", text=np.array([t.encode() for t in TEXTS], object))
+    packed = loaded.run("serve_ids", **ids)
+    length = text["sequence_output"].shape[1]
+    np.testing.assert_array_equal(text["input_mask"], expected["input_mask"][:, :length])
+    for got, key in ((text["pooled_output"], "pooled_output"),
+                     (packed["pooled_output"], "pooled_output"),
+                     (packed["encoder_outputs"], "encoder_outputs")):
+        np.testing.assert_allclose(got, expected[key], atol=2e-5, rtol=1e-5, err_msg=key)
+
+    np.savez(tmp_path / "ids.npz", **ids)
+    saved_model_cli_run(exported.version_dir, "serve_ids", inputs=";".join(
+        f"{k}={tmp_path / 'ids.npz'}[{k}]" for k in ids), outdir=str(tmp_path / "ids"))
+    np.testing.assert_allclose(np.load(tmp_path / "ids" / "pooled_output.npy"),
+                               expected["pooled_output"], atol=2e-5, rtol=1e-5)
+    saved_model_cli_run(exported.version_dir, "serving_default",
+                        input_exprs="text=" + repr(TEXTS), outdir=str(tmp_path / "text"))
+    np.testing.assert_allclose(np.load(tmp_path / "text" / "pooled_output.npy"),
+                               expected["pooled_output"], atol=2e-5, rtol=1e-5)
+
+
+def test_export_holds_only_what_the_signatures_read(minilm_dir, tmp_path, caplog):
+    """A trained classifier's export: its weights and nothing else (no optimizer slots), with
+    ordinary file permissions, and the size in the log."""
+    import logging
+
+    from keras_bert import BertClassifier, BertPreprocessor
+    from tests.serving.exports import tiny_encoder
+    preprocessor = BertPreprocessor(os.path.join(minilm_dir, "vocab.txt"), seq_length=16)
+    model = BertClassifier(tiny_encoder(30522), 2, preprocessor=preprocessor)
+    model.compile(learning_rate=1e-4)
+    model.fit(["good film", "bad film"], [1, 0], batch_size=2, epochs=1, verbose=0)
+    assert model.optimizer.variables  # Adam slots exist, twice the weights
+    with caplog.at_level(logging.INFO, logger="keras_bert.export.saved_model"):
+        path = export_model(model, str(tmp_path), "sentiment")
+    saved = dict(tf.train.list_variables(os.path.join(path, "variables", "variables")))
+    saved_values = [name for name in saved if name.endswith("/.ATTRIBUTES/VARIABLE_VALUE")]
+    weight_count = sum(int(np.prod(w.shape)) for w in model.weights)
+    saved_count = sum(int(np.prod(saved[name])) for name in saved_values)
+    assert weight_count <= saved_count <= weight_count + 16  # + do_lower_case and seed state
+    assert not [name for name in saved if "optimizer" in name.lower()]
+    megabytes = weight_count * 4 / 1e6
+    assert f"{megabytes:.1f} MB of weights" in caplog.text
+    umask = os.umask(0)
+    os.umask(umask)
+    for root, dirs, files in os.walk(path):
+        assert os.stat(root).st_mode & 0o777 == 0o777 & ~umask, root
+        for name in files:
+            assert os.stat(os.path.join(root, name)).st_mode & 0o777 == 0o666 & ~umask, name

@@ -45,11 +45,14 @@ SAVED_MODEL_CLI = ("import sys, tensorflow_text\n"
                    "saved_model_cli.main()\n")
 
 
-def saved_model_cli_run(path: str, signature: str, input_exprs: str = "",
-                        inputs: str = "") -> str:
+def saved_model_cli_run(path: str, signature: str, input_exprs: str = "", inputs: str = "",
+                        outdir: str = "") -> str:
     """``saved_model_cli run`` on ``signature`` (its own main, in a process that links
-    tensorflow-text's ops as tensorflow_model_server does); returns what it printed."""
+    tensorflow-text's ops as tensorflow_model_server does); returns what it printed. With
+    ``outdir``, it writes each output there as <name>.npy."""
     args = ["run", "--dir", path, "--tag_set", "serve", "--signature_def", signature]
+    if outdir:
+        args += ["--outdir", outdir]
     if input_exprs:
         args += ["--input_exprs", input_exprs]
     if inputs:

@@ -2,6 +2,8 @@
 TF Serving's status codes for bad requests (after each of which the server still answers)."""
 
 import base64
+import json
+import urllib.error
 
 import grpc
 import numpy as np
@@ -153,8 +155,6 @@ BAD_GRPC = {
     "unknown signature": (predict_request(signature="nope"), grpc.StatusCode.FAILED_PRECONDITION),
     "unknown model": (predict_request(model="nope"), grpc.StatusCode.NOT_FOUND),
     "unknown version": (predict_request(version=7), grpc.StatusCode.NOT_FOUND),
-    "empty batch": (predict_request(x=np.zeros((0, 3), np.float32)),
-                    grpc.StatusCode.INVALID_ARGUMENT),
     "oversized batch": (predict_request(x=np.ones((9, 3), np.float32)),
                         grpc.StatusCode.INVALID_ARGUMENT),
     "wrong shape": (predict_request(x=np.ones((2, 4), np.float32)),
@@ -214,6 +214,8 @@ BAD_REST = {
     "body too large": ("/v1/models/toy:predict", b" " * 1_500_000, 429),
     "nested too deeply": ("/v1/models/toy:predict", b'{"instances": ' + b"[" * 100_000, 400),
     "malformed path": ("/v1/modelz/toy:predict", {"instances": [[1, 2, 3]]}, 400),
+    "lone surrogate": ("/v1/models/toy:predict",
+                       b'{"signature_name": "echo", "instances": ["\\ud800"]}', 400),
 }
 
 
@@ -225,3 +227,60 @@ def test_bad_rest_requests(server, case):
     assert set(answer) == {"error"} and answer["error"]
     status, answer = server.rest("/v1/models/toy:predict", {"instances": X.tolist()})
     assert status == 200 and answer["predictions"][1]["total"] == 15.0
+
+
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH"])
+def test_unknown_http_method_gets_a_json_error(server, method):
+    import urllib.request
+    request = urllib.request.Request(server.rest_url + "/v1/models/toy", data=b"{}",
+                                     method=method)
+    with pytest.raises(urllib.error.HTTPError) as error:
+        urllib.request.urlopen(request, timeout=30)
+    assert error.value.code == 501
+    assert "error" in json.loads(error.value.read())
+    assert_still_serving(server)
+
+
+def test_empty_batch_runs_as_zero_rows(server):
+    response = server.prediction.Predict(predict_request(x=np.zeros((0, 3), np.float32)),
+                                         timeout=30)
+    assert tf.make_ndarray(response.outputs["y"]).shape == (0, 3)
+    request = predict_request(x=np.zeros((0,), dtype=object), signature="echo", name="text")
+    response = server.prediction.Predict(request, timeout=30)
+    assert tf.make_ndarray(response.outputs["length"]).shape == (0,)
+    assert tf.make_ndarray(response.outputs["upper"]).shape == (0,)
+
+
+def test_grpc_port_in_use_is_a_one_line_error(server, tmp_path, capsys):
+    from serving.server import main
+    base = tmp_path / "toy"
+    write_toy_version(str(base), 1)
+    assert main(["--port", str(server.grpc_port), "--model_name", "toy",
+                 "--model_base_path", str(base)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "in use" in err and "Traceback" not in err
+
+
+def test_large_unbatched_requests_run_in_bounded_parts(tmp_path):
+    base = tmp_path / "toy"
+    write_toy_version(str(base), 1)
+    x = np.arange(21, dtype=np.float32).reshape(7, 3)
+    with running_server("--model_name", "toy", "--model_base_path", str(base),
+                        "--max_rows_per_call", "2") as (srv, stubs):
+        calls = []
+        servable = srv.manager.servable(predict_request().model_spec)
+        original = servable._call
+        servable._call = lambda key, inputs: calls.append(len(inputs["x"])) or original(
+            key, inputs)
+        response = stubs.prediction.Predict(predict_request(x=x), timeout=30)
+    assert calls == [2, 2, 2, 1]
+    np.testing.assert_array_equal(tf.make_ndarray(response.outputs["y"]), 2 * x + 1)
+    np.testing.assert_array_equal(tf.make_ndarray(response.outputs["total"]), x.sum(1))
+
+
+def test_parts_with_different_sequence_lengths_are_padded_to_the_longest():
+    from serving.servable import concatenate_padded
+    joined = concatenate_padded([np.ones((2, 3), np.float32), np.full((1, 5), 2, np.float32)])
+    np.testing.assert_array_equal(joined, [[1, 1, 1, 0, 0], [1, 1, 1, 0, 0], [2, 2, 2, 2, 2]])
+    text = concatenate_padded([np.array([[b"a"]], object), np.array([[b"b", b"c"]], object)])
+    assert text.tolist() == [[b"a", b""], [b"b", b"c"]]
