@@ -41,6 +41,9 @@ def add_parser(subparsers) -> None:
     predict.add_argument("--protocol", choices=("grpc", "rest"), default="grpc")
     predict.add_argument("--text_pair", action="append",
                          help="the second text of a pair (once per TEXT)")
+    predict.add_argument("--choices", action="append", type=_choice_list,
+                         help='a multiple-choice model\'s choices as a JSON list, e.g. '
+                              '\'["and left.", "then slept."]\' (once per TEXT)')
     predict.add_argument("--version", type=int, help="a specific version (default: latest)")
     predict.add_argument("--signature", default="", help="signature (default: serving_default)")
     predict.add_argument("--outputs", help="comma-separated outputs to print (default: all)")
@@ -72,22 +75,37 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _jsonable(value: np.ndarray):
+def _jsonable(value):
+    """One row of an output (an array, or a scalar: bytes, a NumPy number) as JSON values;
+    strings decoded as UTF-8."""
+    value = np.asarray(value)
     if value.dtype == object or value.dtype.kind == "S":
-        return np.vectorize(lambda b: b.decode("utf-8", "replace"), otypes=[object])(
-            value).tolist() if value.size else value.tolist()
+        value = np.vectorize(lambda b: b.decode("utf-8", "replace") if isinstance(b, bytes)
+                             else b, otypes=[object])(value) if value.size else value
     return value.tolist()
+
+
+def _choice_list(value: str) -> list[str]:
+    try:
+        choices = json.loads(value)
+    except ValueError:
+        choices = None
+    if not (isinstance(choices, list) and choices and all(isinstance(c, str) for c in choices)):
+        raise argparse.ArgumentTypeError(f"expected a JSON list of strings, got {value!r}")
+    return choices
 
 
 def run_predict(args: argparse.Namespace) -> int:
     from keras_bert.export.client import ServingClient, ServingError
-    if args.text_pair is not None and len(args.text_pair) != len(args.texts):
-        raise ValueError(f"got {len(args.texts)} texts but {len(args.text_pair)} --text_pair; "
-                         "give one --text_pair per text")
+    for flag, values in (("--text_pair", args.text_pair), ("--choices", args.choices)):
+        if values is not None and len(values) != len(args.texts):
+            raise ValueError(f"got {len(args.texts)} texts but {len(values)} {flag}; give one "
+                             f"{flag} per text")
     with ServingClient(args.server, args.protocol, args.timeout_s) as client:
         try:
             outputs = client.predict_text(args.model, args.texts, args.text_pair,
-                                          signature_name=args.signature, version=args.version)
+                                          signature_name=args.signature, version=args.version,
+                                          choices=args.choices)
         except ServingError as e:
             print(f"keras-bert predict: the server at {args.server} refused the request: {e}",
                   file=sys.stderr)
@@ -100,6 +118,8 @@ def run_predict(args: argparse.Namespace) -> int:
         record = {"text": text}
         if args.text_pair:
             record["text_pair"] = args.text_pair[row]
+        if args.choices:
+            record["choices"] = args.choices[row]
         record.update({name: _jsonable(outputs[name][row]) for name in wanted})
         print(json.dumps(record))
     return 0

@@ -83,13 +83,21 @@ class ServingClient:
 
     def predict_text(self, model: str, texts: Sequence[str],
                      text_pairs: Sequence[str] | None = None, signature_name: str = "",
-                     version: int | None = None) -> dict[str, np.ndarray]:
-        """serving_default (raw text) outputs for ``texts`` (and ``text_pairs``)."""
+                     version: int | None = None,
+                     choices: Sequence[Sequence[str]] | None = None) -> dict[str, np.ndarray]:
+        """serving_default (raw text) outputs for ``texts`` (and ``text_pairs``, or for a
+        multiple-choice model ``choices``: one list of the same length per text)."""
         inputs = {"text": np.array([t.encode("utf-8") for t in texts], dtype=object)}
         if text_pairs is not None:
             if len(text_pairs) != len(texts):
                 raise ValueError(f"{len(texts)} texts but {len(text_pairs)} text_pairs")
             inputs["text_pair"] = np.array([t.encode("utf-8") for t in text_pairs], dtype=object)
+        if choices is not None:
+            if len(choices) != len(texts) or len({len(c) for c in choices}) > 1:
+                raise ValueError(f"choices must be one list per text ({len(texts)}), all of one "
+                                 f"length; got lengths {[len(c) for c in choices]}")
+            inputs["choices"] = np.array([[c.encode("utf-8") for c in row] for row in choices],
+                                         dtype=object)
         return self.predict(model, inputs, signature_name, version)
 
     def _predict_grpc(self, model, inputs, signature_name, version, output_filter):
