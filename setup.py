@@ -9,7 +9,10 @@ setup(
     "pretraining data, pretraining, fine-tuning, checkpoint interop and TF Serving export.",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
-    packages=find_packages(include=["keras_bert", "keras_bert.*"]),
+    # serving/ is the local TF-Serving-compatible server (`python -m serving.server`, `keras-bert
+    # serve`), installed with its configs so it runs from any directory.
+    packages=find_packages(include=["keras_bert", "keras_bert.*", "serving"]),
+    package_data={"serving": ["configs/*", "docker-compose.yml", "README.md"]},
     python_requires=">=3.11",
     install_requires=[
         "tensorflow==2.21.*",

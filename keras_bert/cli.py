@@ -47,7 +47,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     modules = [COMMAND_MODULES[command]] if command in COMMAND_MODULES else COMMANDS
     for module_name in modules:
         importlib.import_module(module_name).add_parser(subparsers)
+    if command is None:
+        subparsers.add_parser(SERVE, add_help=False,
+                              help="run the local model server (TF Serving's gRPC and REST APIs; "
+                                   "tensorflow_model_server's flags, see `keras-bert serve "
+                                   "--help`)")
     return parser
+
+
+SERVE = "serve"  # runs serving.server's main with the rest of the command line
 
 
 def _subcommand(argv: list[str]) -> str | None:
@@ -55,12 +63,15 @@ def _subcommand(argv: list[str]) -> str | None:
     for arg in argv:
         if arg in ("-v", "--verbose"):
             continue
-        return arg if arg in COMMAND_MODULES else None
+        return arg if arg in COMMAND_MODULES or arg == SERVE else None
     return None
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if _subcommand(argv) == SERVE:
+        from serving.server import main as serve
+        return serve(argv[argv.index(SERVE) + 1:], prog="keras-bert serve")
     parser = build_parser(_subcommand(argv))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,

@@ -107,19 +107,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def serving_dir() -> str:
-    """The repo's serving/ folder (the quickstart needs a source checkout, e.g. pip install -e)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if not os.path.exists(os.path.join(root, "serving", "server.py")):
-        raise FileNotFoundError(
-            f"serving/server.py not found next to the keras_bert package ({root}); the "
-            "quickstart's serving step needs a source checkout installed with pip install -e .")
-    return root
-
-
 def serve_and_query(export_base: str, model_name: str, texts: list[str],
                     log_path: str, timeout_s: float = 120.0) -> dict:
-    """Starts serving/server.py on a free local port, queries it over gRPC, stops it."""
+    """Starts the local model server (``python -m serving.server``, installed with the
+    package) on a free local port, queries it over gRPC, stops it."""
     from keras_bert.export.client import ServingClient
 
     port = _free_port()
@@ -127,7 +118,7 @@ def serve_and_query(export_base: str, model_name: str, texts: list[str],
                f"--model_name={model_name}",
                f"--model_base_path={os.path.abspath(os.path.join(export_base, model_name))}"]
     with open(log_path, "w") as log:
-        server = subprocess.Popen(command, cwd=serving_dir(), stdout=log, stderr=subprocess.STDOUT)
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + timeout_s
         with ServingClient(f"127.0.0.1:{port}", protocol="grpc", timeout_s=30) as client:

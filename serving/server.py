@@ -33,9 +33,9 @@ def _flag_bool(value: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
 
 
-def build_flag_parser() -> argparse.ArgumentParser:
+def build_flag_parser(prog: str = "python -m serving.server") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m serving.server",
+        prog=prog,
         description="A local model server speaking TF Serving's gRPC and REST APIs.")
     add = parser.add_argument
     add("--port", type=int, default=8500, help="gRPC port; 0 disables gRPC")
@@ -153,8 +153,8 @@ class ModelServer:
         self.manager.stop()
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_flag_parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "python -m serving.server") -> int:
+    args = build_flag_parser(prog).parse_args(argv)
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     startup_errors = (ValueError, FileNotFoundError, OSError, ServingError)

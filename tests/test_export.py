@@ -60,8 +60,8 @@ def test_signatures_use_tf_hub_names(exported):
     text = signatures["serving_default"]
     assert set(text.inputs) == {"text"} and text.inputs["text"].dtype == tf.string.as_datatype_enum
     assert set(text.outputs) == {"sequence_output", "pooled_output", "input_mask"}
-    assert [d.size for d in text.outputs["sequence_output"].tensor_shape.dim] == [
-        -1, SEQ_LENGTH, 64]
+    # Raw text is padded to each batch's longest row, so the sequence axis is dynamic.
+    assert [d.size for d in text.outputs["sequence_output"].tensor_shape.dim] == [-1, -1, 64]
 
 
 def test_every_op_is_core_tensorflow_or_tensorflow_text(exported):
@@ -127,8 +127,13 @@ def test_fresh_process_gives_the_keras_outputs(exported, tmp_path):
                     out], check=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     got = np.load(out + ".npz")
     assert int(got["vocab_size"]) == 30522 and bool(got["lower_case"])
-    np.testing.assert_array_equal(got["text_mask"], expected["input_mask"])
+    length = got["text_mask"].shape[1]  # the longest text's, rounded up to a multiple of 8
+    longest = int(expected["input_mask"].sum(1).max())
+    assert length == min(-(-longest // 8) * 8, SEQ_LENGTH) and length < SEQ_LENGTH
+    np.testing.assert_array_equal(got["text_mask"], expected["input_mask"][:, :length])
+    assert not expected["input_mask"][:, length:].any()
     assert expected["input_mask"].sum(axis=1).tolist()[2] == 3  # [CLS] short [SEP]
+    expected["sequence_output"] = expected["sequence_output"][:, :length]
     for name, key in (("text_sequence", "sequence_output"), ("text_pooled", "pooled_output"),
                       ("ids_encoder", "encoder_outputs"), ("ids_pooled", "pooled_output"),
                       ("hub_layers", "encoder_outputs")):
@@ -145,8 +150,10 @@ def test_cli_exports_a_hugging_face_checkpoint(minilm_dir, tmp_path, capsys):
     base = str(tmp_path / "models")
     assert main(["export", checkpoint, base, "--model_name", "bert", "--seq_length", "16"]) == 0
     assert f"exported bert to {base}/bert/1" in capsys.readouterr().out
-    text = signature_defs(os.path.join(base, "bert", "1"))["serving_default"]
-    assert [d.size for d in text.outputs["sequence_output"].tensor_shape.dim] == [-1, 16, 64]
+    long_text = np.array([" ".join(["word"] * 40).encode()], object)
+    served = GraphModeModel(os.path.join(base, "bert", "1")).run("serving_default",
+                                                                 text=long_text)
+    assert served["sequence_output"].shape == (1, 16, 64)  # padded to at most --seq_length
     assert main(["export", checkpoint, base, "--model_name", "bert", "--version", "1"]) == 2
 
 

@@ -13,6 +13,7 @@ from typing import Callable
 import tensorflow as tf
 
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
+from keras_bert.tokenization.preprocessor import trim_to_longest
 
 IDS_SIGNATURE = "serve_ids"
 TEXT_SIGNATURE = "serving_default"
@@ -89,10 +90,12 @@ def text_input_signature(text_pair: bool) -> list[tf.TensorSpec]:
 
 
 def pack(preprocessor, raw: RawText) -> dict[str, tf.Tensor]:
-    """The preprocessor's packed ids for raw text (pairs when ``raw.text_pair`` is set)."""
+    """The preprocessor's packed ids for raw text (pairs when ``raw.text_pair`` is set), padded
+    to the batch's longest row (rounded up to a multiple of 8, at most seq_length): int32
+    [batch, length] each."""
     if raw.text_pair is None:
-        return preprocessor(raw.text)
-    return preprocessor([raw.text, raw.text_pair])
+        return trim_to_longest(preprocessor(raw.text))
+    return trim_to_longest(preprocessor([raw.text, raw.text_pair]))
 
 
 def build_signatures(model, preprocessor, text_pair: bool | None = None) -> dict:
@@ -143,15 +146,17 @@ def parse_text_examples(serialized: tf.Tensor, text_pair: bool) -> RawText:
 # ------------------------------------------------------------------------------ the encoder
 def encoder_outputs(model: BertEncoder, preprocessor, inputs: dict,
                     raw: RawText | None) -> dict:
-    """TF Hub's outputs. serve_ids: sequence_output [batch, seq, hidden], pooled_output
+    """TF Hub's outputs, float32. serve_ids: sequence_output [batch, seq, hidden], pooled_output
     [batch, hidden] and encoder_outputs [batch, layers, seq, hidden] (the per-layer list stacked
     batch-first, so batching and the row format work). serving_default leaves out the layers
-    (L times the size) and adds input_mask [batch, seq], telling which positions are text."""
+    (L times the size) and adds input_mask [batch, seq], telling which positions are text (seq
+    is the batch's longest text, see ``pack``)."""
     outputs = model(inputs, training=False)
-    result = {"sequence_output": outputs["sequence_output"],
-              "pooled_output": outputs["pooled_output"]}
+    result = {"sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
+              "pooled_output": tf.cast(outputs["pooled_output"], tf.float32)}
     if raw is None:
-        result["encoder_outputs"] = tf.stack(outputs["encoder_outputs"], axis=1)
+        result["encoder_outputs"] = tf.cast(tf.stack(outputs["encoder_outputs"], axis=1),
+                                            tf.float32)
     else:
         result["input_mask"] = inputs["input_mask"]
     return result

@@ -13,6 +13,7 @@ from keras_bert.models.encoder import INPUT_NAMES
 from keras_bert.models.multiple_choice import BertMultipleChoice
 from keras_bert.models.question_answerer import BertQuestionAnswerer
 from keras_bert.models.token_classifier import BertTokenClassifier
+from keras_bert.tokenization.preprocessor import trim_to_longest
 
 # Google's run_squad.py default: the longest answer, in WordPiece tokens.
 MAX_ANSWER_LENGTH = 30
@@ -69,7 +70,8 @@ def token_classifier_outputs(model: BertTokenClassifier, preprocessor, inputs: d
                              raw: RawText | None) -> dict:
     """Per WordPiece position [batch, seq]: tokens (the piece, "" at padding), labels (the best
     tag, "" at padding, [CLS] and [SEP]), label_ids, word_starts (true on a word's first piece,
-    whose tag is the word's), and probabilities [batch, seq, num_labels]."""
+    whose tag is the word's), input_mask (1 at text positions), and probabilities [batch, seq,
+    num_labels]."""
     probabilities = tf.cast(model(inputs, training=False), tf.float32)
     label_ids = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
     vocabulary = tf.constant(list(preprocessor.vocabulary))
@@ -82,7 +84,8 @@ def token_classifier_outputs(model: BertTokenClassifier, preprocessor, inputs: d
     word_starts = words & ~tf.strings.regex_full_match(tokens, "##.*")
     labels = tf.where(words, tf.gather(tf.constant(model.label_names), label_ids), "")
     return {"tokens": tokens, "labels": labels, "label_ids": label_ids,
-            "word_starts": word_starts, "probabilities": probabilities}
+            "word_starts": word_starts, "probabilities": probabilities,
+            "input_mask": inputs["input_mask"]}
 
 
 register(BertTokenClassifier, TaskExport(outputs=token_classifier_outputs))
@@ -134,7 +137,8 @@ def span_text(preprocessor, ids, start, end) -> tf.Tensor:
 
 def question_answerer_outputs(model: BertQuestionAnswerer, preprocessor, inputs: dict,
                               raw: RawText | None) -> dict:
-    """start_logits and end_logits float32 [batch, seq], and the best span of the context:
+    """start_logits and end_logits float32 [batch, seq], input_mask int32 [batch, seq] (1 at
+    text positions), and the best span of the context:
     answer_start and answer_end (token positions), answer_score, and answer_text (the span's
     tokens as words; "" when the context is empty). Raw text is one window: a context longer
     than seq_length is cut, as the preprocessor truncates pairs."""
@@ -144,6 +148,7 @@ def question_answerer_outputs(model: BertQuestionAnswerer, preprocessor, inputs:
     start, end, score = best_spans(start_logits, end_logits, inputs, MAX_ANSWER_LENGTH)
     found = score > -float("inf")
     return {"start_logits": start_logits, "end_logits": end_logits,
+            "input_mask": inputs["input_mask"],
             "answer_start": start, "answer_end": end, "answer_score": score,
             "answer_text": tf.where(found, span_text(preprocessor, inputs["input_word_ids"],
                                                      start, end), "")}
@@ -180,9 +185,9 @@ def multiple_choice_text_signature(model: BertMultipleChoice, preprocessor):
     @tf.function(autograph=False, input_signature=specs)
     def serving_default(text, choices):
         contexts = tf.repeat(text, model.num_choices)
-        packed = preprocessor([contexts, tf.reshape(choices, [-1])])
-        packed = {k: tf.reshape(v, [-1, model.num_choices, preprocessor.seq_length])
-                  for k, v in packed.items()}
+        packed = trim_to_longest(preprocessor([contexts, tf.reshape(choices, [-1])]))
+        length = tf.shape(packed["input_mask"])[1]
+        packed = {k: tf.reshape(v, [-1, model.num_choices, length]) for k, v in packed.items()}
         return multiple_choice_outputs(model, preprocessor, packed,
                                        RawText(text, choices=choices))
 

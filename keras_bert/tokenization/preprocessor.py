@@ -247,6 +247,31 @@ class BertPreprocessor(keras.layers.Layer):
         return config
 
 
+PAD_MULTIPLE = 8  # packed lengths round up to this: few distinct shapes, aligned matmuls
+
+
+def trim_to_longest(packed: dict[str, tf.Tensor], multiple_of: int = PAD_MULTIPLE
+                    ) -> dict[str, tf.Tensor]:
+    """Cuts packed ids ([..., seq_length] each) to the longest row's length rounded up to
+    ``multiple_of`` (never past seq_length, never below ``min(multiple_of, seq_length)``).
+
+    Real requests are short: a 10-word query padded to 128 costs what 128 tokens cost. Every
+    position cut is padding (input_mask 0) in every row, so the encoder's outputs at the kept
+    positions are the same as with full padding.
+
+    >>> ids = tf.constant([[2, 5, 3, 0, 0, 0, 0, 0, 0, 0], [2, 3, 0, 0, 0, 0, 0, 0, 0, 0]])
+    >>> packed = {"input_word_ids": ids, "input_mask": tf.cast(ids > 0, tf.int32)}
+    >>> trim_to_longest(packed, multiple_of=4)["input_word_ids"].shape.as_list()
+    [2, 4]
+    """
+    mask = packed["input_mask"]
+    full = tf.shape(mask)[-1]
+    longest = tf.maximum(tf.reduce_max(tf.reduce_sum(mask, axis=-1)), 0)  # 0 rows: 0
+    length = (longest + multiple_of - 1) // multiple_of * multiple_of
+    length = tf.minimum(tf.maximum(length, multiple_of), full)
+    return {name: value[..., :length] for name, value in packed.items()}
+
+
 def _as_batch(texts) -> tf.Tensor:
     """string [batch] or [batch, 1] -> string [batch]."""
     texts = tf.convert_to_tensor(texts, dtype=tf.string)

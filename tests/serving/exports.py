@@ -44,12 +44,20 @@ def encoder_export(vocab_file: str) -> Export:
 
 
 def keras_encoder_outputs(export: Export, texts=TEXTS) -> dict:
-    """What the Keras model gives for raw ``texts``: packed ids and the encoder's outputs."""
+    """What the Keras model gives for raw ``texts``: packed ids and the encoder's outputs at
+    seq_length, and (``text_*``) what a raw-text signature returns: the same, cut to the
+    longest text rounded up to a multiple of 8."""
     import numpy as np
     import tensorflow as tf
     packed = export.preprocessor(tf.constant(texts))
     outputs = export.model(packed, training=False)
+    mask = np.asarray(packed["input_mask"])
+    length = min(-(-int(mask.sum(1).max()) // 8) * 8, mask.shape[1])
+    assert not mask[:, length:].any()
+    sequence_output = np.asarray(outputs["sequence_output"])
     return {**{k: np.asarray(v) for k, v in packed.items()},
-            "sequence_output": np.asarray(outputs["sequence_output"]),
+            "sequence_output": sequence_output,
             "pooled_output": np.asarray(outputs["pooled_output"]),
-            "encoder_outputs": np.stack([np.asarray(o) for o in outputs["encoder_outputs"]], 1)}
+            "encoder_outputs": np.stack([np.asarray(o) for o in outputs["encoder_outputs"]], 1),
+            "text_sequence_output": sequence_output[:, :length],
+            "text_input_mask": mask[:, :length]}

@@ -31,8 +31,9 @@ def test_grpc_prediction_service_stub(served):
     request.model_spec.name = "bert"
     request.inputs["text"].CopyFrom(tf.make_tensor_proto(TEXTS))
     response = stubs.prediction.Predict(request, timeout=60)
-    for name in ("sequence_output", "pooled_output", "input_mask"):
-        np.testing.assert_allclose(tf.make_ndarray(response.outputs[name]), expected[name],
+    for name, key in (("sequence_output", "text_sequence_output"),
+                      ("pooled_output", "pooled_output"), ("input_mask", "text_input_mask")):
+        np.testing.assert_allclose(tf.make_ndarray(response.outputs[name]), expected[key],
                                    **TOLERANCE, err_msg=name)
 
     request = predict_pb2.PredictRequest()
@@ -67,8 +68,8 @@ def test_client(served, protocol):
     with ServingClient(f"127.0.0.1:{port}", protocol) as client:
         outputs = client.predict_text("bert", TEXTS)
         assert outputs["pooled_output"].dtype == np.float32
-        np.testing.assert_allclose(outputs["sequence_output"], expected["sequence_output"],
-                                   **TOLERANCE)
+        np.testing.assert_allclose(outputs["sequence_output"],
+                                   expected["text_sequence_output"], **TOLERANCE)
         assert outputs["input_mask"].dtype == np.int32
         with pytest.raises(ServingError) as error:
             client.predict_text("nope", TEXTS)
