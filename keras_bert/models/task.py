@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.data.task_pipeline import is_packed, make_task_dataset
+from keras_bert.tokenization.preprocessor import PAD_MULTIPLE
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +25,7 @@ DEFAULT_BATCH_SIZE = 32
 DEFAULT_EPOCHS = 3
 DEFAULT_WARMUP_FRACTION = 0.1
 DEFAULT_WEIGHT_DECAY = 0.01
+PACK_BATCH_SIZE = 256  # examples tokenized together by predict
 
 
 class BertTask(keras.Model):
@@ -204,9 +206,58 @@ class BertTask(keras.Model):
         return super().evaluate(dataset, verbose=verbose, **kwargs)
 
     def predict(self, x, batch_size: int | None = None, verbose="auto", **kwargs):
-        """``keras.Model.predict`` that also takes raw examples (a Python list works)."""
-        return super().predict(self.make_dataset(x, batch_size=batch_size), verbose=verbose,
-                               **kwargs)
+        """``keras.Model.predict`` that also takes raw examples (a Python list works).
+
+        In-memory inputs (raw examples, or packed id arrays) are grouped by length: the rows are
+        sorted by their number of tokens, each batch is padded only to its longest row (rounded
+        up to a multiple of 8), and the results come back in the caller's order. The outputs
+        equal those of padding every row to seq_length at every text position; outputs with a
+        sequence axis come back [rows, seq_length, ...] as before (positions past a row's text,
+        where ``input_mask`` is 0, hold no prediction). A tf.data dataset runs as it is
+        batched.
+        """
+        if isinstance(x, tf.data.Dataset) or kwargs:
+            return super().predict(self.make_dataset(x, batch_size=batch_size),
+                                   verbose=verbose, **kwargs)
+        return self._predict_by_length(self._packed_arrays(x), batch_size or DEFAULT_BATCH_SIZE,
+                                       verbose)
+
+    def _packed_arrays(self, x) -> dict[str, np.ndarray]:
+        """In-memory ``x`` as packed int32 arrays, [rows, ..., seq] each."""
+        if is_packed(x):
+            return {name: np.asarray(value) for name, value in x.items()}
+        # A 1-tuple, so that x given as a tuple of arrays (pairs) reaches _preprocess whole.
+        dataset = tf.data.Dataset.from_tensor_slices((self._to_arrays(x, None)[0],))
+        parts = [{k: v.numpy() for k, v in batch.items()}
+                 for batch in dataset.batch(PACK_BATCH_SIZE).map(self._preprocess)]
+        if not parts:
+            raise ValueError(f"{type(self).__name__}.predict got no examples")
+        return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+
+    def _predict_by_length(self, packed: dict[str, np.ndarray], batch_size: int, verbose):
+        mask = packed["input_mask"]
+        rows, full_length = mask.shape[0], mask.shape[-1]
+        lengths = mask.reshape(rows, -1, full_length).sum(-1).max(-1)
+        order = np.argsort(lengths, kind="stable")
+        progress = keras.utils.Progbar(rows, verbose=0 if verbose == 0 else 1)
+        results = []
+        for start in range(0, rows, batch_size):
+            index = order[start:start + batch_size]
+            length = min(max(-(-int(lengths[index].max()) // PAD_MULTIPLE) * PAD_MULTIPLE,
+                             PAD_MULTIPLE), full_length)
+            batch = {name: value[index][..., :length] for name, value in packed.items()}
+            results.append(keras.tree.map_structure(np.asarray, self.predict_on_batch(batch)))
+            progress.add(len(index))
+        restore = np.argsort(order, kind="stable")
+        specs = keras.tree.flatten(self.output)  # a None past the batch axis: a sequence axis
+        parts = zip(*(keras.tree.flatten(result) for result in results))
+        joined = []
+        for spec, pieces in zip(specs, parts):
+            padded = [np.pad(piece, [(0, full_length - piece.shape[a]) if a and size is None
+                                     else (0, 0) for a, size in enumerate(spec.shape)])
+                      for piece in pieces]
+            joined.append(np.concatenate(padded)[restore])
+        return keras.tree.pack_sequence_as(self.output, joined)
 
     # ----------------------------------------------------------------------- config
     def _base_config(self) -> dict[str, Any]:
