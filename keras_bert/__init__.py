@@ -20,6 +20,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "BertConfig": "keras_bert.config",
     "export_model": "keras_bert.export",
+    "export_tf_hub": "keras_bert.export",
     "BertClassifier": "keras_bert.models",
     "BertEmbedder": "keras_bert.models",
     "BertEncoder": "keras_bert.models",

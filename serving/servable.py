@@ -42,6 +42,8 @@ class Servable:
         version: its version number (the directory name).
         path: the version directory (local or gs://).
         scheduler: when given, every batchable signature runs through its own batch queue.
+        max_rows_per_call: without a scheduler, requests with more rows run in parts of at most
+            this many rows (None: whole).
     """
 
     def __init__(self, name: str, version: int, path: str,
@@ -59,10 +61,10 @@ class Servable:
         try:
             with self._graph.as_default():
                 meta_graph = tf.compat.v1.saved_model.loader.load(self._session, [SERVE_TAG], path)
+            _check_servable_ops(meta_graph, path)
         except Exception:
             self._session.close()
             raise
-        _check_servable_ops(meta_graph, path)
         # All of them, __saved_model_init_op included, as TF Serving's metadata lists them.
         self.signature_defs = dict(meta_graph.signature_def)
         self._runnable = {key: signature for key, signature in self.signature_defs.items()

@@ -2,10 +2,12 @@
 # # Export a SavedModel, serve it, and query it like TF Serving
 #
 # Export a fine-tuned classifier as a versioned SavedModel whose `serving_default` signature
-# takes raw text, start the local TF-Serving-compatible model server (it runs in Colab too), and
-# query it through the stock TF Serving gRPC client, `PredictionServiceStub`, and over REST.
-# The same export directory runs unchanged on the official `tensorflow/serving` image
-# (see `serving/README.md`).
+# takes raw text, check it through TensorFlow's graph-mode loader (what TF Serving runs), serve
+# it, and query it through the stock TF Serving gRPC client, `PredictionServiceStub`, and over
+# REST. On Colab the server is the real `tensorflow_model_server`, installed from TF Serving's
+# apt repository as TF Serving's own Colab tutorial does; elsewhere (and in this repository's
+# CI) it is the local TF-Serving-compatible server, `keras-bert serve`, which loads models the
+# same way.
 
 # %%
 # Install keras-bert (on Colab only; locally, install the repo with pip install -e .).
@@ -60,19 +62,31 @@ version_dir = keras_bert.export_model(classifier, export_base, "sentiment")
 print("exported", version_dir)
 import tensorflow_text  # noqa: F401  (registers the preprocessor's ops; TF Serving links them)
 
-signature = tf.saved_model.load(version_dir).signatures["serving_default"]
-print("serving_default:", signature.structured_input_signature[1], "->",
-      {name: spec.dtype.name for name, spec in signature.structured_outputs.items()})
+# TF Serving's loader: the MetaGraph into a graph, variables restored, Session.run per request.
+graph = tf.Graph()
+with graph.as_default():
+    session = tf.compat.v1.Session(graph=graph)
+    meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], version_dir)
+signature = meta_graph.signature_def["serving_default"]
+graph_outputs = session.run({k: v.name for k, v in signature.outputs.items()},
+                            {signature.inputs["text"].name: ["What a wonderful film!"]})
+print("serving_default:", sorted(signature.inputs), "->", sorted(signature.outputs))
+print("graph-mode loader:", graph_outputs["class_names"], graph_outputs["probabilities"])
 
 # %% [markdown]
 # ## Serve
-# The local server takes tensorflow_model_server's flags. It binds 127.0.0.1 by default.
+# On Colab: TensorFlow Serving itself (release 2.10 or newer links the tensorflow-text ops the
+# export uses). Elsewhere: the local server, with the same flags.
+
+# %%
+if IN_COLAB:
+    !echo "deb http://storage.googleapis.com/tensorflow-serving-apt stable tensorflow-model-server tensorflow-model-server-universal" > /etc/apt/sources.list.d/tensorflow-serving.list
+    !curl -s https://storage.googleapis.com/tensorflow-serving-apt/tensorflow-serving.release.pub.gpg | apt-key add -
+    !apt-get -qq update && apt-get -qq install tensorflow-model-server
 
 # %%
 import socket
 import subprocess
-
-import keras_bert.quickstart
 
 def free_port():
     with socket.socket() as s:
@@ -80,12 +94,14 @@ def free_port():
         return s.getsockname()[1]
 
 grpc_port, rest_port = free_port(), free_port()
+server_command = ["tensorflow_model_server"] if IN_COLAB else [sys.executable, "-m",
+                                                                "keras_bert.cli", "serve"]
 server = subprocess.Popen(
-    [sys.executable, "-m", "serving.server", f"--port={grpc_port}",
-     f"--rest_api_port={rest_port}", "--model_name=sentiment",
-     f"--model_base_path={os.path.abspath(os.path.join(export_base, 'sentiment'))}",
-     "--enable_batching"],
-    cwd=keras_bert.quickstart.serving_dir())
+    server_command + [f"--port={grpc_port}", f"--rest_api_port={rest_port}",
+                      "--model_name=sentiment",
+                      f"--model_base_path={os.path.abspath(os.path.join(export_base, 'sentiment'))}",
+                      "--enable_batching"])
+print("serving with", server_command[0] if IN_COLAB else "keras-bert serve")
 
 # %% [markdown]
 # ## Query with TF Serving's own gRPC client

@@ -30,6 +30,10 @@ def add_parser(subparsers) -> None:
     export.add_argument("--seq_length", type=int, help="packed length of raw text (128)")
     export.add_argument("--text_pair", action=argparse.BooleanOptionalAction, default=None,
                         help="serving_default takes text and text_pair (default: the task's)")
+    export.add_argument("--dynamic_padding", action=argparse.BooleanOptionalAction,
+                        default=True,
+                        help="pad raw text to each batch's longest text (default), or with "
+                             "--no-dynamic_padding always to --seq_length (static shapes)")
     export.add_argument("--mixed_precision", choices=("bf16",),
                         help="compute in bfloat16 with float32 weights and outputs (GPUs, CPUs "
                              "with AVX512_BF16/AMX); default: float32")
@@ -73,7 +77,8 @@ def run_export(args: argparse.Namespace) -> int:
             lower_case = resolve_pretrained(args.checkpoint)[1]
     path = export_model(model, args.export_base, args.model_name, args.version,
                         vocab_file=vocab, lower_case=lower_case, seq_length=args.seq_length,
-                        text_pair=args.text_pair, mixed_precision=args.mixed_precision)
+                        text_pair=args.text_pair, mixed_precision=args.mixed_precision,
+                        dynamic_padding=args.dynamic_padding)
     print(f"exported {args.model_name} to {path}")
     return 0
 

@@ -133,7 +133,8 @@ def with_compute_dtype(model, mixed_precision: str):
 def export_model(model, export_base: str, model_name: str, version: int | None = None, *,
                  preprocessor=None, vocab_file: str | None = None,
                  lower_case: bool | None = None, seq_length: int | None = None,
-                 text_pair: bool | None = None, mixed_precision: str | None = None) -> str:
+                 text_pair: bool | None = None, mixed_precision: str | None = None,
+                 dynamic_padding: bool = True) -> str:
     """Exports ``model`` as a TF Serving version directory and returns its path.
 
     Args:
@@ -145,6 +146,9 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
             built from ``vocab_file`` (casing from ``lower_case`` or the checkpoint directory).
         seq_length: packed length of raw text (default: the preprocessor's, else 128).
         text_pair: whether serving_default takes ``text_pair`` (default: the task's).
+        dynamic_padding: raw-text signatures pad each batch to its longest text (rounded up to
+            a multiple of 8, at most seq_length), so short requests cost what short texts cost;
+            False pads every text to seq_length (static shapes, e.g. for XLA or TPUs).
         mixed_precision: ``"bf16"`` exports a model that keeps float32 weights and outputs but
             computes in bfloat16 (fast on GPUs and on CPUs with AVX512_BF16 or AMX; outputs
             move by about 1e-2, see tests/test_export.py); None (default) computes in float32.
@@ -170,7 +174,7 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
     with tempfile.TemporaryDirectory(prefix="keras_bert_export-") as scratch:
         vocab_path = os.path.join(scratch, vocab_lib.VOCAB_FILENAME)
         vocab_lib.save_vocab(list(preprocessor.vocabulary), vocab_path)
-        functions = signatures.build_signatures(model, preprocessor, text_pair)
+        functions = signatures.build_signatures(model, preprocessor, text_pair, dynamic_padding)
         module = ExportModule(model, functions, vocab_path, preprocessor.lower_case)
         if is_local(version_dir):
             with atomic_output_dir(version_dir) as out:

@@ -31,11 +31,13 @@ class RawText:
 # (model, preprocessor, packed ids {name: int32 [batch, seq]}, raw text or None)
 #   -> {output name: tensor [batch, ...]}
 OutputsFn = Callable[..., dict]
-# (model, preprocessor, text_pair) -> {signature name: tf.function with an input_signature}
+# (model, preprocessor, text_pair, dynamic_padding) -> {signature name: tf.function with an
+# input_signature}
 ExtraSignaturesFn = Callable[..., dict]
 # (model) -> {input name: tf.TensorSpec}, for packed ids that are not [batch, seq]
 IdsSpecFn = Callable[..., dict]
-# (model, preprocessor) -> the serving_default tf.function, for raw text that is not text/pair
+# (model, preprocessor, dynamic_padding) -> the serving_default tf.function, for raw text that
+# is not text/pair
 TextSignatureFn = Callable[..., object]
 
 
@@ -89,22 +91,24 @@ def text_input_signature(text_pair: bool) -> list[tf.TensorSpec]:
     return specs
 
 
-def pack(preprocessor, raw: RawText) -> dict[str, tf.Tensor]:
-    """The preprocessor's packed ids for raw text (pairs when ``raw.text_pair`` is set), padded
-    to the batch's longest row (rounded up to a multiple of 8, at most seq_length): int32
-    [batch, length] each."""
-    if raw.text_pair is None:
-        return trim_to_longest(preprocessor(raw.text))
-    return trim_to_longest(preprocessor([raw.text, raw.text_pair]))
+def pack(preprocessor, raw: RawText, dynamic_padding: bool = True) -> dict[str, tf.Tensor]:
+    """The preprocessor's packed ids for raw text (pairs when ``raw.text_pair`` is set): int32
+    [batch, length] each, padded to the batch's longest row rounded up to a multiple of 8 (at
+    most seq_length), or with ``dynamic_padding=False`` to seq_length (static shapes)."""
+    packed = preprocessor(raw.text if raw.text_pair is None else [raw.text, raw.text_pair])
+    return trim_to_longest(packed) if dynamic_padding else packed
 
 
-def build_signatures(model, preprocessor, text_pair: bool | None = None) -> dict:
+def build_signatures(model, preprocessor, text_pair: bool | None = None,
+                     dynamic_padding: bool = True) -> dict:
     """{signature name: tf.function} for ``model``: serve_ids, serving_default and extras.
 
     Args:
         model: a registered model (BertEncoder or a task model).
-        preprocessor: a BertPreprocessor; its seq_length is the packed length of raw text.
+        preprocessor: a BertPreprocessor; its seq_length is the longest packed raw text.
         text_pair: whether serving_default takes text pairs (None: the task's default).
+        dynamic_padding: raw text is padded to each batch's longest row (True) or always to
+            seq_length (False: static shapes, e.g. for XLA).
     """
     task = task_export(model)
     text_pair = task.text_pair if text_pair is None else text_pair
@@ -116,21 +120,23 @@ def build_signatures(model, preprocessor, text_pair: bool | None = None) -> dict
         return task.outputs(model, preprocessor, inputs, None)
 
     if task.text_signature is not None:
-        serving_default = task.text_signature(model, preprocessor)
+        serving_default = task.text_signature(model, preprocessor, dynamic_padding)
     elif text_pair:
         @tf.function(autograph=False, input_signature=text_input_signature(True))
         def serving_default(text, text_pair):
             raw = RawText(text, text_pair)
-            return task.outputs(model, preprocessor, pack(preprocessor, raw), raw)
+            return task.outputs(model, preprocessor, pack(preprocessor, raw, dynamic_padding),
+                                raw)
     else:
         @tf.function(autograph=False, input_signature=text_input_signature(False))
         def serving_default(text):
             raw = RawText(text)
-            return task.outputs(model, preprocessor, pack(preprocessor, raw), raw)
+            return task.outputs(model, preprocessor, pack(preprocessor, raw, dynamic_padding),
+                                raw)
 
     signatures = {TEXT_SIGNATURE: serving_default, IDS_SIGNATURE: serve_ids}
     if task.extra_signatures is not None:
-        signatures.update(task.extra_signatures(model, preprocessor, text_pair))
+        signatures.update(task.extra_signatures(model, preprocessor, text_pair, dynamic_padding))
     return signatures
 
 

@@ -42,7 +42,8 @@ def classifier_outputs(model: BertClassifier, preprocessor, inputs: dict,
             "class_names": tf.gather(_class_names(model), class_ids)}
 
 
-def classifier_example_signatures(model: BertClassifier, preprocessor, text_pair: bool) -> dict:
+def classifier_example_signatures(model: BertClassifier, preprocessor, text_pair: bool,
+                                  dynamic_padding: bool = True) -> dict:
     """TF Serving's Classify (``classify``: classes and scores [batch, K]) or, for regression,
     Regress (``regress``: outputs [batch]) over tf.Examples with bytes features "text" (and
     "text_pair")."""
@@ -51,7 +52,8 @@ def classifier_example_signatures(model: BertClassifier, preprocessor, text_pair
     @tf.function(autograph=False, input_signature=spec)
     def classify(inputs):
         raw = parse_text_examples(inputs, text_pair)
-        outputs = tf.cast(model(pack(preprocessor, raw), training=False), tf.float32)
+        outputs = tf.cast(model(pack(preprocessor, raw, dynamic_padding), training=False),
+                          tf.float32)
         if model.is_regression:
             return {"outputs": outputs[:, 0]}
         probabilities = _probabilities(model, outputs)
@@ -176,7 +178,8 @@ def multiple_choice_ids_spec(model: BertMultipleChoice) -> dict:
             for name in INPUT_NAMES}
 
 
-def multiple_choice_text_signature(model: BertMultipleChoice, preprocessor):
+def multiple_choice_text_signature(model: BertMultipleChoice, preprocessor,
+                                   dynamic_padding: bool = True):
     """serving_default(text [batch], choices [batch, num_choices]): each (text, choice) pair is
     packed on its own, as in training."""
     specs = [tf.TensorSpec([None], tf.string, name="text"),
@@ -185,7 +188,9 @@ def multiple_choice_text_signature(model: BertMultipleChoice, preprocessor):
     @tf.function(autograph=False, input_signature=specs)
     def serving_default(text, choices):
         contexts = tf.repeat(text, model.num_choices)
-        packed = trim_to_longest(preprocessor([contexts, tf.reshape(choices, [-1])]))
+        packed = preprocessor([contexts, tf.reshape(choices, [-1])])
+        if dynamic_padding:
+            packed = trim_to_longest(packed)
         length = tf.shape(packed["input_mask"])[1]
         packed = {k: tf.reshape(v, [-1, model.num_choices, length]) for k, v in packed.items()}
         return multiple_choice_outputs(model, preprocessor, packed,
