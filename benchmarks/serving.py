@@ -288,7 +288,8 @@ def benchmark_real_text(args, workdir: str) -> dict:
     rate, per_cpu = offline_predict_rate(with_compute_dtype(model, "bf16"), texts, True)
     result["offline"]["dynamic_bf16"] = {"texts_per_s": rate, "texts_per_cpu_s": per_cpu}
     print(f"offline dynamic_bf16: {rate:.1f} texts/s, {per_cpu:.1f} per CPU-s", flush=True)
-    batching = batching_file(workdir, args.batch_timeout_micros["base"], args.batch_threads)
+    batching = batching_file(workdir, args.real_text_batch_timeout_micros, args.batch_threads)
+    result["batch_timeout_micros"] = args.real_text_batch_timeout_micros
     for name in exports:
         server = Server(os.path.join(base, name), batching, workdir)
         try:
@@ -321,7 +322,8 @@ def benchmark_real_text(args, workdir: str) -> dict:
 
 
 def print_real_text(result: dict) -> None:
-    print(f"\n{result['texts']} sentences, median {result['words_median']} words; load "
+    print(f"\nbatch_timeout_micros {result['batch_timeout_micros']}; "
+          f"{result['texts']} sentences, median {result['words_median']} words; load "
           f"{result['load_average_before']:.1f} -> {result['load_average_after']:.1f}")
     print("export | clients | QPS | p50 ms | p99 ms | errors | server CPU ms/request")
     print("--- | --- | --- | --- | --- | --- | ---")
@@ -365,6 +367,9 @@ def main() -> int:
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--real_text", metavar="CORPUS",
                         help="run the real-traffic comparison on this corpus instead")
+    parser.add_argument("--real_text_batch_timeout_micros", type=int, default=2000,
+                        help="batch_timeout_micros of the real-traffic runs (the same for every "
+                             "export): how long a lone request waits for company")
     args = parser.parse_args()
     args.batch_timeout_micros = {"tiny": 2000, "base": 20000}
     if args.real_text:

@@ -193,3 +193,32 @@ def test_multiple_choice_and_embedder(preprocessor, tmp_path):
                                np.asarray(embedder(packed(preprocessor, texts))["embedding"]),
                                atol=ATOL)
     np.testing.assert_allclose(np.linalg.norm(out["embedding"], axis=1), [1, 1], atol=1e-5)
+
+
+def test_mixed_length_batches_run_sorted_in_chunks_and_match_keras(preprocessor, tmp_path):
+    """A served batch of 11 texts of different lengths runs sorted in chunks of 8 rows (each
+    padded to its own longest); every row, sequence outputs included, equals the Keras model's,
+    in the request's order."""
+    model = BertTokenClassifier(encoder(), ["O", "B-PER", "I-PER"], preprocessor=preprocessor)
+    loaded = exported(model, tmp_path, "ner")
+    texts = ["word " * n + "end" for n in (9, 1, 15, 3, 0, 12, 5, 2, 18, 7, 4)]
+    out = loaded.signatures["serving_default"](text=tf.constant(texts))
+    ids = packed(preprocessor, texts)
+    lengths = ids["input_mask"].sum(1)
+    served = out["probabilities"].shape[1]
+    assert served == min(-(-lengths.max() // 8) * 8, SEQ_LENGTH)
+    np.testing.assert_array_equal(out["input_mask"], ids["input_mask"][:, :served])
+    expected = np.asarray(model(ids))[:, :served]
+    text = ids["input_mask"][:, :served].astype(bool)
+    np.testing.assert_allclose(np.asarray(out["probabilities"])[text], expected[text], atol=ATOL)
+    tokens = out["tokens"].numpy()
+    for row, length in enumerate(lengths):
+        assert tokens[row, length - 1] == b"[SEP]" and not tokens[row, length:].any()
+
+    classifier = BertClassifier(encoder(), 3, preprocessor=preprocessor)
+    out = exported(classifier, tmp_path, "cls").signatures["serving_default"](
+        text=tf.constant(texts))
+    np.testing.assert_allclose(out["probabilities"], np.asarray(classifier(ids)), atol=ATOL)
+    empty = exported(classifier, tmp_path, "cls").signatures["serving_default"](
+        text=tf.constant([], tf.string))
+    assert empty["probabilities"].shape == (0, 3)

@@ -99,6 +99,60 @@ def pack(preprocessor, raw: RawText, dynamic_padding: bool = True) -> dict[str, 
     return trim_to_longest(packed) if dynamic_padding else packed
 
 
+LENGTH_CHUNK_ROWS = 8  # rows per chunk when a raw-text batch runs sorted by length
+
+
+def in_length_chunks(outputs_fn, packed: dict[str, tf.Tensor], chunk_rows: int = LENGTH_CHUNK_ROWS
+                     ) -> dict[str, tf.Tensor]:
+    """``outputs_fn(packed)`` for a batch, computed on its rows sorted by length in chunks of
+    ``chunk_rows``, each padded only to its own longest row; results in the batch's order.
+
+    A served batch gathers requests of any length, and padding all of them to the longest costs
+    what that one costs per row. Run sorted in chunks, a batch of short and long texts costs
+    about what the texts cost. Outputs with a sequence axis (axis 1 of unknown size) are padded
+    with zeros ("" / False) to the batch's packed length, so they match a single call.
+
+    Args:
+        outputs_fn: packed ids {name: int32 [rows, length]} -> {output: [rows, ...]}.
+        packed: the batch's packed ids, [batch, length] each.
+        chunk_rows: rows per chunk.
+    """
+    mask = packed["input_mask"]
+    rows, length = tf.shape(mask)[0], tf.shape(mask)[1]
+    order = tf.argsort(tf.reduce_sum(mask, axis=1), stable=True)
+    ordered = {name: tf.gather(value, order) for name, value in packed.items()}
+
+    def chunk_outputs(index):
+        start = index * chunk_rows
+        outputs = outputs_fn(trim_to_longest({name: value[start:start + chunk_rows]
+                                              for name, value in ordered.items()}))
+        padded = {}
+        for name, value in outputs.items():
+            if value.shape.rank >= 2 and value.shape[1] is None:  # a sequence axis
+                tail = [[0, 0]] * (value.shape.rank - 2)
+                value = tf.pad(value, [[0, 0], [0, length - tf.shape(value)[1]]] + tail)
+            padded[name] = value
+        return padded
+
+    first = chunk_outputs(0)  # also gives the TensorArrays their dtypes (0 rows: 0 rows out)
+    arrays = {name: tf.TensorArray(value.dtype, size=0, dynamic_size=True, infer_shape=False
+                                   ).write(0, value) for name, value in first.items()}
+
+    def body(index, arrays):
+        outputs = chunk_outputs(index)
+        return index + 1, {name: arrays[name].write(index, value)
+                           for name, value in outputs.items()}
+
+    chunks = (rows + chunk_rows - 1) // chunk_rows
+    _, arrays = tf.while_loop(lambda index, _: index < chunks, body, (1, arrays))
+    inverse = tf.math.invert_permutation(order)
+    results = {}
+    for name, array in arrays.items():
+        results[name] = tf.gather(array.concat(), inverse)
+        results[name].set_shape([None] + first[name].shape[1:])
+    return results
+
+
 def build_signatures(model, preprocessor, text_pair: bool | None = None,
                      dynamic_padding: bool = True) -> dict:
     """{signature name: tf.function} for ``model``: serve_ids, serving_default and extras.
@@ -119,20 +173,24 @@ def build_signatures(model, preprocessor, text_pair: bool | None = None,
     def serve_ids(inputs):
         return task.outputs(model, preprocessor, inputs, None)
 
+    def text_outputs(raw: RawText) -> dict:
+        packed = pack(preprocessor, raw, dynamic_padding)
+        if not dynamic_padding:
+            return task.outputs(model, preprocessor, packed, raw)
+        return in_length_chunks(lambda ids: task.outputs(model, preprocessor, ids, raw), packed)
+
     if task.text_signature is not None:
         serving_default = task.text_signature(model, preprocessor, dynamic_padding)
     elif text_pair:
         @tf.function(autograph=False, input_signature=text_input_signature(True))
         def serving_default(text, text_pair):
             raw = RawText(text, text_pair)
-            return task.outputs(model, preprocessor, pack(preprocessor, raw, dynamic_padding),
-                                raw)
+            return text_outputs(raw)
     else:
         @tf.function(autograph=False, input_signature=text_input_signature(False))
         def serving_default(text):
             raw = RawText(text)
-            return task.outputs(model, preprocessor, pack(preprocessor, raw, dynamic_padding),
-                                raw)
+            return text_outputs(raw)
 
     signatures = {TEXT_SIGNATURE: serving_default, IDS_SIGNATURE: serve_ids}
     if task.extra_signatures is not None:
