@@ -102,8 +102,8 @@ def pack(preprocessor, raw: RawText, dynamic_padding: bool = True) -> dict[str, 
 LENGTH_CHUNK_ROWS = 8  # rows per chunk when a raw-text batch runs sorted by length
 
 
-def in_length_chunks(outputs_fn, packed: dict[str, tf.Tensor], chunk_rows: int = LENGTH_CHUNK_ROWS
-                     ) -> dict[str, tf.Tensor]:
+def in_length_chunks(outputs_fn, packed: dict[str, tf.Tensor],
+                     chunk_rows: int = LENGTH_CHUNK_ROWS) -> dict[str, tf.Tensor]:
     """``outputs_fn(packed)`` for a batch, computed on its rows sorted by length in chunks of
     ``chunk_rows``, each padded only to its own longest row; results in the batch's order.
 
