@@ -151,13 +151,12 @@ class ModelManager:
         state = self._states.get(model.name, {}).get(version)
         if state is not None and state.state == State.AVAILABLE:
             return
+        fingerprint = directory_fingerprint(path)
         if state is not None and state.state == State.END and state.error_code:
-            fingerprint = directory_fingerprint(path)
             if fingerprint == state.fingerprint:
                 return  # failed, and nothing changed since: retried once the directory does
             logger.info("%s version %d changed since it failed to load; loading it again",
                         model.name, version)
-        fingerprint = directory_fingerprint(path)
         self._set_state(model.name, version, VersionState(State.LOADING))
         try:
             servable = self._load(model.name, version, path)

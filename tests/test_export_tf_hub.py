@@ -88,3 +88,15 @@ def test_the_encoder_needs_no_tensorflow_text(hub_dir, tmp_path):
     np.testing.assert_allclose(graph["default"], expected["pooled_output"], atol=2e-5, rtol=1e-5)
     with pytest.raises(FileExistsError):
         export_tf_hub(export.model, export.preprocessor, path)
+
+
+def test_a_failed_export_leaves_nothing(hub_dir, tmp_path, monkeypatch):
+    from keras_bert.export import tf_hub
+    _, export = hub_dir
+
+    def broken(*args):
+        raise ValueError("disk full")
+    monkeypatch.setattr(tf_hub, "PreprocessModule", broken)
+    with pytest.raises(ValueError, match="disk full"):
+        export_tf_hub(export.model, export.preprocessor, str(tmp_path / "bert"))
+    assert os.listdir(tmp_path) == []  # no encoder without its preprocessing, no scratch

@@ -71,15 +71,15 @@ def export_tf_hub(encoder: BertEncoder, preprocessor, export_dir: str) -> tuple[
     TensorFlow ops only. The preprocessing SavedModel: see ``PreprocessModule``.
 
     Raises:
-        FileExistsError: either directory exists.
+        FileExistsError: ``export_dir`` exists (nothing is written then, and nothing is left
+            behind if the export fails).
         TypeError: ``encoder`` is not a BertEncoder.
     """
     if not isinstance(encoder, BertEncoder):
         raise TypeError(f"export_tf_hub exports a BertEncoder, got {type(encoder).__name__}")
+    if tf.io.gfile.exists(export_dir):
+        raise FileExistsError(f"{export_dir!r} exists; export the TF Hub pair to a new directory")
     encoder_dir, preprocess_dir = join(export_dir, ENCODER_DIR), join(export_dir, PREPROCESS_DIR)
-    for path in (encoder_dir, preprocess_dir):
-        if tf.io.gfile.exists(path):
-            raise FileExistsError(f"{path!r} exists; export to a new directory")
     with tempfile.TemporaryDirectory(prefix="keras_bert_hub-") as scratch:
         vocab_path = os.path.join(scratch, vocab_lib.VOCAB_FILENAME)
         vocab_lib.save_vocab(list(preprocessor.vocabulary), vocab_path)
@@ -91,15 +91,18 @@ def export_tf_hub(encoder: BertEncoder, preprocessor, export_dir: str) -> tuple[
 
         module = ExportModule(encoder, {"serving_default": serving_default}, vocab_path,
                               preprocessor.lower_case)
-        with atomic_output_dir(encoder_dir) as out:
-            tf.saved_model.save(module, out, signatures={"serving_default": serving_default})
-            text_ops = sorted(op for op in ops.saved_model_op_types(out) if not ops.is_core_op(op))
+        # Both SavedModels appear together or not at all.
+        with atomic_output_dir(export_dir) as out:
+            encoder_out = os.path.join(out, ENCODER_DIR)
+            tf.saved_model.save(module, encoder_out,
+                                signatures={"serving_default": serving_default})
+            text_ops = sorted(op for op in ops.saved_model_op_types(encoder_out)
+                              if not ops.is_core_op(op))
             if text_ops:
                 raise ValueError(f"the encoder SavedModel would need non-core ops {text_ops}")
-        with atomic_output_dir(preprocess_dir) as out:
-            preprocess = PreprocessModule(preprocessor, vocab_path)
-            tf.saved_model.save(preprocess, out)
-            ops.check_ops(out)
+            preprocess_out = os.path.join(out, PREPROCESS_DIR)
+            tf.saved_model.save(PreprocessModule(preprocessor, vocab_path), preprocess_out)
+            ops.check_ops(preprocess_out)
     logger.info("exported a TF Hub encoder to %s and its preprocessing to %s", encoder_dir,
                 preprocess_dir)
     return encoder_dir, preprocess_dir
