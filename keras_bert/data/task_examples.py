@@ -36,12 +36,16 @@ class TextExample:
         text_pair: the second segment, or None for single texts.
         label: a class name (str), a regression target (float), or None when unlabelled.
         path, line: where the example was read, for error messages.
+        features: {name: value} of the other columns a classifier with features reads (as
+            read: strings from TSV/CSV, JSON values from JSONL; None or "" when missing), or
+            None.
     """
     text: str
     text_pair: str | None = None
     label: Label = None
     path: str | None = None
     line: int | None = None
+    features: dict | None = None
 
 
 @dataclasses.dataclass(frozen=True)

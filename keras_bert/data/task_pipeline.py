@@ -25,8 +25,14 @@ def _sequence_length(x) -> tf.Tensor:
 
 
 def _trim(x, length, token_level: bool):
-    """Cuts packed inputs (and token-level labels) to ``length`` positions."""
-    return tf.nest.map_structure(lambda t: t[..., :length], x) if token_level else x
+    """Cuts packed inputs (and token-level labels) to ``length`` positions; other inputs (a
+    classifier's features) have no sequence axis and stay as they are."""
+    if not token_level:
+        return x
+    if isinstance(x, dict):
+        return {name: value[..., :length] if name in INPUT_NAMES else value
+                for name, value in x.items()}
+    return tf.nest.map_structure(lambda t: t[..., :length], x)
 
 
 def bucket_by_length(dataset: tf.data.Dataset, batch_size: int, bucket_lengths: Sequence[int],
@@ -71,7 +77,7 @@ def bucket_by_length(dataset: tf.data.Dataset, batch_size: int, bucket_lengths: 
         def value(spec, label_like):
             if label_like and token_level_labels:
                 return tf.constant(IGNORED_LABEL if spec.dtype.is_integer else 0, spec.dtype)
-            return tf.constant(0, spec.dtype)
+            return tf.constant("" if spec.dtype == tf.string else 0, spec.dtype)
         if isinstance(element_spec, tuple):
             return tuple(tf.nest.map_structure(lambda s, i=i: value(s, i > 0), part)
                          for i, part in enumerate(element_spec))

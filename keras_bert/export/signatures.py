@@ -22,10 +22,12 @@ TEXT_SIGNATURE = "serving_default"
 @dataclasses.dataclass(frozen=True)
 class RawText:
     """The raw-text inputs of a serving_default call: string [batch] each (``choices``, for
-    multiple choice: string [batch, num_choices])."""
+    multiple choice: string [batch, num_choices]); ``features``: a classifier's other inputs,
+    {name: [batch]}, passed to the model beside the packed ids."""
     text: tf.Tensor
     text_pair: tf.Tensor | None = None
     choices: tf.Tensor | None = None
+    features: dict | None = None
 
 
 # (model, preprocessor, packed ids {name: int32 [batch, seq]}, raw text or None)
@@ -39,6 +41,8 @@ IdsSpecFn = Callable[..., dict]
 # (model, preprocessor, dynamic_padding) -> the serving_default tf.function, for raw text that
 # is not text/pair
 TextSignatureFn = Callable[..., object]
+# (model) -> {input name: tf.TensorSpec [batch]}, the model's inputs besides the text
+FeatureSpecFn = Callable[..., dict]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,12 +57,15 @@ class TaskExport:
         extra_signatures: more signatures (e.g. TF Serving's classify), or None.
         ids_spec: the serve_ids inputs when they are not int32 [batch, seq] (None).
         text_signature: builds serving_default when its inputs are not text (and text_pair).
+        feature_spec: the model's inputs besides the text (a classifier's features), which
+            serving_default and serve_ids take too, by name; None: none.
     """
     outputs: OutputsFn
     text_pair: bool = False
     extra_signatures: ExtraSignaturesFn | None = None
     ids_spec: IdsSpecFn | None = None
     text_signature: TextSignatureFn | None = None
+    feature_spec: FeatureSpecFn | None = None
 
 
 _REGISTRY: list[tuple[type, TaskExport]] = []
@@ -94,9 +101,11 @@ def text_input_signature(text_pair: bool) -> list[tf.TensorSpec]:
 def pack(preprocessor, raw: RawText, dynamic_padding: bool = True) -> dict[str, tf.Tensor]:
     """The preprocessor's packed ids for raw text (pairs when ``raw.text_pair`` is set): int32
     [batch, length] each, padded to the batch's longest row rounded up to a multiple of 8 (at
-    most seq_length), or with ``dynamic_padding=False`` to seq_length (static shapes)."""
+    most seq_length), or with ``dynamic_padding=False`` to seq_length (static shapes); plus
+    ``raw.features`` as they are, [batch] each."""
     packed = preprocessor(raw.text if raw.text_pair is None else [raw.text, raw.text_pair])
-    return trim_to_longest(packed) if dynamic_padding else packed
+    packed = trim_to_longest(packed) if dynamic_padding else packed
+    return {**packed, **(raw.features or {})}
 
 
 LENGTH_CHUNK_ROWS = 8  # rows per chunk when a raw-text batch runs sorted by length
@@ -114,7 +123,8 @@ def in_length_chunks(outputs_fn, packed: dict[str, tf.Tensor],
 
     Args:
         outputs_fn: packed ids {name: int32 [rows, length]} -> {output: [rows, ...]}.
-        packed: the batch's packed ids, [batch, length] each.
+        packed: the batch's packed ids, [batch, length] each (and any features, [batch]
+            each, which go with their rows).
         chunk_rows: rows per chunk.
     """
     mask = packed["input_mask"]
@@ -124,8 +134,9 @@ def in_length_chunks(outputs_fn, packed: dict[str, tf.Tensor],
 
     def chunk_outputs(index):
         start = index * chunk_rows
-        outputs = outputs_fn(trim_to_longest({name: value[start:start + chunk_rows]
-                                              for name, value in ordered.items()}))
+        chunk = {name: value[start:start + chunk_rows] for name, value in ordered.items()}
+        outputs = outputs_fn({**chunk, **trim_to_longest({name: chunk[name]
+                                                          for name in INPUT_NAMES})})
         padded = {}
         for name, value in outputs.items():
             if value.shape.rank >= 2 and value.shape[1] is None:  # a sequence axis
@@ -166,8 +177,10 @@ def build_signatures(model, preprocessor, text_pair: bool | None = None,
     """
     task = task_export(model)
     text_pair = task.text_pair if text_pair is None else text_pair
+    features = task.feature_spec(model) if task.feature_spec is not None else {}
 
     ids_spec = task.ids_spec(model) if task.ids_spec is not None else ids_input_signature()
+    ids_spec = {**ids_spec, **features}
 
     @tf.function(autograph=False, input_signature=[ids_spec])
     def serve_ids(inputs):
@@ -181,6 +194,14 @@ def build_signatures(model, preprocessor, text_pair: bool | None = None,
 
     if task.text_signature is not None:
         serving_default = task.text_signature(model, preprocessor, dynamic_padding)
+    elif features:
+        specs = {spec.name: spec for spec in text_input_signature(text_pair)}
+
+        @tf.function(autograph=False, input_signature=[{**specs, **features}])
+        def serving_default(inputs):
+            raw = RawText(inputs["text"], inputs.get("text_pair"),
+                          features={name: inputs[name] for name in features})
+            return text_outputs(raw)
     elif text_pair:
         @tf.function(autograph=False, input_signature=text_input_signature(True))
         def serving_default(text, text_pair):
@@ -198,13 +219,17 @@ def build_signatures(model, preprocessor, text_pair: bool | None = None,
     return signatures
 
 
-def parse_text_examples(serialized: tf.Tensor, text_pair: bool) -> RawText:
-    """RawText from serialized tf.Examples with bytes features "text" (and "text_pair")."""
-    features = {"text": tf.io.FixedLenFeature([], tf.string)}
+def parse_text_examples(serialized: tf.Tensor, text_pair: bool,
+                        other_features: dict[str, tf.io.FixedLenFeature] | None = None
+                        ) -> RawText:
+    """RawText from serialized tf.Examples with bytes features "text" (and "text_pair"), and
+    ``other_features`` (a classifier's, by name) as its ``features``."""
+    features = {"text": tf.io.FixedLenFeature([], tf.string), **(other_features or {})}
     if text_pair:
         features["text_pair"] = tf.io.FixedLenFeature([], tf.string)
     parsed = tf.io.parse_example(serialized, features)
-    return RawText(parsed["text"], parsed.get("text_pair"))
+    return RawText(parsed["text"], parsed.get("text_pair"),
+                   features={name: parsed[name] for name in other_features or {}} or None)
 
 
 # ------------------------------------------------------------------------------ the encoder

@@ -42,16 +42,37 @@ def classifier_outputs(model: BertClassifier, preprocessor, inputs: dict,
             "class_names": tf.gather(_class_names(model), class_ids)}
 
 
+def classifier_feature_spec(model: BertClassifier) -> dict[str, tf.TensorSpec]:
+    """The classifier's features, by name: numeric float32 [batch] (NaN: missing), categorical
+    string [batch] ("": missing); {} for a text-only classifier."""
+    if model.features is None:
+        return {}
+    model.require_feature_statistics()
+    return {name: tf.TensorSpec([None], tf.float32 if name in model.features.numeric_features
+                                else tf.string, name=name)
+            for name in model.feature_names}
+
+
+def classifier_example_features(model: BertClassifier) -> dict[str, tf.io.FixedLenFeature]:
+    """How the classify/regress signatures read the features from a tf.Example: numeric from a
+    float_list, categorical from a bytes_list; an absent feature is missing (NaN, "")."""
+    return {name: tf.io.FixedLenFeature([], spec.dtype,
+                                        default_value=float("nan") if spec.dtype == tf.float32
+                                        else "")
+            for name, spec in classifier_feature_spec(model).items()}
+
+
 def classifier_example_signatures(model: BertClassifier, preprocessor, text_pair: bool,
                                   dynamic_padding: bool = True) -> dict:
     """TF Serving's Classify (``classify``: classes and scores [batch, K]) or, for regression,
     Regress (``regress``: outputs [batch]) over tf.Examples with bytes features "text" (and
-    "text_pair")."""
+    "text_pair") and the classifier's features (see ``classifier_example_features``)."""
     spec = [tf.TensorSpec([None], tf.string, name="inputs")]
+    feature_parsing = classifier_example_features(model)
 
     @tf.function(autograph=False, input_signature=spec)
     def classify(inputs):
-        raw = parse_text_examples(inputs, text_pair)
+        raw = parse_text_examples(inputs, text_pair, feature_parsing)
         outputs = tf.cast(model(pack(preprocessor, raw, dynamic_padding), training=False),
                           tf.float32)
         if model.is_regression:
@@ -64,7 +85,8 @@ def classifier_example_signatures(model: BertClassifier, preprocessor, text_pair
 
 
 register(BertClassifier, TaskExport(outputs=classifier_outputs,
-                                    extra_signatures=classifier_example_signatures))
+                                    extra_signatures=classifier_example_signatures,
+                                    feature_spec=classifier_feature_spec))
 
 
 # ------------------------------------------------------------------------------ tagger (NER)

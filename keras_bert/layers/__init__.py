@@ -2,6 +2,7 @@
 
 from keras_bert.layers.dropout import BertDropout
 from keras_bert.layers.embeddings import BertEmbeddings
+from keras_bert.layers.features import TabularFeatures
 from keras_bert.layers.heads import MaskedLMHead, NextSentenceHead, gather_positions
 from keras_bert.layers.layer_normalization import BertLayerNormalization
 from keras_bert.layers.pooling import SentencePooling
@@ -10,5 +11,5 @@ from keras_bert.layers.transformer import BertSelfAttention, TransformerBlock, a
 
 __all__ = ["BertDropout", "BertEmbeddings", "BertLayerNormalization", "BertSelfAttention",
            "ClassificationHead", "MaskedLMHead", "NextSentenceHead", "SentencePooling",
-           "SpanHead", "TokenClassificationHead", "TransformerBlock", "attention_mask_bias",
-           "gather_positions"]
+           "SpanHead", "TabularFeatures", "TokenClassificationHead", "TransformerBlock",
+           "attention_mask_bias", "gather_positions"]

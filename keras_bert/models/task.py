@@ -14,7 +14,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.data.task_pipeline import is_packed, make_task_dataset
+from keras_bert.data.task_pipeline import INPUT_NAMES, is_packed, make_task_dataset
 from keras_bert.tokenization.preprocessor import PAD_MULTIPLE
 
 logger = logging.getLogger(__name__)
@@ -245,7 +245,8 @@ class BertTask(keras.Model):
             index = order[start:start + batch_size]
             length = min(max(-(-int(lengths[index].max()) // PAD_MULTIPLE) * PAD_MULTIPLE,
                              PAD_MULTIPLE), full_length)
-            batch = {name: value[index][..., :length] for name, value in packed.items()}
+            batch = {name: value[index][..., :length] if name in INPUT_NAMES else value[index]
+                     for name, value in packed.items()}  # features have no sequence axis
             results.append(keras.tree.map_structure(np.asarray, self.predict_on_batch(batch)))
             progress.add(len(index))
         restore = np.argsort(order, kind="stable")
