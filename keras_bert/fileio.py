@@ -24,6 +24,35 @@ def _local(path: str) -> str:
     return path[len("file://"):] if path.startswith("file://") else path
 
 
+class OutputExistsError(FileExistsError):
+    """An output path exists and overwriting was not asked for; ``path`` names it. The message
+    names the Python argument; the command line names its own flag (``--overwrite``)."""
+
+    def __init__(self, path: str, hint: str = "pass overwrite=True"):
+        super().__init__(f"output {path!r} already exists; remove it or {hint}")
+        self.path = path
+
+
+def check_writable_location(path: str) -> None:
+    """Fails early, before any long work, when the directory ``path`` (local) cannot be created
+    or written: it or its nearest existing ancestor is a file, or is not writable.
+
+    Raises:
+        NotADirectoryError or PermissionError, naming the path and the ancestor.
+    """
+    if is_remote(path):
+        return
+    path = os.path.abspath(_local(path))
+    ancestor = path
+    while not os.path.exists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        raise NotADirectoryError(f"cannot write {path!r}: {ancestor!r} is a file, not a "
+                                 "directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise PermissionError(f"cannot write {path!r}: no write permission in {ancestor!r}")
+
+
 def _gfile():
     import tensorflow as tf  # only for remote paths: TensorFlow takes seconds to import
 
@@ -67,7 +96,7 @@ def rename(src: str, dst: str, overwrite: bool = False) -> None:
         _gfile().rename(src, dst, overwrite=overwrite)
         return
     if not overwrite and os.path.exists(_local(dst)):
-        raise FileExistsError(f"{dst} already exists")
+        raise OutputExistsError(dst)
     os.replace(_local(src), _local(dst))
 
 
@@ -83,5 +112,5 @@ def copy(src: str, dst: str, overwrite: bool = False) -> None:
         _gfile().copy(src, dst, overwrite=overwrite)
         return
     if not overwrite and os.path.exists(_local(dst)):
-        raise FileExistsError(f"{dst} already exists")
+        raise OutputExistsError(dst)
     shutil.copyfile(_local(src), _local(dst))

@@ -12,6 +12,8 @@ from typing import Iterator
 
 import tensorflow as tf
 
+from keras_bert.fileio import OutputExistsError, check_writable_location  # noqa: F401
+
 logger = logging.getLogger(__name__)
 
 
@@ -28,10 +30,10 @@ def atomic_output_dir(dst: str, overwrite: bool = False) -> Iterator[str]:
     appears under its final name half-written. If the block raises, nothing is left behind.
 
     Raises:
-        FileExistsError: ``dst`` exists and ``overwrite`` is False.
+        OutputExistsError (a FileExistsError): ``dst`` exists and ``overwrite`` is False.
     """
     if tf.io.gfile.exists(dst) and not overwrite:
-        raise FileExistsError(f"output {dst!r} already exists; remove it or pass overwrite=True")
+        raise OutputExistsError(dst)
     if is_local(dst):
         parent = os.path.dirname(os.path.abspath(dst))
         os.makedirs(parent, exist_ok=True)

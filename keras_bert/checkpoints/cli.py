@@ -20,7 +20,8 @@ def add_parser(subparsers) -> None:
                     "them. Nothing is written when the conversion fails.")
     convert.add_argument("--from", dest="from_format", choices=loader.FORMATS,
                          help="source format (detected when omitted)")
-    convert.add_argument("--to", dest="to_format", choices=loader.FORMATS, required=True)
+    convert.add_argument("--to", dest="to_format", choices=loader.FORMATS, required=True,
+                         help="the format to write")
     convert.add_argument("--overwrite", action="store_true", help="replace DST if it exists")
     convert.add_argument("src", metavar="SRC")
     convert.add_argument("dst", metavar="DST")

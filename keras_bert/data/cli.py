@@ -2,33 +2,19 @@
 
 The flags and defaults are those of google-research/bert's create_pretraining_data.py, plus
 --output_dir/--num_shards, --num_workers, --gzip, --v2_feature_names and --window_bytes.
-Booleans accept `--flag`, `--flag=false` and absl's `--noflag`.
+Booleans accept `--flag`, `--flag=false`, `--no_flag` and absl's `--noflag`.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from keras_bert.cli_flags import add_bool_flag, add_lower_case_flag
 from keras_bert.data.pretraining_data import PretrainingDataConfig, create_pretraining_data
 from keras_bert.data.pretraining_worker import InstanceOptions
 
 DESCRIPTION = ("Write BERT pretraining TFRecords (masked LM + next sentence prediction) from "
                "text with one sentence per line and a blank line between documents.")
-
-
-def _parse_bool(value: str) -> bool:
-    lowered = value.lower()
-    if lowered in ("1", "true", "t", "yes", "y"):
-        return True
-    if lowered in ("0", "false", "f", "no", "n"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
-
-
-def _add_bool(parser: argparse.ArgumentParser, name: str, default: bool, help_text: str) -> None:
-    parser.add_argument(f"--{name}", type=_parse_bool, nargs="?", const=True, default=default,
-                        metavar="BOOL", help=f"{help_text} (default: {default})")
-    parser.add_argument(f"--no{name}", dest=name, action="store_false", help=argparse.SUPPRESS)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,10 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="number of files in --output_dir (default: 1)")
     parser.add_argument("--vocab_file", required=True,
                         help="the WordPiece vocabulary the model is trained with")
-    _add_bool(parser, "do_lower_case", True,
-              "lower-case the text; true for uncased vocabularies, false for cased ones")
-    _add_bool(parser, "do_whole_word_mask", False,
-              "mask all WordPieces of a word together")
+    add_lower_case_flag(parser, default=True)
+    add_bool_flag(parser, "do_whole_word_mask", False,
+                  "mask all WordPieces of a word together")
     parser.add_argument("--max_seq_length", type=int, default=defaults.max_seq_length,
                         help="maximum sequence length (default: %(default)s)")
     parser.add_argument("--max_predictions_per_seq", type=int,
@@ -65,13 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num_workers", type=int, default=0,
                         help="worker processes; 0 = one per CPU core (default: 0). The output "
                              "does not depend on it")
-    _add_bool(parser, "gzip", False, "GZIP-compress the TFRecord files")
-    _add_bool(parser, "v2_feature_names", False,
-              "name input_ids/segment_ids input_word_ids/input_type_ids (TF Model Garden)")
+    add_bool_flag(parser, "gzip", False, "GZIP-compress the TFRecord files")
+    add_bool_flag(parser, "v2_feature_names", False,
+                  "name input_ids/segment_ids input_word_ids/input_type_ids (TF Model Garden)")
     parser.add_argument("--window_bytes", type=int, default=PretrainingDataConfig.window_bytes,
                         help="text per window of documents: bounds memory; random next "
                              "segments come from the same window (default: %(default)s)")
-    _add_bool(parser, "progress", True, "show a progress bar on stderr")
+    add_bool_flag(parser, "progress", True, "show a progress bar on stderr")
 
 
 def config_from_args(args: argparse.Namespace) -> PretrainingDataConfig:

@@ -6,9 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 
 import numpy as np
+
+from keras_bert.cli_flags import add_bool_flag, add_lower_case_flag
 
 logger = logging.getLogger(__name__)
 
@@ -25,15 +28,14 @@ def add_parser(subparsers) -> None:
     export.add_argument("--model_name", required=True, help="the name the model is served as")
     export.add_argument("--version", type=int, help="version number (default: the next one)")
     export.add_argument("--vocab", help="vocab.txt (default: the checkpoint's)")
-    export.add_argument("--lower_case", action=argparse.BooleanOptionalAction, default=None,
-                        help="casing of the vocabulary (default: read from the checkpoint)")
+    add_lower_case_flag(export)
     export.add_argument("--seq_length", type=int, help="packed length of raw text (128)")
-    export.add_argument("--text_pair", action=argparse.BooleanOptionalAction, default=None,
-                        help="serving_default takes text and text_pair (default: the task's)")
-    export.add_argument("--dynamic_padding", action=argparse.BooleanOptionalAction,
-                        default=True,
-                        help="pad raw text to each batch's longest text (default), or with "
-                             "--no-dynamic_padding always to --seq_length (static shapes)")
+    add_bool_flag(export, "text_pair", None, "serving_default takes text and text_pair",
+                  default_text="the task's", negative_aliases=("no-text_pair",))
+    add_bool_flag(export, "dynamic_padding", True,
+                  "pad raw text to each batch's longest text, not always to --seq_length "
+                  "(false: static shapes, e.g. for XLA)",
+                  negative_aliases=("no-dynamic_padding",))
     export.add_argument("--mixed_precision", choices=("bf16",),
                         help="compute in bfloat16 with float32 weights and outputs (GPUs, CPUs "
                              "with AVX512_BF16/AMX); default: float32")
@@ -45,7 +47,8 @@ def add_parser(subparsers) -> None:
     predict.add_argument("texts", metavar="TEXT", nargs="+")
     predict.add_argument("--server", required=True, help="host:port")
     predict.add_argument("--model", required=True, help="the served model's name")
-    predict.add_argument("--protocol", choices=("grpc", "rest"), default="grpc")
+    predict.add_argument("--protocol", choices=("grpc", "rest"), default="grpc",
+                         help="gRPC (port 8500) or REST (port 8501) (default: %(default)s)")
     predict.add_argument("--text_pair", action="append",
                          help="the second text of a pair (once per TEXT)")
     predict.add_argument("--choices", action="append", type=_choice_list,
@@ -54,20 +57,24 @@ def add_parser(subparsers) -> None:
     predict.add_argument("--version", type=int, help="a specific version (default: latest)")
     predict.add_argument("--signature", default="", help="signature (default: serving_default)")
     predict.add_argument("--outputs", help="comma-separated outputs to print (default: all)")
-    predict.add_argument("--timeout_s", type=float, default=30.0)
+    predict.add_argument("--timeout_s", type=float, default=30.0,
+                         help="seconds to wait for the answer (default: %(default)s)")
     predict.set_defaults(run=run_predict)
 
 
 def run_export(args: argparse.Namespace) -> int:
     from keras_bert.checkpoints import find_vocab, load_model
-    from keras_bert.export.saved_model import export_model
+    from keras_bert.export.saved_model import check_export_target, export_model
     from keras_bert.models import BertPretrainer
+    if not os.path.exists(args.checkpoint) and "://" not in args.checkpoint:
+        raise FileNotFoundError(f"checkpoint {args.checkpoint!r} does not exist")
+    check_export_target(args.export_base, args.model_name, args.version)  # before loading
     model = load_model(args.checkpoint)
     if isinstance(model, BertPretrainer):
         logger.info("%s has pretraining heads; exporting its encoder", args.checkpoint)
         model = model.encoder
     vocab = args.vocab
-    lower_case = args.lower_case
+    lower_case = args.do_lower_case
     if vocab is None and getattr(model, "preprocessor", None) is None:
         vocab = find_vocab(args.checkpoint)
         if vocab is None:

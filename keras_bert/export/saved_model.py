@@ -10,7 +10,7 @@ import tempfile
 import tensorflow as tf
 
 from keras_bert.export import ops, signatures, tasks  # noqa: F401  (tasks registers exports)
-from keras_bert.io_utils import atomic_output_dir, is_local, join
+from keras_bert.io_utils import atomic_output_dir, check_writable_location, is_local, join
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization import vocab as vocab_lib
 from keras_bert.tokenization.preprocessor import BertPreprocessor
@@ -83,6 +83,27 @@ def next_version(model_dir: str) -> int:
     versions = [int(e.rstrip("/")) for e in tf.io.gfile.listdir(model_dir)
                 if e.rstrip("/").isdigit()]
     return max(versions, default=0) + 1
+
+
+def check_export_target(export_base: str, model_name: str, version: int | None = None) -> None:
+    """Fails before any work when ``<export_base>/<model_name>/<version>`` cannot be written: a
+    path component is a file or unwritable, the version is not positive, or it exists already.
+
+    Raises:
+        NotADirectoryError, PermissionError, ValueError or FileExistsError, naming the path.
+    """
+    if not model_name or "/" in model_name or model_name in (".", ".."):
+        raise ValueError(f"model_name must be one directory name, got {model_name!r}")
+    model_dir = join(export_base, model_name)
+    check_writable_location(model_dir)
+    if version is None:
+        return
+    if int(version) < 1:
+        raise ValueError(f"version must be a positive integer, got {version}")
+    version_dir = join(model_dir, str(int(version)))
+    if tf.io.gfile.exists(version_dir):
+        raise FileExistsError(f"{version_dir!r} exists; TF Serving versions are immutable, so "
+                              "export as a new version (leave version unset for the next one)")
 
 
 def resolve_preprocessor(model, preprocessor=None, vocab_file: str | None = None,
@@ -160,17 +181,13 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
         FileExistsError: that version exists already.
         ValueError: the model cannot be exported, or its graph has ops TF Serving cannot run.
     """
+    check_export_target(export_base, model_name, version)
     preprocessor = resolve_preprocessor(model, preprocessor, vocab_file, lower_case, seq_length)
     if mixed_precision is not None:
         model = with_compute_dtype(model, mixed_precision)
     model_dir = join(export_base, model_name)
     version = next_version(model_dir) if version is None else int(version)
-    if version < 1:
-        raise ValueError(f"version must be a positive integer, got {version}")
     version_dir = join(model_dir, str(version))
-    if tf.io.gfile.exists(version_dir):
-        raise FileExistsError(f"{version_dir!r} exists; TF Serving versions are immutable, so "
-                              "export as a new version (leave version unset for the next one)")
     with tempfile.TemporaryDirectory(prefix="keras_bert_export-") as scratch:
         vocab_path = os.path.join(scratch, vocab_lib.VOCAB_FILENAME)
         vocab_lib.save_vocab(list(preprocessor.vocabulary), vocab_path)

@@ -156,8 +156,9 @@ class BertClassifier(BertTask):
         fresh head and a BertPreprocessor from the checkpoint's vocab.txt; or, when ``path``
         holds a saved BertClassifier, that classifier."""
         from keras_bert.models.pretrained import load_task_parts
-        saved, encoder, preprocessor = load_task_parts(cls, path, seq_length,
-                                                       dtype=kwargs.pop("dtype", None))
+        saved, encoder, preprocessor = load_task_parts(
+            cls, path, seq_length, dtype=kwargs.pop("dtype", None),
+            lower_case=kwargs.pop("lower_case", None))
         return saved if saved is not None else cls(encoder, num_classes,
                                                    preprocessor=preprocessor, **kwargs)
 

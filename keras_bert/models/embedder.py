@@ -91,8 +91,9 @@ class BertEmbedder(BertTask):
         """An embedder on the encoder at ``path`` (any checkpoint format) with a BertPreprocessor
         from its vocab.txt."""
         from keras_bert.models.pretrained import load_task_parts
-        saved, encoder, preprocessor = load_task_parts(cls, path, seq_length,
-                                                       dtype=kwargs.pop("dtype", None))
+        saved, encoder, preprocessor = load_task_parts(
+            cls, path, seq_length, dtype=kwargs.pop("dtype", None),
+            lower_case=kwargs.pop("lower_case", None))
         return saved if saved is not None else cls(encoder, preprocessor=preprocessor, **kwargs)
 
     def default_loss(self):

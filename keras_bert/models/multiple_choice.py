@@ -73,8 +73,9 @@ class BertMultipleChoice(BertTask):
         """A multiple-choice model on the encoder at ``path`` (any format) with a preprocessor
         from its vocab.txt, or the saved one at ``path``."""
         from keras_bert.models.pretrained import load_task_parts
-        saved, encoder, preprocessor = load_task_parts(cls, path, seq_length,
-                                                       dtype=kwargs.pop("dtype", None))
+        saved, encoder, preprocessor = load_task_parts(
+            cls, path, seq_length, dtype=kwargs.pop("dtype", None),
+            lower_case=kwargs.pop("lower_case", None))
         return saved if saved is not None else cls(encoder, num_choices,
                                                    preprocessor=preprocessor, **kwargs)
 

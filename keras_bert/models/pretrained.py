@@ -10,13 +10,15 @@ from keras_bert.tokenization.tokenizer import BertTokenizer
 logger = logging.getLogger(__name__)
 
 
-def load_task_parts(task_class, path: str, seq_length: int, dtype=None):
+def load_task_parts(task_class, path: str, seq_length: int, dtype=None,
+                    lower_case: bool | None = None):
     """(saved task model or None, encoder, preprocessor or None) for ``path``.
 
     When ``path`` holds a saved model of ``task_class`` (our ``.keras`` format), it is returned
     as it is. Otherwise the encoder is loaded from any checkpoint format and a BertPreprocessor
     of ``seq_length`` is built from the vocab.txt beside it (None, with a warning, when there is
-    none: the model then takes packed ids only).
+    none: the model then takes packed ids only). ``lower_case`` overrides the checkpoint's
+    casing for that preprocessor.
     """
     from keras_bert.checkpoints import detect_format, find_vocab, load_encoder, load_model
     from keras_bert.models.encoder import BertEncoder
@@ -36,7 +38,8 @@ def load_task_parts(task_class, path: str, seq_length: int, dtype=None):
         encoder = load_encoder(path, dtype=dtype)
     if preprocessor is None:
         if find_vocab(path) is not None:
-            preprocessor = BertPreprocessor.from_pretrained(path, seq_length=seq_length)
+            preprocessor = BertPreprocessor.from_pretrained(path, seq_length=seq_length,
+                                                            lower_case=lower_case)
         else:
             logger.warning("%s has no vocab.txt; the %s takes packed ids only (pass "
                            "preprocessor=BertPreprocessor(vocab_file, ...) for raw text)",

@@ -75,8 +75,9 @@ class BertQuestionAnswerer(BertTask):
         """A question answerer on the encoder at ``path`` (any format) with a preprocessor from
         its vocab.txt (seq_length 384, as for SQuAD), or the saved one at ``path``."""
         from keras_bert.models.pretrained import load_task_parts
-        saved, encoder, preprocessor = load_task_parts(cls, path, seq_length,
-                                                       dtype=kwargs.pop("dtype", None))
+        saved, encoder, preprocessor = load_task_parts(
+            cls, path, seq_length, dtype=kwargs.pop("dtype", None),
+            lower_case=kwargs.pop("lower_case", None))
         return saved if saved is not None else cls(encoder, preprocessor=preprocessor, **kwargs)
 
     @property

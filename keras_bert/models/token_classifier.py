@@ -98,8 +98,9 @@ class BertTokenClassifier(BertTask):
         """A tagger on the encoder at ``path`` (any format) with a preprocessor from its
         vocab.txt, or the saved BertTokenClassifier at ``path``."""
         from keras_bert.models.pretrained import load_task_parts
-        saved, encoder, preprocessor = load_task_parts(cls, path, seq_length,
-                                                       dtype=kwargs.pop("dtype", None))
+        saved, encoder, preprocessor = load_task_parts(
+            cls, path, seq_length, dtype=kwargs.pop("dtype", None),
+            lower_case=kwargs.pop("lower_case", None))
         if saved is not None:
             return saved
         if label_names is None:

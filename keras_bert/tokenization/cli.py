@@ -6,6 +6,7 @@ import argparse
 
 import tensorflow as tf
 
+from keras_bert.cli_flags import add_lower_case_flag
 from keras_bert.tokenization import vocab as vocab_lib
 from keras_bert.tokenization.vocab_learning import learn_vocab
 
@@ -23,8 +24,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--vocab_size", type=int, default=30522,
                         help="number of tokens, reserved ones included (default: 30522)")
     parser.add_argument("--output", required=True, help="the vocab.txt to write")
-    parser.add_argument("--cased", action="store_true",
-                        help="keep case and accents (default: uncased)")
+    add_lower_case_flag(parser, default=True)
+    parser.add_argument("--cased", dest="do_lower_case", action="store_false",
+                        default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # an old spelling
     parser.add_argument("--num_unused", type=int, default=0,
                         help="[unusedN] slots after [PAD] (Google's English vocabs have 99)")
     parser.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
@@ -35,9 +37,9 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     if tf.io.gfile.exists(args.output) and not args.overwrite:
         raise FileExistsError(f"{args.output} exists; pass --overwrite to replace it")
-    tokens = learn_vocab(args.input, args.vocab_size, lower_case=not args.cased,
+    tokens = learn_vocab(args.input, args.vocab_size, lower_case=args.do_lower_case,
                          num_unused=args.num_unused, progress=not args.no_progress)
     vocab_lib.save_vocab(tokens, args.output)
-    print(f"wrote {len(tokens)} tokens ({'cased' if args.cased else 'uncased'}) to "
+    print(f"wrote {len(tokens)} tokens ({'uncased' if args.do_lower_case else 'cased'}) to "
           f"{args.output}")
     return 0

@@ -130,6 +130,9 @@ def resolve_pretrained(path: str) -> tuple[str, bool]:
     Returns:
         (vocab_path, lower_case).
     """
+    if not fileio.exists(path):
+        raise FileNotFoundError(f"'{path}' does not exist; pass a Google or Hugging Face "
+                                f"checkpoint directory or a vocab file")
     if fileio.isdir(path):
         directory, vocab_path = path, os.path.join(path, VOCAB_FILENAME)
     else:
@@ -150,6 +153,7 @@ def resolve_pretrained(path: str) -> tuple[str, bool]:
     if "cased" in base:
         return vocab_path, False
     logger.warning("Could not tell the casing of '%s' (no do_lower_case in tokenizer_config.json "
-                   "or config.json, no 'cased'/'uncased' in its name); assuming uncased. Pass "
-                   "lower_case= to choose.", path)
+                   "or config.json, no 'cased'/'uncased' in its name); assuming uncased. Choose "
+                   "with lower_case= in Python, --do_lower_case / --no_do_lower_case on the "
+                   "command line.", path)
     return vocab_path, True

@@ -14,14 +14,15 @@ from keras_bert.training.optimization import OPTIMIZERS
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "pretrain", help="pretrain BERT (masked LM + next sentence) on pretraining TFRecords",
-        description="Pretrain BERT on TFRecords written by `keras-bert create-pretraining-data` "
+        description="Pretrain BERT on TFRecords written by `keras-bert pretraining-data` "
                     "or google-research/bert. Rerunning with the same --output_dir resumes from "
                     "the last checkpoint. Writes checkpoints/, summaries/ (TensorBoard) and, at "
                     "the end, export/google (TF1 checkpoint) and export/keras.")
     io = parser.add_argument_group("inputs and outputs")
     io.add_argument("--input_file", required=True,
                     help="comma-separated globs of TFRecord files (local or gs://)")
-    io.add_argument("--output_dir", required=True)
+    io.add_argument("--output_dir", required=True,
+                    help="checkpoints/, summaries/ and export/ go here; rerun to resume")
     io.add_argument("--bert_config_file", help="bert_config.json of the model to train")
     io.add_argument("--preset", help=f"or a named architecture: {', '.join(BertConfig.presets())}")
     io.add_argument("--vocab_size", type=int,
@@ -33,38 +34,57 @@ def add_parser(subparsers) -> None:
                     help="skip export/google and export/keras at the end")
 
     data = parser.add_argument_group("data")
-    data.add_argument("--max_seq_length", type=int, default=128)
-    data.add_argument("--max_predictions_per_seq", type=int, default=20)
+    data.add_argument("--max_seq_length", type=int, default=128,
+                      help="the records' sequence length (default: %(default)s)")
+    data.add_argument("--max_predictions_per_seq", type=int, default=20,
+                      help="the records' masked positions per sequence (default: %(default)s)")
     data.add_argument("--dynamic_masking", action="store_true",
                       help="re-mask every batch instead of using the records' masks")
     data.add_argument("--whole_word_mask", action="store_true", help="with --dynamic_masking")
-    data.add_argument("--masked_lm_prob", type=float, default=0.15)
-    data.add_argument("--shuffle_buffer_size", type=int, default=1000)
-    data.add_argument("--seed", type=int, default=12345)
+    data.add_argument("--masked_lm_prob", type=float, default=0.15,
+                      help="with --dynamic_masking: share of tokens masked (default: %(default)s)")
+    data.add_argument("--shuffle_buffer_size", type=int, default=1000,
+                      help="examples in the shuffle buffer (default: %(default)s)")
+    data.add_argument("--seed", type=int, default=12345,
+                      help="shuffling, masking and initialization seed (default: %(default)s)")
 
     train = parser.add_argument_group("optimization")
     train.add_argument("--train_batch_size", type=int, default=256,
                        help="global examples per update (all replicas, all accumulation steps)")
-    train.add_argument("--num_train_steps", type=int, default=1_000_000)
-    train.add_argument("--num_warmup_steps", type=int, default=10_000)
-    train.add_argument("--learning_rate", type=float, default=1e-4)
-    train.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
-    train.add_argument("--weight_decay", type=float, default=0.01)
+    train.add_argument("--num_train_steps", type=int, default=1_000_000,
+                       help="optimizer updates in all (default: %(default)s)")
+    train.add_argument("--num_warmup_steps", type=int, default=10_000,
+                       help="linear warmup steps, then linear decay to 0 (default: %(default)s)")
+    train.add_argument("--learning_rate", type=float, default=1e-4,
+                       help="peak learning rate (default: %(default)s)")
+    train.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw",
+                       help="adamw: Google's AdamWeightDecay; lamb: for large batches "
+                            "(default: %(default)s)")
+    train.add_argument("--weight_decay", type=float, default=0.01,
+                       help="decoupled weight decay, not on LayerNorm or biases "
+                            "(default: %(default)s)")
     train.add_argument("--clip_norm", type=float, default=1.0, help="global norm; 0 disables")
-    train.add_argument("--gradient_accumulation_steps", type=int, default=1)
-    train.add_argument("--mixed_precision", choices=("none", "bf16", "fp16"), default="none")
+    train.add_argument("--gradient_accumulation_steps", type=int, default=1,
+                       help="micro-batches summed per update (default: %(default)s)")
+    train.add_argument("--mixed_precision", choices=("none", "bf16", "fp16"), default="none",
+                       help="compute dtype; bf16 for TPUs and recent GPUs/CPUs, fp16 with loss "
+                            "scaling (default: %(default)s)")
     train.add_argument("--jit_compile", action="store_true",
                        help="compile each replica's forward and backward pass with XLA")
 
     run = parser.add_argument_group("run")
-    run.add_argument("--strategy", choices=STRATEGIES, default="auto")
+    run.add_argument("--strategy", choices=STRATEGIES, default="auto",
+                     help="tf.distribute strategy; auto: TPU, several GPUs, or the default "
+                          "(default: %(default)s)")
     run.add_argument("--tpu", help="TPU name or address ('local' on a TPU VM)")
     run.add_argument("--num_cpu_devices", type=int, default=0,
                      help="split the CPU into this many devices (data parallelism without GPUs)")
     run.add_argument("--steps_per_loop", type=int, default=100,
                      help="steps per compiled loop; also the logging/summary interval")
-    run.add_argument("--save_checkpoints_steps", type=int, default=1000)
-    run.add_argument("--keep_checkpoint_max", type=int, default=5)
+    run.add_argument("--save_checkpoints_steps", type=int, default=1000,
+                     help="steps between checkpoints (default: %(default)s)")
+    run.add_argument("--keep_checkpoint_max", type=int, default=5,
+                     help="checkpoints kept (default: %(default)s)")
     run.add_argument("--no_checkpoint_input_pipeline", dest="checkpoint_input_pipeline",
                      action="store_false", help="do not save the input iterator (resume then "
                      "restarts the data order)")

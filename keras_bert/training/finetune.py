@@ -60,6 +60,7 @@ class FinetuneConfig:
         overwrite: replace the results of an earlier run in output_dir.
         verbose: progress output (0 silent, 1 progress bar, 2 one line per epoch); with
             several workers, the chief's progress bar only.
+        lower_case: overrides the casing read from init_checkpoint (None: read it).
 
     Example:
     >>> config = FinetuneConfig("classification", "uncased_L-12_H-768_A-12", "train.tsv",
@@ -84,6 +85,7 @@ class FinetuneConfig:
     seed: int = 0
     overwrite: bool = False
     verbose: int | str = "auto"
+    lower_case: bool | None = None
 
 
 def write_json(path: str, value) -> None:
@@ -187,7 +189,8 @@ def run_finetune(config: FinetuneConfig) -> dict:
     squad_v2 = config.task == "squad" and tasks.is_squad_v2([train, dev or []], options)
     keras.utils.set_random_seed(config.seed)
     with strategy.scope():
-        model = tasks.build_model(config.task, config.init_checkpoint, labels, train, options)
+        model = tasks.build_model(config.task, config.init_checkpoint, labels, train, options,
+                                  lower_case=config.lower_case)
         buckets = _bucket_lengths(config)
         is_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
 

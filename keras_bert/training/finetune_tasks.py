@@ -32,15 +32,26 @@ class TaskOptions:
     max_answer_length: int = 30
     version_2_with_negative: bool | None = None
     null_score_diff_threshold: float = 0.0
+    numeric_features: Sequence[str] = ()  # classification/regression: columns beside the text
+    categorical_features: Sequence[str] = ()
+
+    @property
+    def feature_columns(self) -> list[str]:
+        return [*self.numeric_features, *self.categorical_features]
 
 
 def read_examples(task: str, path: str, options: TaskOptions, with_labels: bool = True) -> list:
     """The examples of a train or dev file for ``task``."""
     if task in ("classification", "regression"):
         if path.lower().endswith((".jsonl", ".json")) or options.data_format == "jsonl":
-            return jsonl.read_jsonl(path, with_labels=with_labels)
+            return jsonl.read_jsonl(path, with_labels=with_labels,
+                                    feature_keys=options.feature_columns)
         layout = "generic" if options.data_format in ("auto", "csv", "tsv") else options.data_format
-        return glue.read_glue(path, layout, with_labels=with_labels)
+        return glue.read_glue(path, layout, with_labels=with_labels,
+                              feature_columns=options.feature_columns)
+    if options.feature_columns:
+        raise ValueError(f"numeric and categorical features are for the classification and "
+                         f"regression tasks, not {task}")
     if task == "ner":
         return conll.read_conll(path, with_labels=with_labels)
     if task == "squad":
@@ -71,27 +82,36 @@ def label_names(task: str, train_examples: Sequence, options: TaskOptions) -> li
     return names
 
 
-def build_model(task: str, init_checkpoint: str, labels, train_examples, options: TaskOptions):
-    """The task model on ``init_checkpoint``'s encoder, with a preprocessor from its vocab."""
+def build_model(task: str, init_checkpoint: str, labels, train_examples, options: TaskOptions,
+                lower_case: bool | None = None):
+    """The task model on ``init_checkpoint``'s encoder, with a preprocessor from its vocab
+    (``lower_case`` overrides the checkpoint's casing)."""
     from keras_bert.models import (BertClassifier, BertMultipleChoice, BertQuestionAnswerer,
                                    BertTokenClassifier)
     length = options.seq_length
     if task in ("classification", "regression"):
         num_classes = 1 if task == "regression" else len(labels)
-        model = BertClassifier.from_pretrained(init_checkpoint, num_classes, length,
-                                               label_names=labels)
+        model = BertClassifier.from_pretrained(
+            init_checkpoint, num_classes, length, label_names=labels, lower_case=lower_case,
+            numeric_features=list(options.numeric_features) or None,
+            categorical_features=list(options.categorical_features) or None)
         if model.num_classes != num_classes:
             raise ValueError(f"{init_checkpoint!r} holds a classifier with {model.num_classes} "
                              f"classes, but the task has {num_classes}")
+        if model.feature_names != options.feature_columns:
+            raise ValueError(f"{init_checkpoint!r} holds a classifier with the features "
+                             f"{model.feature_names}, but the task has {options.feature_columns}")
+        model.adapt_features(train_examples)  # statistics and vocabularies from the train set
     elif task == "ner":
-        model = BertTokenClassifier.from_pretrained(init_checkpoint, labels, length)
+        model = BertTokenClassifier.from_pretrained(init_checkpoint, labels, length,
+                                                    lower_case=lower_case)
     elif task == "squad":
         model = BertQuestionAnswerer.from_pretrained(
             init_checkpoint, length, doc_stride=options.doc_stride,
-            max_query_length=options.max_query_length)
+            max_query_length=options.max_query_length, lower_case=lower_case)
     else:
         model = BertMultipleChoice.from_pretrained(
-            init_checkpoint, len(train_examples[0].choices), length)
+            init_checkpoint, len(train_examples[0].choices), length, lower_case=lower_case)
     if model.preprocessor is None:
         raise FileNotFoundError(f"no vocab.txt beside {init_checkpoint!r}; fine-tuning on raw "
                                 f"text needs the checkpoint's vocabulary")

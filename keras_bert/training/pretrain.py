@@ -122,7 +122,7 @@ def run_pretraining(config: PretrainingConfig,
         nsp_accuracy, grad_norm, learning_rate, steps_per_second), the last checkpoint and
         the export directory.
 
-    Example (needs TFRecords, e.g. from ``keras-bert create-pretraining-data``)::
+    Example (needs TFRecords, e.g. from ``keras-bert pretraining-data``)::
 
         result = run_pretraining(PretrainingConfig(
             "data/*.tfrecord", "runs/tiny", BertConfig.preset("L-2_H-128_A-2"),

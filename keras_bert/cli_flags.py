@@ -1,0 +1,48 @@
+"""Flags shared by the `keras-bert` commands, spelled one way everywhere (pure Python).
+
+Booleans follow Google's absl scripts: ``--flag``, ``--flag=true|false`` and absl's ``--noflag``
+all work, and ``--no_flag`` is the documented negative form.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+TRUE = ("1", "true", "t", "yes", "y")
+FALSE = ("0", "false", "f", "no", "n")
+
+
+def parse_bool(value: str) -> bool:
+    lowered = value.lower()
+    if lowered in TRUE:
+        return True
+    if lowered in FALSE:
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+
+
+def add_bool_flag(parser, name: str, default: bool | None, help_text: str,
+                  aliases: tuple[str, ...] = (), negative_aliases: tuple[str, ...] = (),
+                  default_text: str = "read from the checkpoint") -> None:
+    """Adds ``--NAME[=BOOL]`` and ``--no_NAME`` (plus absl's hidden ``--noNAME`` and any old
+    spellings in ``aliases``/``negative_aliases``, hidden) to ``parser``."""
+    shown_default = default_text if default is None else str(default).lower()
+    parser.add_argument(f"--{name}", dest=name, type=parse_bool, nargs="?", const=True,
+                        default=default, metavar="BOOL",
+                        help=f"{help_text} (default: {shown_default}; --no_{name} for false)")
+    for alias in aliases:
+        parser.add_argument(f"--{alias}", dest=name, type=parse_bool, nargs="?", const=True,
+                            default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    for negative in (f"no_{name}", f"no{name}", *negative_aliases):
+        parser.add_argument(f"--{negative}", dest=name, action="store_false",
+                            default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
+def add_lower_case_flag(parser, default: bool | None = None) -> None:
+    """Google's ``--do_lower_case``: the casing of the vocabulary, ``args.do_lower_case``.
+
+    ``--lower_case``/``--no-lower_case``/``--no_lower_case`` (earlier spellings) still work."""
+    add_bool_flag(parser, "do_lower_case", default,
+                  "lower-case and strip accents before WordPiece, as an uncased vocabulary needs",
+                  aliases=("lower_case",),
+                  negative_aliases=("no-lower_case", "no_lower_case", "no-do_lower_case"))

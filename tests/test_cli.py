@@ -1,0 +1,180 @@
+"""The `keras-bert` command line as a user meets it: help texts that name real commands and
+documented flags, one casing flag on every command, errors that name the CLI's own flags and fail
+before long work, and a quiet start-up unless -v."""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from keras_bert import cli
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KERAS_BERT = [sys.executable, "-m", "keras_bert.cli"]
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    parser = cli.build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def _run(args, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(KERAS_BERT + list(args), capture_output=True, text=True, cwd=REPO,
+                          timeout=300, env={**os.environ, "PYTHONPATH": REPO}, **kwargs)
+
+
+def test_the_two_command_tables_cannot_disagree():
+    assert set(cli.COMMANDS) == set(cli.COMMAND_MODULES.values())
+    assert set(_subparsers()) == set(cli.COMMAND_MODULES) | {cli.SERVE}
+
+
+def test_help_texts_name_only_commands_that_exist():
+    commands = set(cli.COMMAND_MODULES) | {cli.SERVE}
+    for name, parser in _subparsers().items():
+        text = parser.format_help()
+        for mentioned in re.findall(r"`keras-bert\s+([a-z][a-z-]*)", text):
+            assert mentioned in commands, f"`keras-bert {name} --help` names `keras-bert " \
+                                          f"{mentioned}`, which is not a command"
+
+
+@pytest.mark.parametrize("command", ["extract-features", "finetune", "export", "pretrain",
+                                     "pretraining-data", "vocab", "convert", "predict"])
+def test_every_documented_option_has_a_help_text(command):
+    parser = _subparsers()[command]
+    for action in parser._actions:
+        if action.help == argparse.SUPPRESS or not action.option_strings:
+            continue
+        if action.option_strings == ["-h", "--help"]:
+            continue
+        assert action.help, f"`keras-bert {command}` documents {action.option_strings} " \
+                            f"without a help text"
+
+
+CASING = {  # argv that each command needs besides the casing flag
+    "export": ["ckpt", "models", "--model_name", "m"],
+    "finetune": ["--task", "classification", "--init_checkpoint", "c", "--train_file", "t",
+                 "--output_dir", "o"],
+    "extract-features": ["--init_checkpoint", "c", "--input_file", "i", "--output_file", "o"],
+    "pretraining-data": ["--input_file", "i", "--output_file", "o", "--vocab_file", "v"],
+    "vocab": ["--input", "i", "--output", "o"],
+}
+SPELLINGS = [([], None), (["--do_lower_case"], True), (["--do_lower_case=true"], True),
+             (["--do_lower_case=false"], False), (["--no_do_lower_case"], False),
+             (["--nodo_lower_case"], False),
+             # earlier spellings keep working
+             (["--lower_case"], True), (["--no-lower_case"], False),
+             (["--no_lower_case"], False)]
+
+
+@pytest.mark.parametrize("command", sorted(CASING))
+@pytest.mark.parametrize("flags,expected", SPELLINGS)
+def test_one_casing_flag_on_every_command(command, flags, expected):
+    args = cli.build_parser(command).parse_args([command, *CASING[command], *flags])
+    default = {"pretraining-data": True, "vocab": True}.get(command)  # Google's / uncased
+    assert args.do_lower_case == (default if expected is None else expected)
+    help_text = _subparsers()[command].format_help()
+    assert "--do_lower_case" in help_text and "--no_do_lower_case" in help_text
+
+
+def test_vocab_keeps_its_old_cased_flag():
+    args = cli.build_parser("vocab").parse_args(["vocab", *CASING["vocab"], "--cased"])
+    assert args.do_lower_case is False
+
+
+def test_converting_onto_an_existing_directory_names_the_overwrite_flag(tmp_path, capsys):
+    (tmp_path / "dst").mkdir()
+    code = cli.main(["convert", "--from", "hf", "--to", "keras", str(tmp_path / "src"),
+                     str(tmp_path / "dst")])
+    err = capsys.readouterr().err
+    assert code == 2
+    if "does not exist" not in err:  # the source is checked first on some paths
+        assert "--overwrite" in err and "overwrite=True" not in err
+
+
+def test_existing_output_names_the_flag_of_the_command(tmp_path, minilm_dir, capsys):
+    (tmp_path / "dst").mkdir()
+    code = cli.main(["convert", "--from", "hf", "--to", "keras", minilm_dir,
+                     str(tmp_path / "dst")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"output '{tmp_path / 'dst'}' already exists; remove it or pass --overwrite" in err
+    assert "overwrite=True" not in err
+
+
+def test_extract_features_on_a_missing_checkpoint_says_it_is_missing(tmp_path, capsys):
+    (tmp_path / "in.txt").write_text("hello\n")
+    code = cli.main(["extract-features", "--init_checkpoint", str(tmp_path / "nowhere"),
+                     "--input_file", str(tmp_path / "in.txt"),
+                     "--output_file", str(tmp_path / "out.jsonl")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"'{tmp_path / 'nowhere'}' does not exist" in err
+    assert "vocab.txt" not in err.split("does not exist")[0]
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_export_under_a_file_fails_before_loading_the_model(tmp_path, minilm_dir, capsys,
+                                                            monkeypatch):
+    import keras_bert.checkpoints as checkpoints
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the model was loaded before the output path was checked")
+
+    monkeypatch.setattr(checkpoints, "load_model", no_loading)
+    (tmp_path / "afile").write_text("not a directory")
+    code = cli.main(["export", minilm_dir, str(tmp_path / "afile" / "models"),
+                     "--model_name", "m"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "is a file, not a directory" in err and "Errno" not in err
+    # An existing version is refused as early.
+    (tmp_path / "models" / "m" / "3").mkdir(parents=True)
+    code = cli.main(["export", minilm_dir, str(tmp_path / "models"), "--model_name", "m",
+                     "--version", "3"])
+    assert code == 2 and "exists; TF Serving versions are immutable" in capsys.readouterr().err
+
+
+def test_the_casing_warning_names_the_command_line_flag(tmp_path, caplog):
+    from keras_bert.tokenization.vocab import resolve_pretrained
+    (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n")
+    with caplog.at_level("WARNING"):
+        resolve_pretrained(str(tmp_path))
+    assert "--do_lower_case / --no_do_lower_case" in caplog.text
+
+
+def test_the_cli_is_quiet_by_default_and_verbose_with_v(minilm_dir):
+    start_up = ("I0000", "cuInit", "oneDNN", "absl::InitializeLog", "cpu_feature_guard")
+    quiet = _run(["info", minilm_dir])
+    assert quiet.returncode == 0, quiet.stderr[-2000:]
+    assert "parameters" in quiet.stdout.lower() or "hidden_size" in quiet.stdout
+    assert not [m for m in start_up if m in quiet.stderr], quiet.stderr
+    loud = _run(["info", minilm_dir, "-v"])  # -v after the subcommand works too
+    assert loud.returncode == 0, loud.stderr[-2000:]
+    assert [m for m in start_up if m in loud.stderr], "-v shows TensorFlow's start-up lines"
+
+
+def test_quiet_export_shows_our_log_once_and_none_of_tensorflows(tmp_path, minilm_dir):
+    result = _run(["export", minilm_dir, str(tmp_path / "models"), "--model_name", "m"])
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stderr.count("exported BertEncoder as") == 1
+    for noise in ("Assets written", "unsupported characters", "I0000", "cuInit"):
+        assert noise not in result.stderr, result.stderr
+    assert "exported m to" in result.stdout
+
+
+def test_a_failing_tensorflow_start_up_still_shows_what_it_wrote(capfd):
+    def broken():
+        os.write(2, b"native library said why\n")
+        raise ImportError("tensorflow is broken")
+
+    with pytest.raises(ImportError):
+        with cli._stderr_captured():
+            broken()
+    assert "native library said why" in capfd.readouterr().err
+    with cli._stderr_captured():
+        os.write(2, b"hidden\n")
+    assert "hidden" not in capfd.readouterr().err
