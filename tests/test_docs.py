@@ -260,7 +260,12 @@ def _environment() -> dict:
             "PYTHONUNBUFFERED": "1"}
 
 
+_NATIVE_LOG_LINE = re.compile(r"^[IW]\d{4} .*\n?|^WARNING: All log messages before.*\n?", re.M)
+
+
 def _tail(text: str, limit: int = 4000) -> str:
+    """The end of a block's output, without TensorFlow's native info and warning lines."""
+    text = _NATIVE_LOG_LINE.sub("", text)
     return text if len(text) <= limit else "..." + text[-limit:]
 
 
@@ -347,7 +352,13 @@ def test_every_block_runs_or_says_why_not(document):
     "tfrecords/README.md",                                       # about 10 s
 ])
 def test_document_blocks_run(document, tmp_path):
-    run_blocks(document_blocks(document), str(tmp_path))
+    failure = None
+    try:
+        run_blocks(document_blocks(document), str(tmp_path))
+    except DocError as error:
+        failure = str(error)
+    if failure:
+        pytest.fail(failure, pytrace=False)  # the block's place and output, not this file's
 
 
 BROKEN = '''# A document
