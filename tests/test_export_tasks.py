@@ -100,6 +100,24 @@ def test_pair_classifier_and_tf_serving_classify(preprocessor, classifiers):
                                atol=ATOL)
 
 
+def test_an_empty_text_pair_is_a_single_text_and_empty_text_is_valid(preprocessor, classifiers):
+    """Served and in-process agree: text_pair "" packs as a single text (Google's
+    run_classifier.py), and "" itself is a valid text ([CLS] [SEP]) for predict as when served."""
+    models, paths, stubs = classifiers
+    model, loaded = models["nli"], GraphModeModel(paths["nli"])
+    texts = ["The cat sleeps.", "", "A man is playing a guitar."]
+    served = loaded.signatures["serving_default"](text=tf.constant(texts),
+                                                  text_pair=tf.constant(["", "", ""]))
+    single = np.asarray(model(packed(preprocessor, texts)))
+    np.testing.assert_allclose(served["probabilities"], single, atol=ATOL)
+    np.testing.assert_allclose(model.predict(list(zip(texts, ["", "", ""])), verbose=0),
+                               single, atol=ATOL)
+    sts, served_sts = models["sts"], GraphModeModel(paths["sts"])
+    out = served_sts.signatures["serving_default"](text=tf.constant([""]))
+    np.testing.assert_allclose(sts.predict([""], verbose=0), np.asarray(out["score"])
+                               .reshape(1, -1), atol=ATOL)
+
+
 def test_regression_and_tf_serving_regress(preprocessor, classifiers):
     models, paths, stubs = classifiers
     texts = [p[0] for p in PAIRS]

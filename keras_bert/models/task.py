@@ -288,11 +288,13 @@ def is_text_arrays(x) -> bool:
 
 
 def as_string_array(values, what: str) -> np.ndarray:
-    """A 1-D object array of str; ValueError naming ``what`` for an empty or non-string entry."""
+    """A 1-D object array of str (bytes decoded as UTF-8); ValueError naming ``what`` for an
+    entry that is not text. An empty text is valid and packs as ``[CLS] [SEP]``, as the served
+    signatures and Google's run_classifier.py pack it."""
     array = np.asarray(values, dtype=object).reshape(-1)
     for index, value in enumerate(array):
         if isinstance(value, bytes):
             value = array[index] = value.decode("utf-8")
-        if not isinstance(value, str) or not value.strip():
-            raise ValueError(f"{what}[{index}] is {value!r}; every text must be a non-empty string")
+        if not isinstance(value, str):
+            raise ValueError(f"{what}[{index}] is {value!r}; every text must be a string")
     return array

@@ -23,7 +23,9 @@ def pack_ids(ids_a: list[int], ids_b: list[int] | None, seq_length: int | None, 
 
     Args:
         ids_a: the first segment's token ids.
-        ids_b: the second segment's, or None.
+        ids_b: the second segment's, or None. An empty second segment is no second segment
+            (``[CLS] a [SEP]``), as Google's run_classifier.py packs a text_b that is empty or
+            tokenizes to nothing.
         seq_length: truncate (Google's way) and pad to this length; None for neither.
         cls_id, sep_id, pad_id: the special token ids.
 
@@ -33,9 +35,11 @@ def pack_ids(ids_a: list[int], ids_b: list[int] | None, seq_length: int | None, 
 
     >>> pack_ids([7, 8], [9], 6, cls_id=1, sep_id=2, pad_id=0)["input_type_ids"]
     [0, 0, 0, 0, 1, 1]
+    >>> pack_ids([7, 8], [], 6, cls_id=1, sep_id=2, pad_id=0)["input_word_ids"]
+    [1, 7, 8, 2, 0, 0]
     """
     ids_a = list(ids_a)
-    ids_b = None if ids_b is None else list(ids_b)
+    ids_b = list(ids_b) if ids_b else None
     if seq_length is not None:
         budget = seq_length - (2 if ids_b is None else 3)
         if budget < 0:

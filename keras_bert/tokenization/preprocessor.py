@@ -191,7 +191,9 @@ class BertPreprocessor(keras.layers.Layer):
 
         Args:
             ids_a: int32 [batch, (tokens)], the first segments.
-            ids_b: int32 [batch, (tokens)], the second segments, or None.
+            ids_b: int32 [batch, (tokens)], the second segments, or None. A row whose second
+                segment is empty is packed as a single text (``[CLS] a [SEP]``, a truncated to
+                seq_length - 2), as Google's run_classifier.py packs an empty text_b.
 
         Returns:
             ``input_word_ids``, ``input_mask``, ``input_type_ids``: int32 [batch, seq_length].
@@ -202,10 +204,14 @@ class BertPreprocessor(keras.layers.Layer):
             keep_a = tf.minimum(tf.cast(ids_a.row_lengths(), tf.int32), length - 2)[:, None]
             b_start = end = keep_a + 2  # No second segment.
         else:
-            keep_a, keep_b = _pair_lengths(tf.cast(ids_a.row_lengths(), tf.int32),
-                                           tf.cast(ids_b.row_lengths(), tf.int32), length - 3)
-            keep_a, keep_b = keep_a[:, None], keep_b[:, None]  # [batch, 1]
-            b_start, end = keep_a + 2, keep_a + keep_b + 3
+            length_a = tf.cast(ids_a.row_lengths(), tf.int32)
+            length_b = tf.cast(ids_b.row_lengths(), tf.int32)
+            pair_a, pair_b = _pair_lengths(length_a, length_b, length - 3)
+            has_b = length_b > 0
+            keep_a = tf.where(has_b, pair_a, tf.minimum(length_a, length - 2))[:, None]
+            keep_b = tf.where(has_b, pair_b, 0)[:, None]  # [batch, 1]
+            b_start = keep_a + 2
+            end = tf.where(has_b[:, None], keep_a + keep_b + 3, keep_a + 2)
         word_ids = tf.where(position == 0, self.cls_id, self.pad_id)
         word_ids = tf.where((position >= 1) & (position <= keep_a),
                             _shifted(ids_a, position - 1, length), word_ids)

@@ -175,7 +175,8 @@ class BertTokenizer:
 
         Args:
             text: the first segment.
-            pair: the optional second segment.
+            pair: the optional second segment; one that is empty or tokenizes to nothing is
+                left out (``[CLS] a [SEP]``), as in Google's run_classifier.py.
             seq_length: when given, truncate the pair as Google does (the longer segment loses
                 its last token until the pair fits) and pad with [PAD] to exactly this length.
 

@@ -53,8 +53,9 @@ def test_classifier_rejects_bad_labels_and_texts():
                                 label_names=["no", "yes"])
     with pytest.raises(DataError, match=r"dev\.tsv:4: unknown label 'maybe'"):
         classifier.make_dataset([TextExample("good", None, "maybe", "dev.tsv", 4)])
-    with pytest.raises(ValueError, match=r"text\[1\] is ''"):
-        classifier.make_dataset(["good", ""])
+    with pytest.raises(ValueError, match=r"text\[1\] is None; every text must be a string"):
+        classifier.make_dataset(["good", None])
+    classifier.make_dataset(["good", ""])  # "" is valid text, as when served (issue 14)
     with pytest.raises(ValueError, match="label 2 is outside 0..1"):
         classifier.make_dataset(["good"], [2])
 
