@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+from collections.abc import Sequence
 
 from keras_bert.data.task_examples import DataError, TextExample, read_text_lines, require_text
 
@@ -88,7 +89,8 @@ def _column(header: list[str] | None, column: str | int | None, path: str, what:
     return None
 
 
-def read_glue(path: str, task: str = "generic", with_labels: bool = True) -> list[TextExample]:
+def read_glue(path: str, task: str = "generic", with_labels: bool = True,
+              feature_columns: Sequence[str] = ()) -> list[TextExample]:
     """Reads a GLUE-style TSV/CSV file into TextExamples.
 
     Args:
@@ -99,14 +101,17 @@ def read_glue(path: str, task: str = "generic", with_labels: bool = True) -> lis
             ``text_pair``, and ``label``).
         with_labels: whether the label column is required. False reads test files, whose
             labels are absent (examples get ``label=None``).
+        feature_columns: more columns to read, by header name, into each example's
+            ``features`` as strings ("" when the field is empty: a missing value), for a
+            classifier with numeric or categorical features.
 
     Returns:
         One TextExample per row; labels are class names (str), floats for STS-B. ``generic``
         labels stay strings (``float(label)`` them for regression).
 
     Raises:
-        DataError: a missing label column, a row with too few fields, an empty text, an unknown
-            label or a non-numeric STS-B score; the message names the file and line.
+        DataError: a missing label or feature column, a row with too few fields, an empty text,
+            an unknown label or a non-numeric STS-B score; the message names the file and line.
 
     Example:
     >>> import os, tempfile
@@ -135,12 +140,17 @@ def read_glue(path: str, task: str = "generic", with_labels: bool = True) -> lis
         pair_index = _column(header, layout.text_pair, path, "text_pair",
                              required=layout is not GLUE_LAYOUTS["generic"])
         label_index = _column(header, layout.label, path, "label", with_labels)
+    if feature_columns and header is None:
+        raise DataError(f"the {task} layout has no header, so feature columns "
+                        f"({', '.join(feature_columns)}) cannot be found by name", path)
+    feature_indexes = {name: _column(header, name, path, "feature", True)
+                       for name in feature_columns}
     examples = []
     for line, fields in [*pending, *rows]:
         if not fields or fields == [""]:
             continue
-        needed = max(i for i in (text_index, pair_index, label_index if with_labels else None)
-                     if i is not None)
+        needed = max(i for i in (text_index, pair_index, label_index if with_labels else None,
+                                 *feature_indexes.values()) if i is not None)
         if len(fields) <= needed:
             raise DataError(f"expected at least {needed + 1} fields, found {len(fields)}; "
                             f"check the separator ({'comma' if path.endswith('.csv') else 'tab'})"
@@ -151,7 +161,9 @@ def read_glue(path: str, task: str = "generic", with_labels: bool = True) -> lis
         label = None
         if with_labels and label_index is not None:
             label = _parse_label(fields[label_index].strip(), layout, path, line)
-        examples.append(TextExample(text, pair, label, path, line))
+        features = ({name: fields[index].strip() for name, index in feature_indexes.items()}
+                    if feature_columns else None)
+        examples.append(TextExample(text, pair, label, path, line, features))
     return examples
 
 

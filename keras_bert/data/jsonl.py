@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from keras_bert.data.task_examples import DataError, TextExample, read_text_lines, require_text
 
 
 def read_jsonl(path: str, with_labels: bool = True, text_key: str = "text",
-               text_pair_key: str = "text_pair", label_key: str = "label") -> list[TextExample]:
+               text_pair_key: str = "text_pair", label_key: str = "label",
+               feature_keys: Sequence[str] = ()) -> list[TextExample]:
     """Reads ``{"text": ..., "text_pair": ..., "label": ...}`` lines into TextExamples.
 
     Blank lines are skipped. Labels keep their JSON type: strings or ints name classes (the
@@ -19,10 +21,13 @@ def read_jsonl(path: str, with_labels: bool = True, text_key: str = "text",
         path: the file (local or gs://).
         with_labels: whether every line must have a label.
         text_key, text_pair_key, label_key: the field names.
+        feature_keys: more fields to read into each example's ``features`` as their JSON
+            values, for a classifier with numeric or categorical features; a line without one
+            (or with null) has a missing value there, but each must appear on some line.
 
     Raises:
-        DataError: invalid JSON, a line that is not an object, an empty text, or a missing
-            label; the message names the file and line.
+        DataError: invalid JSON, a line that is not an object, an empty text, a missing
+            label, or a feature no line has; the message names the file and line.
 
     Example:
     >>> import os, tempfile
@@ -54,8 +59,13 @@ def read_jsonl(path: str, with_labels: bool = True, text_key: str = "text",
                             f"{', '.join(map(repr, record))}", path, line_number)
         if isinstance(label, bool):
             label = str(label).lower()
+        features = ({name: record.get(name) for name in feature_keys} if feature_keys
+                    else None)
         examples.append(TextExample(text, pair, label if with_labels else None, path,
-                                    line_number))
+                                    line_number, features))
     if not examples:
         raise DataError("the file holds no examples", path)
+    for name in feature_keys:
+        if all(e.features[name] is None for e in examples):
+            raise DataError(f"no line has the feature {name!r} (or every value is null)", path)
     return examples

@@ -13,6 +13,7 @@ import tensorflow as tf
 from keras_bert.data.feature_columns import (categorical_column, is_data_frame, numeric_column,
                                              table_columns)
 from keras_bert.data.task_examples import DataError, TextExample, encode_label
+from keras_bert.data.task_pipeline import is_packed
 from keras_bert.layers.features import TabularFeatures
 from keras_bert.layers.pooling import SentencePooling
 from keras_bert.layers.task_heads import ClassificationHead
@@ -179,7 +180,7 @@ class BertClassifier(BertTask):
         return [] if self.features is None else list(self.features.input_names)
 
     def _to_arrays(self, x, y=None):
-        if isinstance(x, dict) and TEXT not in x:  # packed ids (and features)
+        if is_packed(x):  # packed ids (and features)
             inputs = self._with_feature_columns(dict(x), "the packed inputs")
         elif isinstance(x, dict) or is_data_frame(x):
             inputs = self._table_arrays(table_columns(x))
