@@ -9,17 +9,17 @@ check unless a marker skips it.
 Markers are HTML comments (invisible on GitHub) on the lines right above the opening fence, one
 per line, among any other comments there (such as README.md's `<!-- test-command -->`):
 
-    <!-- doc-test: skip (why it cannot run here) -->      not run; the reason is required
-    <!-- doc-test: files PATH ... (note) -->             the test provides these files first:
-                                                         copied from the checkout if they are in
-                                                         it, else the tiny stand-ins in FIXTURES
-    <!-- doc-test: shrink "OLD" -> "NEW", ... -->         run with OLD replaced (each OLD must occur)
-    <!-- doc-test: ports 8500 8501 -->                   these port numbers, here and in every later
-                                                         block of the document, become free ports
-    <!-- doc-test: background until "TEXT" -->           start the block in the background, go on
-                                                         once its output shows TEXT; it gets SIGTERM
-                                                         after the document's last block
-    <!-- doc-test: expect "TEXT" -->                     the block's output must contain TEXT
+    <!-- doc-test: skip (why it cannot run here) -->   not run; the reason is required
+    <!-- doc-test: files PATH ... (note) -->          the test provides these files first: copied
+                                                      from the checkout if they are in it, else
+                                                      the tiny stand-ins in FIXTURES
+    <!-- doc-test: shrink "OLD" -> "NEW", ... -->     run with OLD replaced (each OLD must occur)
+    <!-- doc-test: ports 8500 8501 -->                these port numbers, here and in every later
+                                                      block of the document, become free ports
+    <!-- doc-test: background until "TEXT" -->        start the block in the background, go on
+                                                      once its output shows TEXT; it gets SIGTERM
+                                                      after the document's last block
+    <!-- doc-test: expect "TEXT" -->                  the block's output must contain TEXT
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def _write_sentiment_tsv(path: str) -> None:
     _write(path, "text\tlabel\n" + "".join(f"{t}\t{l}\n" for t, l in zip(texts, labels)))
 
 
-def _write_corpus(path: str, documents: int = 6) -> None:
+def _write_corpus(path: str, documents: int) -> None:
     from keras_bert.quickstart import build_corpus
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     build_corpus(path, documents)
@@ -232,17 +232,23 @@ def _free_port() -> str:
         return str(s.getsockname()[1])
 
 
-def _provide_files(block: Block, workdir: str, repo: str) -> None:
+def _unprovided_files(block: Block) -> list[str]:
+    return [name for name in block.files
+            if name not in FIXTURES and not os.path.exists(os.path.join(REPO, name))]
+
+
+def _provide_files(block: Block, workdir: str) -> None:
+    unprovided = _unprovided_files(block)
+    if unprovided:
+        raise DocError(f"{block.where}: `files` names {unprovided}, neither in the checkout nor "
+                       f"among tests/test_docs.py's FIXTURES")
     for name in block.files:
         target = os.path.join(workdir, name)
-        if os.path.exists(os.path.join(repo, name)):
+        if os.path.exists(os.path.join(REPO, name)):
             os.makedirs(os.path.dirname(target), exist_ok=True)
-            shutil.copyfile(os.path.join(repo, name), target)
-        elif name in FIXTURES:
-            FIXTURES[name](target)
+            shutil.copyfile(os.path.join(REPO, name), target)
         else:
-            raise DocError(f"{block.where}: `files` names {name!r}, which is neither in the "
-                           f"checkout nor one of tests/test_docs.py's FIXTURES")
+            FIXTURES[name](target)
 
 
 def _command(block: Block, code: str) -> list[str]:
@@ -252,8 +258,8 @@ def _command(block: Block, code: str) -> list[str]:
 
 
 def _environment() -> dict:
-    """This virtualenv's commands first on PATH; the checkout's packages importable (as pytest.ini
-    makes them for the tests; an editable install older than setup.py's `serving` entry lacks it)."""
+    """This virtualenv's commands first on PATH; the checkout's packages importable, as pytest.ini
+    makes them for the tests (an editable install older than setup.py's `serving` lacks it)."""
     path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     python_path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
     return {**os.environ, "PATH": path, "PYTHONPATH": python_path, "TF_CPP_MIN_LOG_LEVEL": "2",
@@ -280,11 +286,12 @@ def _start_background(block: Block, code: str, workdir: str) -> subprocess.Popen
             output = log.read()
         if block.background_until in output:
             return process
-        if process.poll() is not None or time.monotonic() > deadline:
+        exited = process.poll() is not None
+        if exited or time.monotonic() > deadline:
             _stop(process)
-            raise DocError(f"{block.where}: the background block "
-                           f"{'exited ' + str(process.returncode) if process.poll() is not None else 'timed out'}"
-                           f" before printing {block.background_until!r}:\n{_tail(output)}")
+            what = f"exited {process.returncode}" if exited else "timed out"
+            raise DocError(f"{block.where}: the background block {what} before printing "
+                           f"{block.background_until!r}:\n{_tail(output)}")
         time.sleep(0.5)
 
 
@@ -298,7 +305,7 @@ def _stop(process: subprocess.Popen) -> None:
             process.wait()
 
 
-def run_blocks(blocks: list[Block], workdir: str, repo: str = REPO) -> list[str]:
+def run_blocks(blocks: list[Block], workdir: str) -> list[str]:
     """Runs the blocks in order in `workdir`; returns what each ran block printed. Raises
     DocError naming the block, with its output, at the first failure."""
     ports, background, outputs = {}, [], []
@@ -307,7 +314,7 @@ def run_blocks(blocks: list[Block], workdir: str, repo: str = REPO) -> list[str]
             if block.skip is not None:
                 continue
             ports.update({port: _free_port() for port in block.ports})
-            _provide_files(block, workdir, repo)
+            _provide_files(block, workdir)
             code = block.code
             for old, new in block.shrink:
                 code = code.replace(old, new)
@@ -338,12 +345,10 @@ def run_blocks(blocks: list[Block], workdir: str, repo: str = REPO) -> list[str]
 # --------------------------------------------------------------------------------- tests
 @pytest.mark.parametrize("document", DOCUMENTS)
 def test_every_block_runs_or_says_why_not(document):
-    blocks = document_blocks(document)
+    blocks = document_blocks(document)  # raises on a block nothing runs, or a bad marker
     assert blocks, f"{document} has no code blocks"
-    for block in blocks:
-        for name in block.files:
-            assert name in FIXTURES or os.path.exists(os.path.join(REPO, name)), \
-                f"{block.where}: `files` names {name!r}, which nothing provides"
+    unprovided = {block.where: _unprovided_files(block) for block in blocks}
+    assert not any(unprovided.values()), f"`files` that nothing provides: {unprovided}"
 
 
 @pytest.mark.parametrize("document", [
@@ -394,7 +399,8 @@ def test_missing_output_fails_the_test(tmp_path):
 @pytest.mark.parametrize("text, message", [
     ("```json\n{}\n```\n", r"doc\.md:1: a ```json block that nothing runs"),
     ("<!-- doc-test: skip -->\n```\nx\n```\n", "`skip` needs a reason"),
-    ("<!-- doc-test: skip (why) -->\n\n```\nx\n```\n", r"markers on lines \[1\] are not right above"),
+    ("<!-- doc-test: skip (why) -->\n\n```\nx\n```\n",
+     r"markers on lines \[1\] are not right above"),
     ('<!-- doc-test: shrink "100" -> "1" -->\n```\necho 10\n```\n', "shrink '100' does not occur"),
     ("<!-- doc-test: retry 3 -->\n```\nx\n```\n", "unknown doc-test marker 'retry'"),
 ], ids=["json block", "skip without a reason", "marker above a blank line", "stale shrink",
@@ -409,8 +415,10 @@ def test_shrink_ports_and_background_apply_as_declared(tmp_path):
             '```bash\necho "listening on 8500"; sleep 600\n```\n'
             '<!-- doc-test: shrink "--steps 1000" -> "--steps 1" -->\n'
             '```bash\necho "query 8500 --steps 1000"\n```\n')
+    start = time.monotonic()
     [output] = run_blocks(parse_blocks("doc.md", text), str(tmp_path))
+    assert time.monotonic() - start < 30  # SIGTERM stopped the background block's sleep
     port = re.fullmatch(r"query (\d+) --steps 1\n", output).group(1)
     assert port != "8500"
     log = open(tmp_path / ".doc-test-background-3.log").read()
-    assert log == f"listening on {port}\n"  # the same free port, and the sleep was stopped
+    assert log == f"listening on {port}\n"  # the same free port in both blocks
