@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 
+from keras_bert.cli_flags import add_bool_flag
 from keras_bert.config import BertConfig
 from keras_bert.training.distribute import STRATEGIES
 from keras_bert.training.optimization import OPTIMIZERS
@@ -28,7 +29,12 @@ def add_parser(subparsers) -> None:
     io.add_argument("--vocab_size", type=int,
                     help="with --preset: the vocabulary size of your data (default 30522)")
     io.add_argument("--init_checkpoint",
-                    help="start from these weights (Google, HF or keras-bert directory)")
+                    help="start from these weights: a Google, HF or keras-bert directory, or an "
+                         "earlier pretraining run's --output_dir (a second phase)")
+    add_bool_flag(io, "init_optimizer_state", False,
+                  "with --init_checkpoint an earlier run: also take its optimizer state and "
+                  "step, so the learning-rate schedule goes on (--num_train_steps then counts "
+                  "both phases); false: weights only, the schedule starts again")
     io.add_argument("--vocab_file", help="copied into the export; needed by --dynamic_masking")
     io.add_argument("--no_export", dest="export", action="store_false",
                     help="skip export/google and export/keras at the end")
@@ -71,6 +77,22 @@ def add_parser(subparsers) -> None:
                             "scaling (default: %(default)s)")
     train.add_argument("--jit_compile", action="store_true",
                        help="compile each replica's forward and backward pass with XLA")
+
+    evaluation = parser.add_argument_group("evaluation (as Google's run_pretraining.py)")
+    evaluation.add_argument("--eval_input_file",
+                            help="comma-separated globs of held-out TFRecords, evaluated at "
+                                 "the end (results in OUTPUT_DIR/eval_results.txt)")
+    add_bool_flag(evaluation, "do_eval", False,
+                  "evaluate at the end; on --eval_input_file, else on --input_file as "
+                  "Google's script does")
+    evaluation.add_argument("--eval_batch_size", type=int, default=8,
+                            help="examples per evaluation batch (default: %(default)s)")
+    evaluation.add_argument("--max_eval_steps", type=int, default=100,
+                            help="batches evaluated at most (default: %(default)s)")
+    evaluation.add_argument("--eval_every_steps", type=int, default=0,
+                            help="also evaluate every this many steps; TensorBoard shows the "
+                                 "results (summaries/eval) beside the training curves "
+                                 "(default: 0, only at the end)")
 
     run = parser.add_argument_group("run")
     run.add_argument("--strategy", choices=STRATEGIES, default="auto",
@@ -131,9 +153,14 @@ def run_pretrain(args: argparse.Namespace) -> int:
         save_checkpoints_steps=args.save_checkpoints_steps,
         keep_checkpoint_max=args.keep_checkpoint_max,
         checkpoint_input_pipeline=args.checkpoint_input_pipeline,
-        deterministic=args.deterministic, export=args.export, progress=args.progress)
+        deterministic=args.deterministic, export=args.export, progress=args.progress,
+        eval_input_files=args.eval_input_file or (args.input_file if args.do_eval else None),
+        eval_batch_size=args.eval_batch_size, max_eval_steps=args.max_eval_steps,
+        eval_every_steps=args.eval_every_steps,
+        init_optimizer_state=args.init_optimizer_state)
     result = run_pretraining(config, strategy)
     logging.getLogger(__name__).info("finished at step %d", result.step)
     print(json.dumps({"step": result.step, "metrics": result.metrics,
+                      "eval_metrics": result.eval_metrics,
                       "checkpoint": result.checkpoint, "export_dir": result.export_dir}))
     return 0

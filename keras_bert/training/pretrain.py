@@ -33,6 +33,7 @@ from tensorflow.core.framework import summary_pb2
 
 from keras_bert.data.dynamic_masking import DynamicMasker
 from keras_bert.io_utils import join
+from keras_bert.config import BertConfig
 from keras_bert.models import BertEncoder, BertPretrainer
 from keras_bert.training.distribute import get_strategy, num_local_replicas, worker_role
 from keras_bert.training.optimization import create_optimizer
@@ -91,22 +92,68 @@ def _write_text_atomically(path: str, text: str) -> None:
     tf.io.gfile.rename(temp, path, overwrite=True)
 
 
+EVAL_RESULTS_NAME = "eval_results.txt"
+# Our metric names -> Google's run_pretraining.py names in eval_results.txt.
+GOOGLE_EVAL_NAMES = {"loss": "loss", "mlm_accuracy": "masked_lm_accuracy",
+                     "mlm_loss": "masked_lm_loss", "nsp_accuracy": "next_sentence_accuracy",
+                     "nsp_loss": "next_sentence_loss"}
+
+
+def pretraining_run_checkpoint(path: str) -> str | None:
+    """The latest training checkpoint when ``path`` is an earlier pretraining run (its
+    output_dir, or that run's checkpoints/), else None."""
+    for directory in (join(path, "checkpoints"), path):
+        if tf.io.gfile.isdir(directory) and tf.io.gfile.exists(
+                join(directory, "checkpoint")):
+            return tf.train.latest_checkpoint(directory)
+    return None
+
+
+def _run_bert_config(run_dir: str) -> BertConfig | None:
+    """The architecture an earlier pretraining run saved in its pretraining_config.json."""
+    for path in (join(run_dir, "pretraining_config.json"),
+                 join(run_dir, "..", "pretraining_config.json")):
+        if tf.io.gfile.exists(path):
+            with tf.io.gfile.GFile(path) as f:
+                saved = json.load(f).get("bert_config")
+            if saved:
+                return BertConfig.from_dict(saved)
+    return None
+
+
 def _build(config: PretrainingConfig, resuming: bool):
-    """The pretrainer and its optimizer; call under ``strategy.scope()``."""
+    """The pretrainer, its optimizer and the earlier run's checkpoint to start from (when
+    init_checkpoint names one); call under ``strategy.scope()``."""
     dtype = MIXED_PRECISION[config.mixed_precision]
-    if config.init_checkpoint and not resuming:
+    run_checkpoint = (pretraining_run_checkpoint(config.init_checkpoint)
+                      if config.init_checkpoint else None)
+    if config.init_optimizer_state and run_checkpoint is None:
+        raise ValueError(f"init_optimizer_state needs an earlier pretraining run as "
+                         f"init_checkpoint (a directory with checkpoints/); "
+                         f"{config.init_checkpoint!r} is not one")
+    if config.init_checkpoint and not resuming and run_checkpoint is None:
         model = BertPretrainer.from_pretrained(config.init_checkpoint, dtype=dtype)
         logger.info("initialised from %s", config.init_checkpoint)
     else:
-        bert_config = config.bert_config or BertEncoder.from_pretrained(
-            config.init_checkpoint).bert_config
+        bert_config = config.bert_config or (
+            _run_bert_config(config.init_checkpoint) if run_checkpoint
+            else BertEncoder.from_pretrained(config.init_checkpoint).bert_config)
+        if bert_config is None:
+            raise ValueError(f"{config.init_checkpoint!r} has no pretraining_config.json; "
+                             "pass bert_config (--bert_config_file)")
         model = BertPretrainer(BertEncoder.from_bert_config(bert_config, dtype=dtype))
     optimizer = create_optimizer(
         config.learning_rate, config.num_train_steps, config.num_warmup_steps,
         weight_decay=config.weight_decay, optimizer=config.optimizer, clipnorm=config.clip_norm,
         loss_scale=dtype == "mixed_float16")
     optimizer.build(model.trainable_variables)
-    return model, optimizer
+    if model.encoder.bert_config.max_position_embeddings < config.max_seq_length:
+        raise ValueError(
+            f"max_seq_length={config.max_seq_length} is longer than the model's "
+            f"max_position_embeddings={model.encoder.bert_config.max_position_embeddings}; "
+            "train the first phase with as many positions as the second needs (BERT's configs "
+            "have 512)")
+    return model, optimizer, (None if resuming else run_checkpoint)
 
 
 def run_pretraining(config: PretrainingConfig,
@@ -149,7 +196,7 @@ def run_pretraining(config: PretrainingConfig,
         _write_text_atomically(config_path, config.to_json())
 
     with strategy.scope():
-        model, optimizer = _build(config, resuming=latest is not None)
+        model, optimizer, run_checkpoint = _build(config, resuming=latest is not None)
     masker = None
     if config.dynamic_masking:
         masker = DynamicMasker(config.vocab_file, config.max_predictions_per_seq,
@@ -191,12 +238,45 @@ def run_pretraining(config: PretrainingConfig,
     if latest:
         checkpoint.restore(latest).expect_partial().assert_existing_objects_matched()
         logger.info("resumed from %s at step %d", latest, int(step.numpy()))
+    elif run_checkpoint:
+        # A second phase: the earlier run's weights, and with init_optimizer_state its
+        # optimizer moments and step (the schedule goes on), not its data position.
+        parts = dict(model=model)
+        if config.init_optimizer_state:
+            parts.update(optimizer=optimizer, step=step)
+        tf.train.Checkpoint(**parts).restore(run_checkpoint).expect_partial() \
+            .assert_existing_objects_matched()
+        logger.info("initialised from %s (%s)", run_checkpoint,
+                    f"weights, optimizer state and step {int(step.numpy())}"
+                    if config.init_optimizer_state else "weights; the schedule starts at 0")
+        if int(step.numpy()) >= config.num_train_steps:
+            raise ValueError(f"{run_checkpoint} ended at step {int(step.numpy())}; "
+                             f"num_train_steps={config.num_train_steps} leaves nothing to "
+                             "train (it counts both phases' steps)")
 
     train_loop = make_train_loop(model, optimizer, strategy, config.gradient_accumulation_steps,
                                  split_worker_batch=config.checkpoint_input_pipeline,
                                  jit_compile=config.jit_compile)
     writer = tf.summary.create_file_writer(join(config.output_dir, "summaries")) if is_chief \
         else tf.summary.create_noop_writer()
+    eval_writer = tf.summary.create_file_writer(join(config.output_dir, "summaries", "eval")) \
+        if is_chief and config.eval_input_files else tf.summary.create_noop_writer()
+    eval_metrics = None
+    evaluated_at = None
+
+    def evaluate():
+        metrics = evaluate_pretraining(
+            model, config.eval_input_files, config.eval_batch_size, config.max_seq_length,
+            config.max_predictions_per_seq, config.max_eval_steps, strategy)
+        logger.info("evaluation at step %d: %s", current,
+                    ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()))
+        with eval_writer.as_default():  # the training curves' names, in summaries/eval
+            for name, value in metrics.items():
+                tf.summary.write(name, tf.constant(value, tf.float32), step=current,
+                                 metadata=_scalar_metadata())
+        eval_writer.flush()
+        return metrics
+
     current = int(step.numpy())
     metrics: dict[str, float] = {}
     progress = tqdm.tqdm(total=config.num_train_steps, initial=current, unit="step",
@@ -204,6 +284,9 @@ def run_pretraining(config: PretrainingConfig,
     while current < config.num_train_steps:
         num_steps = min(config.steps_per_loop, config.num_train_steps - current,
                         config.save_checkpoints_steps - current % config.save_checkpoints_steps)
+        if config.eval_every_steps:
+            num_steps = min(num_steps,
+                            config.eval_every_steps - current % config.eval_every_steps)
         started = time.perf_counter()
         totals, grad_norm_sum = train_loop(iterator, tf.constant(num_steps, tf.int32))
         step.assign_add(num_steps)
@@ -228,21 +311,17 @@ def run_pretraining(config: PretrainingConfig,
         if current % config.save_checkpoints_steps == 0 or current == config.num_train_steps:
             path = manager.save(checkpoint_number=current)
             logger.info("saved checkpoint %s", path)
+        if config.eval_every_steps and current % config.eval_every_steps == 0:
+            eval_metrics, evaluated_at = evaluate(), current
     progress.close()
     writer.flush()
 
-    eval_metrics = None
     if config.eval_input_files:
-        eval_metrics = evaluate_pretraining(
-            model, config.eval_input_files, config.eval_batch_size, config.max_seq_length,
-            config.max_predictions_per_seq, config.max_eval_steps, strategy)
-        logger.info("evaluation at step %d: %s", current,
-                    ", ".join(f"{k}={v:.4g}" for k, v in eval_metrics.items()))
-        with writer.as_default():
-            for name, value in eval_metrics.items():
-                tf.summary.write(f"eval/{name}", tf.constant(value, tf.float32), step=current,
-                                 metadata=_scalar_metadata())
-        writer.flush()
+        if evaluated_at != current:
+            eval_metrics = evaluate()
+        if is_chief:
+            _write_text_atomically(join(config.output_dir, EVAL_RESULTS_NAME),
+                                   google_eval_results(eval_metrics, current))
 
     export_dir = None
     if config.export and is_chief:
@@ -253,6 +332,15 @@ def run_pretraining(config: PretrainingConfig,
                             overwrite=True)
     return PretrainingResult(step=current, metrics=metrics, checkpoint=manager.latest_checkpoint,
                              export_dir=export_dir, eval_metrics=eval_metrics, model=model)
+
+
+def google_eval_results(metrics: dict[str, float], step: int) -> str:
+    """eval_results.txt as Google's run_pretraining.py writes it: ``key = value`` lines, sorted,
+    with its names (masked_lm_accuracy, masked_lm_loss, next_sentence_accuracy,
+    next_sentence_loss, loss, global_step)."""
+    values = {google: metrics[ours] for ours, google in GOOGLE_EVAL_NAMES.items()}
+    values["global_step"] = step
+    return "".join(f"{key} = {values[key]}\n" for key in sorted(values))
 
 
 def evaluate_pretraining(model: BertPretrainer, input_files: str, batch_size: int,

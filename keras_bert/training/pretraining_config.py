@@ -40,7 +40,17 @@ class PretrainingConfig:
         steps_per_loop: steps per compiled loop call; also the summary and logging interval.
         save_checkpoints_steps, keep_checkpoint_max: checkpoint interval and how many to keep.
         checkpoint_input_pipeline: save the input iterator, for exact resume.
-        eval_input_files, eval_batch_size, max_eval_steps: evaluate at the end on these records.
+        eval_input_files, eval_batch_size, max_eval_steps: evaluate at the end on these records
+            (Google's run_pretraining.py defaults: batch 8, 100 steps), writing
+            ``eval_results.txt`` as it does.
+        eval_every_steps: also evaluate every this many steps (0: only at the end); the
+            results go to ``summaries/eval`` under the training curves' names, so TensorBoard
+            draws them on the same charts.
+        init_optimizer_state: with ``init_checkpoint`` naming an earlier pretraining run (its
+            output_dir), also take its optimizer state and step, so the learning-rate schedule
+            goes on where it stopped (the paper's second phase at 512 tokens: steps run from
+            the first phase's end to ``num_train_steps``). False: weights only, the schedule
+            starts again at step 0 (what Google's run_pretraining.py does).
         export: write export/google and export/keras at the end.
         progress: show a progress bar (steps/s, ETA).
 
@@ -82,6 +92,8 @@ class PretrainingConfig:
     eval_input_files: str | None = None
     eval_batch_size: int = 8
     max_eval_steps: int = 100
+    eval_every_steps: int = 0
+    init_optimizer_state: bool = False
     export: bool = True
     progress: bool = True
 
@@ -102,6 +114,14 @@ class PretrainingConfig:
             raise ValueError(f"train_batch_size={self.train_batch_size} is not divisible by "
                              f"{num_replicas} replica(s) x gradient_accumulation_steps="
                              f"{self.gradient_accumulation_steps}; make it a multiple of {parts}")
+        if self.eval_every_steps < 0:
+            raise ValueError(f"eval_every_steps must be 0 (only at the end) or positive, got "
+                             f"{self.eval_every_steps}")
+        if self.eval_every_steps and not self.eval_input_files:
+            raise ValueError("eval_every_steps needs eval_input_files (--eval_input_file)")
+        if self.init_optimizer_state and not self.init_checkpoint:
+            raise ValueError("init_optimizer_state needs init_checkpoint: the earlier "
+                             "pretraining run (its output_dir) to continue")
         if self.dynamic_masking and not self.vocab_file:
             raise ValueError("dynamic_masking needs vocab_file (the [MASK] id and the tokens)")
 
