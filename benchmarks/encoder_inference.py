@@ -128,7 +128,7 @@ def _ours(workload: Workload, inputs: dict[str, Any], dtype: str) -> tuple[dict,
     if actual != expected:
         raise ValueError(f"preset {workload.preset!r} is {actual}, the workload says {expected}")
     policy = None if dtype == "float32" else dtype
-    model = BertEncoder.from_preset(workload.preset, dtype=policy)
+    model = BertEncoder.from_preset(workload.preset, random_weights=True, dtype=policy)
     info = {"keras": keras.__version__, "dtype_policy": model.dtype_policy.name,
             "parameters": model.count_params()}
     return _keras_callables(model, inputs), info

@@ -47,7 +47,7 @@ def describe(path: str) -> dict:
     """{format, config, parameters, variables: [[name, shape], ...]} for a checkpoint or preset."""
     if path in BertConfig.presets():
         from keras_bert.models import BertEncoder
-        model = BertEncoder.from_preset(path)
+        model = BertEncoder.from_preset(path, random_weights=True)
         variables = [(w.path, tuple(w.shape)) for w in model.weights]
         return {"format": "preset", "config": BertConfig.preset(path).to_google_dict(),
                 "parameters": int(model.count_params()), "variables": variables}

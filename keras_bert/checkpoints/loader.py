@@ -8,6 +8,7 @@ nothing; saving writes into a scratch directory that is renamed into place only 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import tempfile
@@ -269,6 +270,40 @@ def save_checkpoint(model, dst: str, fmt: str, vocab_file: str | None = None,
             if vocab_file:
                 tf.io.gfile.copy(vocab_file, os.path.join(scratch, "vocab.txt"))
     logger.info("saved %s as %s checkpoint %s", type(model).__name__, fmt, dst)
+
+
+def save_preset(model, directory: str, vocab_file: str | None = None,
+                overwrite: bool = False) -> str:
+    """Saves any keras-bert model (encoder, pretrainer or task model) as a preset directory:
+    ``model.keras``, ``bert_config.json``, ``vocab.txt`` (``vocab_file``, else the model's
+    preprocessor's vocabulary) and ``tokenizer_config.json`` (its casing). ``from_pretrained``,
+    ``from_preset``, ``keras-bert export`` and ``load_model`` read it back whole.
+
+    Returns ``directory``, which appears only when complete.
+    """
+    from keras_bert.tokenization import vocab as vocab_lib
+
+    encoder = model if isinstance(model, BertEncoder) else getattr(model, "encoder", None)
+    if not isinstance(encoder, BertEncoder):
+        raise TypeError(f"expected a keras-bert model, got {type(model).__name__}")
+    preprocessor = getattr(model, "preprocessor", None)
+    lower_case = None
+    with atomic_output_dir(directory, overwrite=overwrite) as scratch:
+        model.save(os.path.join(scratch, KERAS_MODEL_NAME))
+        encoder.bert_config.to_json_file(os.path.join(scratch, google.CONFIG_NAME))
+        vocab_path = os.path.join(scratch, vocab_lib.VOCAB_FILENAME)
+        if vocab_file:
+            tf.io.gfile.copy(vocab_file, vocab_path)
+            lower_case = infer_lower_case(vocab_file)
+        elif preprocessor is not None:
+            vocab_lib.save_vocab(list(preprocessor.vocabulary), vocab_path)
+        if preprocessor is not None:
+            lower_case = preprocessor.lower_case
+        if lower_case is not None:
+            with open(os.path.join(scratch, "tokenizer_config.json"), "w") as f:
+                json.dump({"do_lower_case": bool(lower_case)}, f)
+    logger.info("saved %s as the preset %s", type(model).__name__, directory)
+    return directory
 
 
 def convert(src: str, dst: str, to_format: str, from_format: str | None = None,

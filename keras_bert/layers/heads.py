@@ -80,11 +80,22 @@ class MaskedLMHead(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update({
+            "embedding_layer": keras.layers.serialize(self.embedding_layer),
             "hidden_act": self.hidden_act,
             "initializer_range": self.initializer_range,
             "layer_norm_eps": self.layer_norm_eps,
         })
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        """A head with a new embedding table of the saved shape (built). Inside BertPretrainer
+        the head is made from the encoder's own table instead, so the tie survives saving."""
+        config = dict(config)
+        embedding = keras.layers.deserialize(config.pop("embedding_layer"))
+        if not embedding.built:
+            embedding.build(None)
+        return cls(embedding, **config)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import keras
@@ -9,6 +10,8 @@ from keras import ops
 
 from keras_bert.config import BertConfig
 from keras_bert.layers import BertEmbeddings, TransformerBlock, attention_mask_bias
+
+logger = logging.getLogger(__name__)
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -115,9 +118,35 @@ class BertEncoder(keras.Model):
         return cls(**config.to_dict(), **kwargs)
 
     @classmethod
-    def from_preset(cls, name: str, **kwargs) -> "BertEncoder":
-        """An encoder with random weights in a named architecture (``BertConfig.presets()``)."""
-        return cls.from_bert_config(BertConfig.preset(name), **kwargs)
+    def from_preset(cls, preset: str, *, random_weights: bool = False,
+                    **kwargs) -> "BertEncoder":
+        """An encoder from a preset: a directory (local or gs://) with weights loads them (our
+        ``save_to_preset`` directories, Google or Hugging Face checkpoints); a named
+        architecture (``BertConfig.presets()``, e.g. "bert_base_uncased") has no weights here
+        (nothing is downloaded), so it gives random weights, with a warning unless
+        ``random_weights=True`` says that is what you want.
+        """
+        from keras_bert import fileio
+        if preset not in BertConfig.presets() and ("://" in preset or fileio.exists(preset)):
+            if random_weights:
+                raise ValueError(f"{preset!r} is a directory with weights; random_weights=True "
+                                 "is for named architectures")
+            return cls.from_pretrained(preset, **kwargs)
+        if not random_weights:
+            logger.warning(
+                "BertEncoder.from_preset(%r): a named architecture, so the weights are RANDOM "
+                "(keras-bert downloads nothing). Load weights with from_pretrained(<Google or "
+                "Hugging Face checkpoint directory>) or from_preset(<a saved preset "
+                "directory>); pass random_weights=True to say random weights are intended.",
+                preset)
+        return cls.from_bert_config(BertConfig.preset(preset), **kwargs)
+
+    def save_to_preset(self, directory: str, vocab_file: str | None = None,
+                       overwrite: bool = False) -> str:
+        """Saves the encoder (with ``vocab_file``, for raw text) as a preset directory that
+        ``from_preset``/``from_pretrained`` load; see ``keras_bert.checkpoints.save_preset``."""
+        from keras_bert.checkpoints import save_preset
+        return save_preset(self, directory, vocab_file, overwrite)
 
     @classmethod
     def from_pretrained(cls, path: str, **kwargs) -> "BertEncoder":

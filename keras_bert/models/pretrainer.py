@@ -73,6 +73,13 @@ class BertPretrainer(keras.Model):
         from keras_bert.checkpoints import load_pretrainer
         return load_pretrainer(path, **kwargs)
 
+    def save_to_preset(self, directory: str, vocab_file: str | None = None,
+                       overwrite: bool = False) -> str:
+        """Saves encoder and heads as a preset directory (``keras_bert.checkpoints.save_preset``)
+        that ``from_pretrained`` loads back whole."""
+        from keras_bert.checkpoints import save_preset
+        return save_preset(self, directory, vocab_file, overwrite)
+
     def get_config(self) -> dict[str, Any]:
         return {"name": self.name, "trainable": self.trainable,
                 "encoder": keras.saving.serialize_keras_object(self.encoder)}

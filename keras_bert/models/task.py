@@ -65,6 +65,13 @@ class BertTask(keras.Model):
             self._tokenizer = tokenizer_of(self.preprocessor, type(self).__name__)
         return self._tokenizer
 
+    def save_to_preset(self, directory: str, overwrite: bool = False) -> str:
+        """Saves the task model (head, encoder, preprocessor and its vocab.txt) as a preset
+        directory that this class's ``from_pretrained``, ``keras-bert export`` and
+        ``keras_bert.checkpoints.load_model`` read back whole."""
+        from keras_bert.checkpoints import save_preset
+        return save_preset(self, directory, overwrite=overwrite)
+
     # ------------------------------------------------------------------------ hooks
     def _to_arrays(self, x, y=None):
         """(x, y) as arrays with one row per example; subclasses turn raw examples into these."""

@@ -89,3 +89,21 @@ def test_mlm_head_gradients_for_bias_and_tied_table_follow_the_formula(tiny_conf
     np.testing.assert_allclose(bias_grad.numpy(), upstream.sum(0), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(tf.convert_to_tensor(table_grad).numpy(), upstream.T @ hidden,
                                rtol=1e-5, atol=1e-5)
+
+
+def test_masked_lm_head_config_round_trips_with_its_embedding_table():
+    from keras_bert.layers.heads import MaskedLMHead
+    table = keras.layers.Embedding(50, 16, name="word_embeddings")
+    table.build(None)
+    head = MaskedLMHead(table, hidden_act="relu", initializer_range=0.05, layer_norm_eps=1e-6)
+    hidden = np.random.default_rng(0).normal(size=(2, 5, 16)).astype("float32")
+    positions = np.array([[0, 4], [2, 3]])
+    expected = head(hidden, positions)
+    config = head.get_config()
+    assert config["embedding_layer"]["config"]["input_dim"] == 50
+    copy = MaskedLMHead.from_config(config)
+    copy(hidden, positions)
+    copy.set_weights(head.get_weights())
+    copy.embedding_layer.set_weights(table.get_weights())
+    assert (copy.hidden_act, copy.initializer_range, copy.layer_norm_eps) == ("relu", 0.05, 1e-6)
+    np.testing.assert_allclose(copy(hidden, positions), expected, atol=1e-6)

@@ -1,0 +1,66 @@
+"""Presets: a directory with weights loads them; a named architecture gives random weights only
+when asked (else a warning that says so); every model saves as a preset and loads back whole."""
+
+import logging
+import os
+
+import numpy as np
+import pytest
+
+from keras_bert import BertClassifier, BertEncoder, BertPreprocessor, BertPretrainer
+from keras_bert.checkpoints import load_model
+
+
+def tiny():
+    return BertEncoder(vocab_size=30522, hidden_size=32, num_hidden_layers=1,
+                       num_attention_heads=2, intermediate_size=64, max_position_embeddings=32)
+
+
+def test_a_named_architecture_warns_unless_random_weights_are_asked_for(caplog):
+    with caplog.at_level(logging.WARNING, logger="keras_bert.models.encoder"):
+        encoder = BertEncoder.from_preset("L-2_H-128_A-2")
+    assert "weights are RANDOM" in caplog.text and "random_weights=True" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="keras_bert.models.encoder"):
+        BertEncoder.from_preset("L-2_H-128_A-2", random_weights=True)
+    assert caplog.text == ""
+    assert encoder.bert_config.hidden_size == 128
+
+
+def test_a_preset_directory_loads_its_weights(minilm_dir, tmp_path):
+    encoder = BertEncoder.from_preset(minilm_dir)  # a Hugging Face directory
+    reference = BertEncoder.from_pretrained(minilm_dir)
+    for a, b in zip(encoder.get_weights(), reference.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="random_weights=True is for named architectures"):
+        BertEncoder.from_preset(minilm_dir, random_weights=True)
+
+
+def test_every_model_saves_to_a_preset_and_loads_back_whole(minilm_dir, tmp_path):
+    vocab = os.path.join(minilm_dir, "vocab.txt")
+    encoder = tiny()
+    inputs = encoder.dummy_inputs(2, 8)
+    encoder.save_to_preset(str(tmp_path / "encoder"), vocab_file=vocab)
+    assert sorted(os.listdir(tmp_path / "encoder")) == [
+        "bert_config.json", "model.keras", "tokenizer_config.json", "vocab.txt"]
+    loaded = BertEncoder.from_preset(str(tmp_path / "encoder"))
+    np.testing.assert_allclose(loaded(inputs)["pooled_output"], encoder(inputs)["pooled_output"],
+                               atol=1e-6)
+
+    pretrainer = BertPretrainer(tiny())
+    pretrainer.save_to_preset(str(tmp_path / "pretrainer"), vocab_file=vocab)
+    again = BertPretrainer.from_pretrained(str(tmp_path / "pretrainer"))
+    for a, b in zip(again.get_weights(), pretrainer.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+    classifier = BertClassifier(tiny(), 2, preprocessor=BertPreprocessor(vocab, seq_length=16),
+                                label_names=["no", "yes"])
+    texts = ["a fine day", "rain again"]
+    classifier.save_to_preset(str(tmp_path / "classifier"))
+    for back in (BertClassifier.from_pretrained(str(tmp_path / "classifier")),
+                 load_model(str(tmp_path / "classifier"))):
+        assert back.label_names == ["no", "yes"]
+        np.testing.assert_allclose(back.predict(texts, verbose=0),
+                                   classifier.predict(texts, verbose=0), atol=1e-6)
+    with pytest.raises(FileExistsError):
+        classifier.save_to_preset(str(tmp_path / "classifier"))
