@@ -16,6 +16,7 @@ import numpy as np
 
 from keras_bert.data.squad import SquadExample
 from keras_bert.data.task_examples import DataError
+from keras_bert.tokenization.packing import INPUT_NAMES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,7 +151,7 @@ def make_squad_features(examples: Sequence[SquadExample], tokenizer, max_seq_len
 def stack_features(features: Sequence[SquadFeature]) -> tuple[dict, dict]:
     """(encoder inputs, span labels) as int32 arrays: [num_features, seq] and [num_features]."""
     x = {name: np.asarray([getattr(f, name) for f in features], dtype=np.int32)
-         for name in ("input_word_ids", "input_mask", "input_type_ids")}
+         for name in INPUT_NAMES}
     y = {"start_positions": np.asarray([f.start_position for f in features], dtype=np.int32),
          "end_positions": np.asarray([f.end_position for f in features], dtype=np.int32)}
     return x, y

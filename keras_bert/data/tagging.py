@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from keras_bert.data.task_examples import DataError, TaggedSentence, encode_label
+from keras_bert.tokenization.packing import INPUT_NAMES
 
 logger = logging.getLogger(__name__)
 
@@ -236,7 +237,7 @@ def align_sentences(tokenizer, sentences: Sequence[TaggedSentence], label_names,
 def stack_tagged(features: Sequence[TaggedFeature]) -> tuple[dict, np.ndarray]:
     """(packed inputs int32 [n, seq], labels int32 [n, seq])."""
     x = {name: np.asarray([getattr(f, name) for f in features], dtype=np.int32)
-         for name in ("input_word_ids", "input_mask", "input_type_ids")}
+         for name in INPUT_NAMES}
     return x, np.asarray([f.labels for f in features], dtype=np.int32)
 
 

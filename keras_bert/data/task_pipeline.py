@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+from keras_bert.tokenization.packing import INPUT_NAMES  # noqa: F401  (re-exported)
+
 IGNORED_LABEL = -1  # token labels with this value are left out of the loss and the metrics
 
 

@@ -10,10 +10,9 @@ from keras import ops
 
 from keras_bert.config import BertConfig
 from keras_bert.layers import BertEmbeddings, TransformerBlock, attention_mask_bias
+from keras_bert.tokenization.packing import INPUT_NAMES  # noqa: F401  (re-exported)
 
 logger = logging.getLogger(__name__)
-
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

@@ -3,6 +3,9 @@ segment ids, mask and padding (the TF Hub encoder inputs)."""
 
 from __future__ import annotations
 
+# The encoder's inputs (TF Hub's names), in the order every packed batch lists them.
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
 
 def truncate_pair(ids_a: list[int], ids_b: list[int] | None, max_length: int) -> None:
     """Truncates in place, as Google's ``_truncate_seq_pair``: while the pair is too long, drop

@@ -25,6 +25,7 @@ import tensorflow_text as tf_text
 
 from keras_bert.tokenization import vocab as vocab_lib
 from keras_bert.tokenization.graph_normalizer import GraphNormalizer
+from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.tokenization.wordpiece import MAX_CHARS_PER_WORD, SUFFIX_INDICATOR
 
 _CLEAN_ASCII = r"[\t\n\r\x20-\x7e]*"
@@ -244,7 +245,7 @@ class BertPreprocessor(keras.layers.Layer):
         first = inputs[0] if isinstance(inputs, (tuple, list)) else inputs
         shape = (first.shape[0], self.seq_length)
         return {name: keras.KerasTensor(shape, dtype="int32")
-                for name in ("input_word_ids", "input_mask", "input_type_ids")}
+                for name in INPUT_NAMES}
 
     def get_config(self) -> dict:
         config = super().get_config()

@@ -10,7 +10,7 @@ import re
 import numpy as np
 
 from keras_bert.tokenization import basic, vocab as vocab_lib
-from keras_bert.tokenization.packing import pack_ids
+from keras_bert.tokenization.packing import INPUT_NAMES, pack_ids
 from keras_bert.tokenization.wordpiece import SUFFIX_INDICATOR, WordpieceTokenizer
 
 
@@ -203,7 +203,7 @@ class BertTokenizer:
                 for i, text in enumerate(texts)]
         length = seq_length or max((len(r["input_word_ids"]) for r in rows), default=0)
         out = {}
-        for name in ("input_word_ids", "input_mask", "input_type_ids"):
+        for name in INPUT_NAMES:
             fill = self.pad_id if name == "input_word_ids" else 0
             array = np.full((len(rows), length), fill, dtype=np.int32)
             for i, row in enumerate(rows):

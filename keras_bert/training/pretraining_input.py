@@ -17,10 +17,11 @@ import tensorflow as tf
 from keras_bert.data.corpus import resolve_input_files
 from keras_bert.data.dynamic_masking import DynamicMasker
 from keras_bert.data.pretraining_schema import parse_pretraining_example, restore_masked_tokens
+from keras_bert.tokenization.packing import INPUT_NAMES
 
 logger = logging.getLogger(__name__)
 
-MODEL_INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
+MODEL_INPUT_NAMES = (*INPUT_NAMES, "masked_lm_positions")
 LABEL_NAMES = ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
 # The record features (original and v2 names) whose length each setting fixes.
 LENGTH_SETTINGS = {
