@@ -19,7 +19,8 @@ def is_remote(path: str) -> bool:
     return "://" in str(path) and not str(path).startswith("file://")
 
 
-def _local(path: str) -> str:
+def local_path(path: str) -> str:
+    """A local path without its ``file://`` scheme (unchanged when it has none)."""
     path = str(path)
     return path[len("file://"):] if path.startswith("file://") else path
 
@@ -42,7 +43,7 @@ def check_writable_location(path: str) -> None:
     """
     if is_remote(path):
         return
-    path = os.path.abspath(_local(path))
+    path = os.path.abspath(local_path(path))
     ancestor = path
     while not os.path.exists(ancestor):
         ancestor = os.path.dirname(ancestor)
@@ -64,30 +65,30 @@ def open_file(path: str, mode: str = "r") -> IO:
     if is_remote(path):
         return _gfile().GFile(path, mode)
     if "b" in mode:
-        return open(_local(path), mode)
-    return open(_local(path), mode, encoding="utf-8")
+        return open(local_path(path), mode)
+    return open(local_path(path), mode, encoding="utf-8")
 
 
 def exists(path: str) -> bool:
-    return _gfile().exists(path) if is_remote(path) else os.path.exists(_local(path))
+    return _gfile().exists(path) if is_remote(path) else os.path.exists(local_path(path))
 
 
 def isdir(path: str) -> bool:
-    return _gfile().isdir(path) if is_remote(path) else os.path.isdir(_local(path))
+    return _gfile().isdir(path) if is_remote(path) else os.path.isdir(local_path(path))
 
 
 def glob(pattern: str) -> list[str]:
     """The paths matching `pattern`, sorted (hidden local files included, as tf.io.gfile does)."""
     if is_remote(pattern):
         return sorted(_gfile().glob(pattern))
-    return sorted(_glob.glob(_local(pattern), include_hidden=True))
+    return sorted(_glob.glob(local_path(pattern), include_hidden=True))
 
 
 def makedirs(path: str) -> None:
     if is_remote(path):
         _gfile().makedirs(path)
     else:
-        os.makedirs(_local(path), exist_ok=True)
+        os.makedirs(local_path(path), exist_ok=True)
 
 
 def rename(src: str, dst: str, overwrite: bool = False) -> None:
@@ -95,22 +96,22 @@ def rename(src: str, dst: str, overwrite: bool = False) -> None:
     if is_remote(src) or is_remote(dst):
         _gfile().rename(src, dst, overwrite=overwrite)
         return
-    if not overwrite and os.path.exists(_local(dst)):
+    if not overwrite and os.path.exists(local_path(dst)):
         raise OutputExistsError(dst)
-    os.replace(_local(src), _local(dst))
+    os.replace(local_path(src), local_path(dst))
 
 
 def remove(path: str) -> None:
     if is_remote(path):
         _gfile().remove(path)
     else:
-        os.remove(_local(path))
+        os.remove(local_path(path))
 
 
 def copy(src: str, dst: str, overwrite: bool = False) -> None:
     if is_remote(src) or is_remote(dst):
         _gfile().copy(src, dst, overwrite=overwrite)
         return
-    if not overwrite and os.path.exists(_local(dst)):
+    if not overwrite and os.path.exists(local_path(dst)):
         raise OutputExistsError(dst)
-    shutil.copyfile(_local(src), _local(dst))
+    shutil.copyfile(local_path(src), local_path(dst))

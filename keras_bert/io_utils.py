@@ -12,13 +12,16 @@ from typing import Iterator
 
 import tensorflow as tf
 
-from keras_bert.fileio import OutputExistsError, check_writable_location  # noqa: F401
+from keras_bert.fileio import (OutputExistsError, check_writable_location,  # noqa: F401
+                               is_remote, local_path)
 
 logger = logging.getLogger(__name__)
 
 
 def is_local(path: str) -> bool:
-    return "://" not in path
+    """Local, as fileio decides it: a plain path or ``file://...`` (never through tf.io.gfile's
+    remote file systems)."""
+    return not is_remote(path)
 
 
 @contextlib.contextmanager
@@ -32,6 +35,8 @@ def atomic_output_dir(dst: str, overwrite: bool = False) -> Iterator[str]:
     Raises:
         OutputExistsError (a FileExistsError): ``dst`` exists and ``overwrite`` is False.
     """
+    if is_local(dst):
+        dst = local_path(dst)
     if tf.io.gfile.exists(dst) and not overwrite:
         raise OutputExistsError(dst)
     if is_local(dst):
@@ -90,7 +95,7 @@ def _upload(local_dir: str, dst: str) -> None:
 def local_copy(path: str, scratch_dir: str) -> str:
     """``path`` itself when local, else a copy of it inside ``scratch_dir``."""
     if is_local(path):
-        return path
+        return local_path(path)
     target = os.path.join(scratch_dir, os.path.basename(path.rstrip("/")))
     tf.io.gfile.copy(path, target, overwrite=True)
     return target
