@@ -91,6 +91,11 @@ class BertTask(keras.Model):
     def default_metrics(self):
         return None
 
+    def learning_rate_multipliers(self) -> dict[str, float]:
+        """{variable-path pattern: factor} of layers that learn faster than the encoder (a
+        freshly initialised head that fine-tuning's rate would barely move); {} by default."""
+        return {}
+
     # ----------------------------------------------------------------------- datasets
     def make_dataset(self, x, y=None, sample_weight=None, batch_size: int | None = None,
                      shuffle: bool = False, seed: int | None = None,
@@ -175,7 +180,8 @@ class BertTask(keras.Model):
         optimizer = create_optimizer(
             settings["learning_rate"], num_train_steps=total,
             num_warmup_steps=int(total * settings["warmup_fraction"]),
-            weight_decay=settings["weight_decay"])
+            weight_decay=settings["weight_decay"],
+            learning_rate_multipliers=self.learning_rate_multipliers())
         logger.info("AdamW: lr %g, %d steps, %d warmup", settings["learning_rate"], total,
                     int(total * settings["warmup_fraction"]))
         with self.distribute_strategy.scope():

@@ -208,7 +208,8 @@ def run_finetune(config: FinetuneConfig) -> dict:
         total_steps = steps_per_epoch * config.epochs
         model.compile(optimizer=create_optimizer(
             config.learning_rate, total_steps, int(total_steps * config.warmup_fraction),
-            weight_decay=config.weight_decay))
+            weight_decay=config.weight_decay,
+            learning_rate_multipliers=model.learning_rate_multipliers()))
     logger.info("fine-tuning %s on %d training rows (%s), %d epochs of about %d steps",
                 config.task, rows, type(strategy).__name__, config.epochs, steps_per_epoch)
     evaluation = DevEvaluation(config, dev, find_vocab(config.init_checkpoint), squad_v2,

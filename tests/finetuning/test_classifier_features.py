@@ -215,3 +215,22 @@ def test_finetune_cli_reads_feature_columns(tmp_path, capsys):
                  "--numeric_features", "stars", "--no_progress"])
     assert code == 2
     assert f"{train}:1: missing feature column 'stars'" in capsys.readouterr().err
+
+
+def test_feature_layers_learn_faster_than_the_encoder():
+    from keras_bert.training.optimization import BertAdamW, create_optimizer
+    model = classifier()
+    assert model.learning_rate_multipliers() and not BertClassifier(
+        tiny_encoder(), 2).learning_rate_multipliers()
+    optimizer = create_optimizer(1e-3, 10, 0, weight_decay=0.0,
+                                 learning_rate_multipliers=model.learning_rate_multipliers())
+    assert BertAdamW.from_config(optimizer.get_config()).learning_rate_multipliers == \
+        optimizer.learning_rate_multipliers
+    encoder_kernel = model.encoder.weights[3]
+    dense = model.get_layer("features_dense").kernel
+    before = [encoder_kernel.numpy(), dense.numpy()]
+    optimizer.apply_gradients([(np.ones(encoder_kernel.shape, "float32"), encoder_kernel),
+                               (np.ones(dense.shape, "float32"), dense)])
+    # Adam's first step moves every weight by about the rate: 1e-3, and 30 times that.
+    np.testing.assert_allclose(before[0] - encoder_kernel.numpy(), 1e-3, rtol=1e-2)
+    np.testing.assert_allclose(before[1] - dense.numpy(), 3e-2, rtol=1e-2)
