@@ -34,6 +34,7 @@ setup(
             "nbformat",
             "ipykernel",
             "matplotlib",
+            "pandas",  # BertClassifier with features takes DataFrames
             # hub.load of the TF Hub exports, in a process that cannot import keras_bert
             "tensorflow-hub",
             "tf-keras==2.21.*",
