@@ -47,26 +47,30 @@ def fingerprints(values: Sequence[str]) -> np.ndarray:
                                           FINGERPRINT_BUCKETS).numpy()
 
 
-def _check_name(name, kind: str) -> str:
-    if not isinstance(name, str) or not FEATURE_NAME.match(name):
-        raise ValueError(f"{kind} feature name {name!r} is not a valid input name; use letters, "
-                         f"digits, '_', '.' and '-', starting with a letter or '_'")
-    return name
+def _named_specs(specs, kind: str) -> list[tuple[str, Any]]:
+    """(name, spec or None) pairs of a list of names or a dict; errors for a bad or repeated
+    name."""
+    if specs is None:
+        return []
+    if isinstance(specs, str):
+        raise TypeError(f"{kind}_features must be a list of names or a dict, got the string "
+                        f"{specs!r}; write [{specs!r}]")
+    items = list(specs.items() if isinstance(specs, Mapping) else ((n, None) for n in specs))
+    seen = set()
+    for name, _ in items:
+        if not isinstance(name, str) or not FEATURE_NAME.match(name):
+            raise ValueError(f"{kind} feature name {name!r} is not a valid input name; use "
+                             f"letters, digits, '_', '.' and '-', starting with a letter or '_'")
+        if name in seen:
+            raise ValueError(f"{kind} feature {name!r} is named twice")
+        seen.add(name)
+    return items
 
 
 def normalize_numeric_specs(specs) -> dict[str, dict | None]:
     """``["age"]`` or ``{"age": None | {"mean": m, "variance": v}}`` -> the dict form."""
-    if specs is None:
-        return {}
-    if isinstance(specs, str):
-        raise TypeError(f"numeric_features must be a list of names or a dict, got the string "
-                        f"{specs!r}; write [{specs!r}]")
-    items = specs.items() if isinstance(specs, Mapping) else ((name, None) for name in specs)
     result = {}
-    for name, spec in items:
-        _check_name(name, "numeric")
-        if name in result:
-            raise ValueError(f"numeric feature {name!r} is named twice")
+    for name, spec in _named_specs(specs, "numeric"):
         if spec is not None:
             if set(spec) != {"mean", "variance"}:
                 raise ValueError(f"numeric feature {name!r}: give both 'mean' and 'variance' "
@@ -83,17 +87,8 @@ def normalize_numeric_specs(specs) -> dict[str, dict | None]:
 def normalize_categorical_specs(specs) -> dict[str, dict]:
     """``["country"]`` or ``{"country": None | {"vocabulary": [...], "max_categories": n,
     "embedding_dim": d}}`` -> the dict form, every key filled in (vocabulary None: learned)."""
-    if specs is None:
-        return {}
-    if isinstance(specs, str):
-        raise TypeError(f"categorical_features must be a list of names or a dict, got the "
-                        f"string {specs!r}; write [{specs!r}]")
-    items = specs.items() if isinstance(specs, Mapping) else ((name, None) for name in specs)
     result = {}
-    for name, spec in items:
-        _check_name(name, "categorical")
-        if name in result:
-            raise ValueError(f"categorical feature {name!r} is named twice")
+    for name, spec in _named_specs(specs, "categorical"):
         spec = dict(spec or {})
         unknown = set(spec) - {"vocabulary", "max_categories", "embedding_dim"}
         if unknown:

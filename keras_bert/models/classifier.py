@@ -1,5 +1,6 @@
 """BertClassifier: BERT fine-tuned to classify single texts or text pairs into K classes, or to
-score them (regression, STS-B style), from the pooled [CLS] vector."""
+score them (regression, STS-B style), from the pooled [CLS] vector, optionally joined with named
+numeric and categorical features (a review and its star count, a profile and a country)."""
 
 from __future__ import annotations
 

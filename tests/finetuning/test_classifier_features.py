@@ -66,6 +66,15 @@ def test_learned_vocabulary_keeps_the_most_frequent_values():
     assert restored.category_rows("city", ["a", "b", "c"]).tolist() == [2, 3, 1]
     with pytest.raises(ValueError, match="'city' has no value in the training data"):
         TabularFeatures(categorical_features=["city"]).adapt({"city": np.array(["", ""])})
+    with pytest.raises(ValueError, match="numeric feature 'age' is named twice"):
+        TabularFeatures(["age", "age"])
+    with pytest.raises(ValueError, match="'my age' is not a valid input name"):
+        TabularFeatures(["my age"])
+    with pytest.raises(ValueError, match="give both 'mean' and 'variance'"):
+        TabularFeatures({"age": {"mean": 3.0}})
+    with pytest.raises(ValueError, match="max_categories=1 must be >= 1 and hold the vocab"):
+        TabularFeatures(categorical_features={"city": {"vocabulary": ["a", "b"],
+                                                       "max_categories": 1}})
 
 
 def test_fit_learns_statistics_and_predictions_round_trip(tmp_path):
