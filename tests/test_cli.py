@@ -146,6 +146,7 @@ def test_the_casing_warning_names_the_command_line_flag(tmp_path, caplog):
     assert "--do_lower_case / --no_do_lower_case" in caplog.text
 
 
+@pytest.mark.slow
 def test_the_cli_is_quiet_by_default_and_verbose_with_v(minilm_dir):
     start_up = ("I0000", "cuInit", "oneDNN", "absl::InitializeLog", "cpu_feature_guard")
     quiet = _run(["info", minilm_dir])
@@ -157,6 +158,7 @@ def test_the_cli_is_quiet_by_default_and_verbose_with_v(minilm_dir):
     assert [m for m in start_up if m in loud.stderr], "-v shows TensorFlow's start-up lines"
 
 
+@pytest.mark.slow
 def test_quiet_export_shows_our_log_once_and_none_of_tensorflows(tmp_path, minilm_dir):
     result = _run(["export", minilm_dir, str(tmp_path / "models"), "--model_name", "m"])
     assert result.returncode == 0, result.stderr[-2000:]

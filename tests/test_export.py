@@ -118,6 +118,7 @@ FRESH_PROCESS = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_fresh_process_gives_the_keras_outputs(exported, tmp_path):
     expected = keras_encoder_outputs(exported)
     out = str(tmp_path / "outputs")
@@ -140,6 +141,7 @@ def test_fresh_process_gives_the_keras_outputs(exported, tmp_path):
         np.testing.assert_allclose(got[name], expected[key], atol=2e-5, rtol=1e-5, err_msg=name)
 
 
+@pytest.mark.slow
 def test_cli_exports_a_hugging_face_checkpoint(minilm_dir, tmp_path, capsys):
     from keras_bert.checkpoints import save_checkpoint
     from keras_bert.cli import main
@@ -161,6 +163,7 @@ def test_cli_exports_a_hugging_face_checkpoint(minilm_dir, tmp_path, capsys):
     assert main(["export", checkpoint, base, "--model_name", "bert", "--version", "1"]) == 2
 
 
+@pytest.mark.slow
 def test_every_signature_runs_in_tf_servings_graph_mode_loader(exported, tmp_path):
     """tf.compat.v1 loader + Session.run (TF Serving's LoadSavedModel path) and saved_model_cli
     run give the Keras outputs."""
@@ -187,6 +190,7 @@ def test_every_signature_runs_in_tf_servings_graph_mode_loader(exported, tmp_pat
                                expected["pooled_output"], atol=2e-5, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_export_holds_only_what_the_signatures_read(minilm_dir, tmp_path, caplog):
     """A trained classifier's export: its weights and nothing else (no optimizer slots), with
     ordinary file permissions, and the size in the log."""
@@ -217,6 +221,7 @@ def test_export_holds_only_what_the_signatures_read(minilm_dir, tmp_path, caplog
             assert os.stat(os.path.join(root, name)).st_mode & 0o777 == 0o666 & ~umask, name
 
 
+@pytest.mark.slow
 def test_bf16_export_stays_close_to_float32(minilm_dir, tmp_path):
     """--mixed_precision bf16: float32 weights and outputs, bfloat16 compute; on MiniLM's real
     weights the pooled output moves by less than 0.05 and the embedding direction barely."""

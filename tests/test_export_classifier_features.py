@@ -63,6 +63,7 @@ def example(text, features, text_pair=None):
     return result
 
 
+@pytest.mark.slow
 def test_serving_default_serve_ids_and_classify_take_the_features(models):
     keras_models, paths, stubs = models
     model = keras_models["cls"]

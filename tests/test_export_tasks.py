@@ -70,6 +70,7 @@ def packed(preprocessor, *texts):
         [tf.constant(t) for t in texts] if len(texts) > 1 else tf.constant(texts[0])).items()}
 
 
+@pytest.mark.slow
 def test_pair_classifier_and_tf_serving_classify(preprocessor, classifiers):
     models, paths, stubs = classifiers
     model, loaded = models["nli"], GraphModeModel(paths["nli"])
@@ -158,6 +159,7 @@ def test_token_classifier_gives_per_token_labels(preprocessor, tmp_path):
     assert tags[0] == tags[length - 1] == tags[length] == ""
 
 
+@pytest.mark.slow
 def test_question_answerer_gives_logits_and_the_best_span(preprocessor, tmp_path):
     model = BertQuestionAnswerer(encoder(), preprocessor=preprocessor)
     loaded = exported(model, tmp_path, "qa")
@@ -186,6 +188,7 @@ def test_question_answerer_gives_logits_and_the_best_span(preprocessor, tmp_path
         assert out["answer_text"].numpy()[row].decode() == words.replace(" ##", "").lstrip("#")
 
 
+@pytest.mark.slow
 def test_multiple_choice_and_embedder(preprocessor, tmp_path):
     model = BertMultipleChoice(encoder(), num_choices=3, preprocessor=preprocessor)
     loaded = exported(model, tmp_path, "swag")
@@ -213,6 +216,7 @@ def test_multiple_choice_and_embedder(preprocessor, tmp_path):
     np.testing.assert_allclose(np.linalg.norm(out["embedding"], axis=1), [1, 1], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_mixed_length_batches_run_sorted_in_chunks_and_match_keras(preprocessor, tmp_path):
     """A served batch of 11 texts of different lengths runs sorted in chunks of 8 rows (each
     padded to its own longest); every row, sequence outputs included, equals the Keras model's,

@@ -63,6 +63,7 @@ def consume(hub_dir, tmp_path, mode, ids):
     return np.load(out + ".npz")
 
 
+@pytest.mark.slow
 def test_hub_load_without_keras_bert(hub_dir, tmp_path):
     path, export = hub_dir
     expected = keras_encoder_outputs(export)
@@ -78,6 +79,7 @@ def test_hub_load_without_keras_bert(hub_dir, tmp_path):
     assert got["pair_types"][0].sum() == single - 1  # the second segment and its [SEP]
 
 
+@pytest.mark.slow
 def test_the_encoder_needs_no_tensorflow_text(hub_dir, tmp_path):
     path, export = hub_dir
     expected = keras_encoder_outputs(export)

@@ -65,6 +65,7 @@ def saved_classifier(tmp_path_factory):
     "from keras_bert.models.encoder import BertEncoder",
     "import keras_bert.tokenization\nimport tensorflow",
 ])
+@pytest.mark.slow
 def test_keras_load_model_finds_the_classes(saved_classifier, imports):
     out = _run(imports + f"""
 import keras

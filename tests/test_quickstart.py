@@ -25,6 +25,7 @@ def test_sentiment_examples_are_balanced_and_reproducible():
     assert (texts, labels) == sentiment_examples(40, seed=1)
 
 
+@pytest.mark.slow
 def test_quickstart_runs_every_step_and_serves(tmp_path):
     out = str(tmp_path / "qs")
     options = QuickstartOptions(output_dir=out, corpus_documents=20, vocab_size=1000,

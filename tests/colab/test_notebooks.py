@@ -14,6 +14,8 @@ COLAB = os.path.join(REPO, "colab")
 sys.path.insert(0, COLAB)
 import build_notebooks  # noqa: E402
 
+pytestmark = pytest.mark.slow  # minutes of real training, notebooks or subprocess workers
+
 NOTEBOOKS = sorted(f for f in os.listdir(COLAB) if f.endswith(".ipynb"))
 
 # Per notebook: the shrunk parameters, and the values the last cell reports for checking.

@@ -77,6 +77,7 @@ def test_learned_vocabulary_keeps_the_most_frequent_values():
                                                        "max_categories": 1}})
 
 
+@pytest.mark.slow
 def test_fit_learns_statistics_and_predictions_round_trip(tmp_path):
     model = trained()
     config = model.get_config()
@@ -104,6 +105,7 @@ def test_fit_learns_statistics_and_predictions_round_trip(tmp_path):
     assert rebuilt.get_config() == config
 
 
+@pytest.mark.slow
 def test_the_features_change_the_prediction():
     model = trained()
     base = model.predict(DATA, verbose=0)
@@ -163,6 +165,7 @@ def test_read_examples_carry_features_and_errors_name_file_and_line(tmp_path):
         model.predict([TextExample("good", None, "pos", "dev.tsv", 4)])
 
 
+@pytest.mark.slow
 def test_bucketed_fit_mean_pooling_and_no_hidden_layer():
     model = classifier(pooling="mean", feature_hidden_units=0,
                        numeric_features={"age": {"mean": 30.0, "variance": 400.0}},
@@ -193,6 +196,7 @@ def test_text_only_classifier_is_unchanged():
         model.predict([("good film", "the meal"), ("bad", "a dog")], verbose=0))
 
 
+@pytest.mark.slow
 def test_finetune_cli_reads_feature_columns(tmp_path, capsys):
     from keras_bert.cli import main
     from tests.finetuning.tiny_checkpoint import tiny_checkpoint

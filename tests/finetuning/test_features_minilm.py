@@ -12,6 +12,8 @@ import pytest
 from keras_bert import BertClassifier
 from keras_bert.layers import TabularFeatures
 
+pytestmark = pytest.mark.slow  # minutes of real training, notebooks or subprocess workers
+
 POSITIVE = ["great", "wonderful", "excellent", "delicious", "friendly", "amazing", "lovely",
             "fantastic"]
 NEGATIVE = ["terrible", "awful", "horrible", "disgusting", "rude", "bad", "dreadful", "poor"]

@@ -32,6 +32,7 @@ def checkpoint(tmp_path_factory):
     return tiny_checkpoint(str(tmp_path_factory.mktemp("ckpt") / "uncased_tiny"), "google")
 
 
+@pytest.mark.slow
 def test_classification_under_mirrored_strategy(tmp_path, checkpoint):
     train = write_jsonl(tmp_path / "train.jsonl", ROWS * 4)
     dev = write_jsonl(tmp_path / "dev.jsonl", ROWS)
@@ -66,6 +67,7 @@ def squad_json(path, contexts):
     return str(path)
 
 
+@pytest.mark.slow
 def test_squad_v2_writes_predictions_and_official_scores(tmp_path, checkpoint):
     context = "john lives in paris . mary works in london ."
     qas = [{"id": "where", "question": "where does john live ?",

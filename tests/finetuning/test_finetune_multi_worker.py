@@ -13,6 +13,8 @@ import pytest
 from tests.finetuning.test_finetune_cli import ROWS, write_jsonl
 from tests.finetuning.tiny_checkpoint import tiny_checkpoint
 
+pytestmark = pytest.mark.slow  # minutes of real training, notebooks or subprocess workers
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TIMEOUT_S = 300
 # Longer texts fall in the second bucket (max_seq_length 16: buckets 8 and 16).

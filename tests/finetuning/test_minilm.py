@@ -30,6 +30,7 @@ def test_mean_pooling_matches_sentence_transformers(minilm_dir, reference):
                                atol=1e-5)
 
 
+@pytest.mark.slow
 def test_classifier_fine_tunes_minilm(minilm_dir):
     train, test = sentiment_splits()
     keras.utils.set_random_seed(0)

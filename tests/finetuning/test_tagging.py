@@ -59,6 +59,7 @@ SENTENCES = [
 ]
 
 
+@pytest.mark.slow
 def test_token_classifier_learns_maps_back_and_round_trips(tmp_path):
     keras.utils.set_random_seed(1)
     tagger = BertTokenClassifier(tiny_encoder(), LABELS,

@@ -89,6 +89,7 @@ def test_bucketed_batches_match_unbucketed_outputs():
         np.testing.assert_allclose(rows[key], expected, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_multiple_choice_fits_and_round_trips(tmp_path):
     model = BertMultipleChoice(tiny_encoder(), num_choices=3, preprocessor=preprocessor())
     data = [("john sat", ["down", "the river", "a cat"]), ("the dog ran", ["away", "up", "no"])]

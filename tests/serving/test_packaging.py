@@ -6,9 +6,12 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+@pytest.mark.slow
 def test_wheel_holds_the_server_and_runs_from_anywhere(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                     "-q", "-w", str(tmp_path / "dist"), REPO], check=True, timeout=600,

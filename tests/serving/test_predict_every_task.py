@@ -66,6 +66,7 @@ def packed(preprocessor, texts, pairs=None):
     return {k: v.numpy() for k, v in preprocessor(inputs).items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("protocol", ["grpc", "rest"])
 def test_predict_prints_every_task(served, protocol, capsys):
     models, preprocessor, server = served

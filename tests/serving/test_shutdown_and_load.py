@@ -12,6 +12,7 @@ import time
 
 import grpc
 import numpy as np
+import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
@@ -28,6 +29,7 @@ def request_for(x: np.ndarray) -> predict_pb2.PredictRequest:
     return request
 
 
+@pytest.mark.slow
 def test_sigterm_drains_in_flight_requests_and_exits_0(tmp_path):
     base = tmp_path / "toy"
     write_toy_version(str(base), 1)

@@ -100,6 +100,7 @@ def test_auto_mirrors_over_logical_cpus_unless_forced_and_tries_a_tpu_first(free
     assert "give its name or grpc://host:port with --tpu" in result["tpu_error"]
 
 
+@pytest.mark.slow
 def test_auto_is_multi_worker_mirrored_when_tf_config_lists_two_workers(free_ports):
     workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
     processes = [_start(MULTI_WORKER, env={"TF_CONFIG": json.dumps({
@@ -140,6 +141,7 @@ def test_auto_tries_the_tpu_at_the_address_in_the_environment(clean_environment,
                          "my-tpu"]
 
 
+@pytest.mark.slow
 def test_the_strategy_flag_forces_the_strategy(pretraining_files, tmp_path, clean_environment,
                                               caplog, capsys):
     caplog.set_level(logging.INFO, logger="keras_bert")

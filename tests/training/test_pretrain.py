@@ -111,6 +111,7 @@ def test_init_checkpoint_and_float16_with_loss_scaling(finished_run, pretraining
     assert result.metrics["mlm_loss"] < np.log(64) - 0.5
 
 
+@pytest.mark.slow
 def test_distributed_input_without_iterator_state_resumes_to_more_steps(pretraining_files,
                                                                        tmp_path):
     settings = dict(num_warmup_steps=0, steps_per_loop=2, save_checkpoints_steps=2,
@@ -144,6 +145,7 @@ def plain_runs(pretraining_files):
     return {steps: _train_three_steps(pretraining_files, steps) for steps in (1, 4)}
 
 
+@pytest.mark.slow
 def test_gradient_accumulation_equals_one_big_batch(plain_runs):
     (loss_1, norm_1, weights_1, *_), (loss_4, norm_4, weights_4, *_) = plain_runs.values()
     assert loss_4 == pytest.approx(loss_1, rel=1e-6) and norm_4 == pytest.approx(norm_1, rel=1e-5)

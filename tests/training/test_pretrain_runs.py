@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+pytestmark = pytest.mark.slow  # minutes of real training, notebooks or subprocess workers
+
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -13,6 +13,8 @@ from keras_bert import cli
 from tests.training.records import VOCAB_SIZE, write_records
 from tests.training.test_pretrain import _scalars
 
+pytestmark = pytest.mark.slow  # minutes of real training, notebooks or subprocess workers
+
 POSITIONS = 48  # phase 1 trains positions < 16, phase 2 positions < 32; 32..47 stay untrained
 
 
