@@ -97,12 +97,10 @@ def quiet_python_logs(level: int = logging.WARNING) -> None:
     """TensorFlow's and absl's Python loggers at ``level`` (their INFO lines, such as renamed
     function inputs and "Assets written to", are internals), each line printed once."""
     for name in ("tensorflow", "absl"):
-        logger = logging.getLogger(name)
-        logger.setLevel(level)
+        logging.getLogger(name).setLevel(level)
     tf_logger = logging.getLogger("tensorflow")
     for handler in list(tf_logger.handlers):  # TF's own handler duplicates the root's lines
         tf_logger.removeHandler(handler)
-    tf_logger.propagate = True
 
 
 def _subcommand(argv: list[str]) -> str | None:

@@ -15,7 +15,7 @@ from keras_bert import BertClassifier, BertPreprocessor
 from keras_bert.export import export_model
 from tests.finetuning.tiny_checkpoint import VOCAB, tiny_encoder
 from tests.serving.graph_mode import GraphModeModel
-from tests.serving.server_helpers import running_server
+from tests.serving.server_helpers import running_server, write_model_config
 
 ATOL = 2e-5
 # 11 rows of different lengths (served in sorted chunks of 8), with missing values.
@@ -40,11 +40,8 @@ def models(tmp_path_factory):
     base = tmp_path_factory.mktemp("exports")
     paths = {"cls": export_model(classifier, str(base), "cls"),
              "sts": export_model(regressor, str(base), "sts", text_pair=True)}
-    config = base / "models.config"
-    config.write_text("model_config_list {" + "".join(
-        f' config {{ name: "{name}" base_path: "{base / name}" model_platform: "tensorflow" }}'
-        for name in paths) + " }")
-    with running_server("--model_config_file", str(config)) as (_, stubs):
+    config = write_model_config(base, paths)
+    with running_server("--model_config_file", config) as (_, stubs):
         yield {"cls": classifier, "sts": regressor}, paths, stubs
 
 

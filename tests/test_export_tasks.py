@@ -16,7 +16,7 @@ from keras_bert.export import export_model
 from keras_bert.models import (BertClassifier, BertEmbedder, BertMultipleChoice,
                                BertQuestionAnswerer, BertTokenClassifier)
 from tests.serving.graph_mode import GraphModeModel
-from tests.serving.server_helpers import running_server
+from tests.serving.server_helpers import running_server, write_model_config
 
 SEQ_LENGTH = 24
 PAIRS = [("A man is playing a guitar.", "Someone plays music."),
@@ -57,11 +57,8 @@ def classifiers(preprocessor, tmp_path_factory):
     sts = BertClassifier(encoder(), 1, preprocessor=preprocessor)
     paths = {"nli": export_model(nli, str(base), "nli", text_pair=True),
              "sts": export_model(sts, str(base), "sts")}
-    config = base / "models.config"
-    config.write_text("model_config_list {" + "".join(
-        f' config {{ name: "{name}" base_path: "{base / name}" model_platform: "tensorflow" }}'
-        for name in paths) + " }")
-    with running_server("--model_config_file", str(config)) as (_, stubs):
+    config = write_model_config(base, paths)
+    with running_server("--model_config_file", config) as (_, stubs):
         yield {"nli": nli, "sts": sts}, paths, stubs
 
 

@@ -12,6 +12,15 @@ from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_p
 from serving.server import ModelServer, build_flag_parser
 
 
+def write_model_config(base, names) -> str:
+    """A model_config_list serving every ``base/<name>`` (TF Serving's text format); its path."""
+    config = base / "models.config"
+    config.write_text("model_config_list {" + "".join(
+        f' config {{ name: "{name}" base_path: "{base / name}" model_platform: "tensorflow" }}'
+        for name in names) + " }")
+    return str(config)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -14,7 +14,7 @@ from keras_bert.cli import main
 from keras_bert.export import export_model
 from keras_bert.models import (BertClassifier, BertEmbedder, BertMultipleChoice,
                                BertQuestionAnswerer, BertTokenClassifier)
-from tests.serving.server_helpers import running_server
+from tests.serving.server_helpers import running_server, write_model_config
 
 TEXTS = ["What a great film!", "Angela Merkel visited Paris."]
 PAIRS = ["It was wonderful.", "Merkel went to France."]
@@ -46,11 +46,8 @@ def served(minilm_dir, tmp_path_factory):
     base = tmp_path_factory.mktemp("tasks")
     for name, model in models.items():
         export_model(model, str(base), name, preprocessor=preprocessor)
-    config = base / "models.config"
-    config.write_text("model_config_list {" + "".join(
-        f' config {{ name: "{name}" base_path: "{base / name}" model_platform: "tensorflow" }}'
-        for name in models) + " }")
-    with running_server("--model_config_file", str(config)) as (server, _):
+    config = write_model_config(base, models)
+    with running_server("--model_config_file", config) as (server, _):
         yield models, preprocessor, server
 
 
