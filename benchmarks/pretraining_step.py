@@ -61,8 +61,8 @@ def _ours(w: dict, batch: dict, dtype: str | None, jit_compile: bool = False):
     import tensorflow as tf
 
     from keras_bert import BertEncoder, BertPretrainer
-    from keras_bert.training.optimization import create_optimizer
-    from keras_bert.training.pretraining_step import make_train_loop
+    from keras_bert.optimization.optimizers import create_optimizer
+    from keras_bert.pretraining.step import make_train_loop
 
     keras.utils.set_random_seed(0)
     encoder = BertEncoder(vocab_size=w["vocab"], hidden_size=w["hidden"],

@@ -73,7 +73,7 @@ def vocab_file() -> str:
 def build_classifier(preset: str):
     import keras
     from keras_bert import BertEncoder, BertPreprocessor
-    from keras_bert.models.classifier import BertClassifier
+    from keras_bert.tasks.classification.model import BertClassifier
     keras.utils.set_random_seed(0)
     preprocessor = BertPreprocessor(vocab_file(), lower_case=True, seq_length=SEQ_LENGTH)
     return BertClassifier(BertEncoder.from_preset(preset, random_weights=True), num_classes=3,

@@ -2,17 +2,27 @@
 
 The public API: configuration, the encoder and task models, tokenization, checkpoint interop.
 
-Importing the package is cheap: the names below load their modules (and TensorFlow) on first
-use, so that the pure-Python tools (the pretraining-data writer, the tokenizer) start in a
-fraction of a second. The Keras classes still register for `keras.saving.load_model` as soon as
-Keras is loaded, however it is: by `import keras`, `import tensorflow`, or one of our modules.
+Importing the package is cheap. The public names below load their module (and TensorFlow) on
+first use, so the pure-Python tools (the pretraining-data writer, BertTokenizer) never import
+TensorFlow or Keras.
+
+Saved models still load with plain ``keras.saving.load_model`` after ``import keras_bert``,
+whichever of the two is imported first. Keras looks classes up by their registered name
+("keras_bert>BertClassifier") in its custom objects. We put there, for each of our classes, a
+``_LoadOnFirstUse`` stand-in whose ``from_config`` imports the class's module and hands over to
+the real class; importing that module replaces the stand-in with the class itself (the
+``@keras.saving.register_keras_serializable`` decorator). The stand-ins go in now if Keras is
+loaded. If it is installed but not loaded, ``sys.modules["keras"]`` becomes a module that has
+not run yet (``_KerasOnFirstUse``): Keras runs, and the stand-ins go in, on its first use.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.abc
+import importlib.util
 import sys
+import threading
+import types
 
 __version__ = "0.1.0"
 
@@ -21,55 +31,52 @@ _EXPORTS = {
     "BertConfig": "keras_bert.config",
     "export_model": "keras_bert.export",
     "export_tf_hub": "keras_bert.export",
-    "BertClassifier": "keras_bert.models",
-    "BertEmbedder": "keras_bert.models",
-    "BertEncoder": "keras_bert.models",
-    "BertMultipleChoice": "keras_bert.models",
-    "BertPretrainer": "keras_bert.models",
-    "BertQuestionAnswerer": "keras_bert.models",
-    "BertTokenClassifier": "keras_bert.models",
+    "BertEncoder": "keras_bert.models.encoder",
+    "BertPretrainer": "keras_bert.models.pretrainer",
+    "BertClassifier": "keras_bert.tasks.classification.model",
+    "BertEmbedder": "keras_bert.tasks.embedding.model",
+    "BertMultipleChoice": "keras_bert.tasks.multiple_choice.model",
+    "BertQuestionAnswerer": "keras_bert.tasks.squad.model",
+    "BertTokenClassifier": "keras_bert.tasks.ner.model",
     "BertPreprocessor": "keras_bert.tokenization.preprocessor",
     "BertTokenizer": "keras_bert.tokenization.tokenizer",
-    "PretrainingConfig": "keras_bert.training",
-    "create_optimizer": "keras_bert.training",
-    "get_strategy": "keras_bert.training",
-    "run_pretraining": "keras_bert.training",
+    "PretrainingConfig": "keras_bert.pretraining.config",
+    "run_pretraining": "keras_bert.pretraining.run",
+    "create_optimizer": "keras_bert.optimization.optimizers",
+    "get_strategy": "keras_bert.training.distribute",
     "FinetuneConfig": "keras_bert.training.finetune",
     "run_finetune": "keras_bert.training.finetune",
 }
 __all__ = sorted(_EXPORTS)
 
-# The modules whose import registers every Keras-serializable class of the package (layers,
-# models, the preprocessor, optimizers, schedules), so that `.keras` files deserialize.
-_SERIALIZABLE_MODULES = ("keras_bert.layers", "keras_bert.models",
-                         "keras_bert.tokenization.preprocessor", "keras_bert.training.optimization",
-                         "keras_bert.training.schedules")
-
-
-_registration = {"done": False, "running": False}
-
-
-def register_keras_serializables() -> None:
-    """Imports the modules that register keras-bert's classes with Keras' serialization."""
-    if _registration["done"] or _registration["running"]:
-        return
-    _registration["running"] = True
-    try:
-        for name in _SERIALIZABLE_MODULES:
-            importlib.import_module(name)
-        _registration["done"] = True
-    finally:
-        _registration["running"] = False
-
-
-def register_when_idle(caller: str | None = None) -> None:
-    """Registers the Keras classes, once Keras is loaded, unless one of our modules (other than
-    `caller`, which is finishing) is still being executed: importing the rest now could need a
-    half-made module. `_RegistrationHook` calls it when Keras or one of our modules finishes
-    loading, so the last of those registers everything."""
-    if (not _registration["done"] and "keras" in sys.modules
-            and not _keras_bert_import_in_progress(caller)):
-        register_keras_serializables()
+# Every class we register with Keras (as "keras_bert>Name") -> the module that defines it.
+# tests/test_lazy_imports.py checks that this table lists exactly the registered classes.
+KERAS_CLASSES = {
+    "BertDropout": "keras_bert.layers.dropout",
+    "BertEmbeddings": "keras_bert.layers.embeddings",
+    "TabularFeatures": "keras_bert.layers.features",
+    "MaskedLMHead": "keras_bert.layers.heads",
+    "NextSentenceHead": "keras_bert.layers.heads",
+    "BertLayerNormalization": "keras_bert.layers.layer_normalization",
+    "SentencePooling": "keras_bert.layers.pooling",
+    "ClassificationHead": "keras_bert.layers.task_heads",
+    "SpanHead": "keras_bert.layers.task_heads",
+    "TokenClassificationHead": "keras_bert.layers.task_heads",
+    "BertSelfAttention": "keras_bert.layers.transformer",
+    "TransformerBlock": "keras_bert.layers.transformer",
+    "BertEncoder": "keras_bert.models.encoder",
+    "BertPretrainer": "keras_bert.models.pretrainer",
+    "BertAdamW": "keras_bert.optimization.optimizers",
+    "BertLamb": "keras_bert.optimization.optimizers",
+    "WarmupPolynomialDecay": "keras_bert.optimization.schedules",
+    "BertClassifier": "keras_bert.tasks.classification.model",
+    "BertEmbedder": "keras_bert.tasks.embedding.model",
+    "BertMultipleChoice": "keras_bert.tasks.multiple_choice.model",
+    "BertTokenClassifier": "keras_bert.tasks.ner.model",
+    "FirstPieceAccuracy": "keras_bert.tasks.ner.model",
+    "BertQuestionAnswerer": "keras_bert.tasks.squad.model",
+    "BertPreprocessor": "keras_bert.tokenization.preprocessor",
+}
 
 
 def __getattr__(name: str):
@@ -78,7 +85,6 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'keras_bert' has no attribute {name!r}")
     value = getattr(importlib.import_module(module_name), name)
     globals()[name] = value
-    register_keras_serializables()
     return value
 
 
@@ -86,51 +92,66 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS))
 
 
-def _keras_bert_import_in_progress(caller: str | None = None) -> bool:
-    """Whether one of our modules other than `caller` is being executed."""
-    return any(getattr(getattr(module, "__spec__", None), "_initializing", False)
-               for name, module in list(sys.modules.items())
-               if name.startswith("keras_bert.") and name != caller and module is not None)
+class _LoadOnFirstUse:
+    """Stands in for one of our classes in Keras' custom objects until a saved model needs it."""
+
+    def __init__(self, module: str, name: str):
+        self.module, self.name = module, name
+
+    def load(self) -> type:
+        return getattr(importlib.import_module(self.module), self.name)
+
+    def from_config(self, config):
+        return self.load().from_config(config)
+
+    def __repr__(self) -> str:
+        return f"<{self.module}.{self.name}, imported on first use>"
 
 
-class _RegistrationHook(importlib.abc.MetaPathFinder):
-    """Calls `register_when_idle` each time `keras` or one of our modules finishes loading,
-    until the classes are registered (then it removes itself).
-
-    It finds nothing itself: it asks the other finders and wraps the loader's `exec_module`.
-    Keras may load in the middle of one of our imports (`import tensorflow` loads it too); the
-    registration then waits for the end of the outermost of our modules being imported.
-    """
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != "keras" and not fullname.startswith("keras_bert."):
-            return None
-        if _registration["done"]:
-            if self in sys.meta_path:
-                sys.meta_path.remove(self)
-            return None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None) if finder is not self else None
-            spec = find(fullname, path, target) if find else None
-            if spec is not None:
-                break
-        else:
-            return None
-        loader = spec.loader
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        exec_module = loader.exec_module
-        caller = None if fullname == "keras" else fullname
-
-        def exec_then_register(module):
-            exec_module(module)
-            register_when_idle(caller)
-
-        loader.exec_module = exec_then_register
-        return spec
+def register_with_keras(keras) -> None:
+    """Puts a stand-in for each of our classes in Keras' custom objects (a class already
+    registered stays)."""
+    custom_objects = keras.saving.get_custom_objects()
+    for name, module in KERAS_CLASSES.items():
+        custom_objects.setdefault(f"keras_bert>{name}", _LoadOnFirstUse(module, name))
 
 
-register_when_idle()  # Keras may be loaded already
-if not _registration["done"] and not any(isinstance(finder, _RegistrationHook)
-                                         for finder in sys.meta_path):
-    sys.meta_path.insert(0, _RegistrationHook())
+class _KerasOnFirstUse(types.ModuleType):
+    """``keras`` before Keras has run: a module with Keras' spec and path, so that finding it
+    and importing its submodules (TensorFlow's start-up does both) work without running Keras'
+    ``__init__``. The first use of anything else (``keras.saving``, ``keras.layers``...) runs
+    Keras' ``__init__`` in this module and registers our classes; from then on it is the
+    ordinary ``keras`` module."""
+
+    def __getattr__(self, name: str):
+        submodule = sys.modules.get(f"{self.__name__}.{name}")
+        if submodule is not None:  # a submodule being imported: its attribute is set last
+            return submodule
+        with _KERAS_LOCK:
+            if type(self) is _KerasOnFirstUse:
+                self.__class__ = types.ModuleType  # Keras' own start-up sees a plain module
+                try:
+                    self.__spec__.loader.exec_module(self)
+                except BaseException:
+                    sys.modules.pop(self.__name__, None)  # as a failed import: the next retries
+                    raise
+                register_with_keras(self)
+        return getattr(self, name)
+
+
+_KERAS_LOCK = threading.RLock()
+
+
+def _register_now_or_when_keras_loads() -> None:
+    if "keras" in sys.modules:
+        register_with_keras(sys.modules["keras"])
+        return
+    spec = importlib.util.find_spec("keras")
+    if spec is None or spec.loader is None:
+        return  # no Keras: nothing to register with
+    keras = importlib.util.module_from_spec(spec)
+    keras.__class__ = _KerasOnFirstUse
+    sys.modules["keras"] = keras
+
+
+_register_now_or_when_keras_loads()

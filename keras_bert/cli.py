@@ -22,10 +22,10 @@ from keras_bert.fileio import OutputExistsError
 # pretraining-data` never loads TensorFlow.
 COMMAND_MODULES = {
     "vocab": "keras_bert.tokenization.cli",
-    "pretraining-data": "keras_bert.data.cli",
-    "pretrain": "keras_bert.training.cli",
+    "pretraining-data": "keras_bert.pretraining_data.cli",
+    "pretrain": "keras_bert.pretraining.cli",
     "finetune": "keras_bert.training.finetune_cli",
-    "extract-features": "keras_bert.training.finetune_cli",
+    "extract-features": "keras_bert.tasks.embedding.cli",
     "convert": "keras_bert.checkpoints.cli", "info": "keras_bert.checkpoints.cli",
     "export": "keras_bert.export.cli", "predict": "keras_bert.export.cli",
     "quickstart": "keras_bert.quickstart",

@@ -160,13 +160,13 @@ def run_quickstart(options: QuickstartOptions,
     import numpy as np
 
     from keras_bert.config import BertConfig
-    from keras_bert.data.pretraining_data import PretrainingDataConfig, create_pretraining_data
-    from keras_bert.data.pretraining_worker import InstanceOptions
+    from keras_bert.pretraining_data.writer import PretrainingDataConfig, create_pretraining_data
+    from keras_bert.pretraining_data.worker import InstanceOptions
     from keras_bert.export import export_model
-    from keras_bert.models.classifier import BertClassifier
+    from keras_bert.tasks.classification.model import BertClassifier
     from keras_bert.tokenization.vocab import save_vocab
     from keras_bert.tokenization.vocab_learning import learn_vocab
-    from keras_bert.training.pretrain import PretrainingConfig, run_pretraining
+    from keras_bert.pretraining.run import PretrainingConfig, run_pretraining
 
     out = options.output_dir
     _prepare_output_dir(out)

@@ -119,7 +119,7 @@ def test_extract_features_on_a_missing_checkpoint_says_it_is_missing(tmp_path, c
 
 def test_export_under_a_file_fails_before_loading_the_model(tmp_path, minilm_dir, capsys,
                                                             monkeypatch):
-    import keras_bert.checkpoints as checkpoints
+    import keras_bert.models.checkpoint_io as checkpoints
 
     def no_loading(*args, **kwargs):
         raise AssertionError("the model was loaded before the output path was checked")

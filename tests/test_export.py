@@ -143,7 +143,7 @@ def test_fresh_process_gives_the_keras_outputs(exported, tmp_path):
 
 @pytest.mark.slow
 def test_cli_exports_a_hugging_face_checkpoint(minilm_dir, tmp_path, capsys):
-    from keras_bert.checkpoints import save_checkpoint
+    from keras_bert.models.checkpoint_io import save_checkpoint
     from keras_bert.cli import main
     from tests.serving.exports import tiny_encoder
     checkpoint = str(tmp_path / "hf")

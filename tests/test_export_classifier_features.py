@@ -13,7 +13,7 @@ from tensorflow_serving.apis import classification_pb2, regression_pb2
 
 from keras_bert import BertClassifier, BertPreprocessor
 from keras_bert.export import export_model
-from tests.finetuning.tiny_checkpoint import VOCAB, tiny_encoder
+from tests.tasks.tiny_checkpoint import VOCAB, tiny_encoder
 from tests.serving.graph_mode import GraphModeModel
 from tests.serving.server_helpers import running_server, write_model_config
 

@@ -13,7 +13,7 @@ from tensorflow_serving.apis import classification_pb2, regression_pb2
 
 from keras_bert import BertEncoder, BertPreprocessor
 from keras_bert.export import export_model
-from keras_bert.models import (BertClassifier, BertEmbedder, BertMultipleChoice,
+from keras_bert import (BertClassifier, BertEmbedder, BertMultipleChoice,
                                BertQuestionAnswerer, BertTokenClassifier)
 from tests.serving.graph_mode import GraphModeModel
 from tests.serving.server_helpers import running_server, write_model_config

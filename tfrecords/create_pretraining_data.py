@@ -2,7 +2,7 @@
 
 A drop-in for google-research/bert's create_pretraining_data.py (same flags and defaults), with
 --output_dir/--num_shards, --num_workers, --gzip, --v2_feature_names and --window_bytes added.
-The work is done by `keras_bert.data.pretraining_data`; `keras-bert pretraining-data` is the same.
+The work is done by `keras_bert.pretraining_data.writer`; `keras-bert pretraining-data` is the same.
 """
 
 import argparse
@@ -11,10 +11,10 @@ import os
 import sys
 
 try:
-    from keras_bert.data import cli
+    from keras_bert.pretraining_data import cli
 except ModuleNotFoundError:  # running from a checkout that is not installed
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from keras_bert.data import cli
+    from keras_bert.pretraining_data import cli
 
 
 def main(argv=None) -> int:

@@ -57,7 +57,7 @@ tf.io.gfile.makedirs(WORK_DIR)
 from keras_bert.quickstart import sentiment_examples
 
 if TRAIN_FILE:
-    from keras_bert.data.glue import read_glue
+    from keras_bert.tasks.classification.glue import read_glue
     train = read_glue(TRAIN_FILE, GLUE_TASK)
     dev = read_glue(DEV_FILE, GLUE_TASK)
     train_x, train_y = [e.text for e in train], [e.label for e in train]

@@ -68,8 +68,8 @@ print(len(tokens), "tokens, e.g.", tokens[1000:1010])
 # memory-bounded, and atomic (no half-written file under a final name).
 
 # %%
-from keras_bert.data.pretraining_data import PretrainingDataConfig, create_pretraining_data
-from keras_bert.data.pretraining_worker import InstanceOptions
+from keras_bert.pretraining_data.writer import PretrainingDataConfig, create_pretraining_data
+from keras_bert.pretraining_data.worker import InstanceOptions
 
 records_dir = os.path.join(WORK_DIR, "records")
 summary = create_pretraining_data(PretrainingDataConfig(
@@ -87,7 +87,7 @@ print(summary.instances, "instances in", len(summary.output_files), "files")
 
 # %%
 from keras_bert import BertConfig
-from keras_bert.training.pretrain import PretrainingConfig, run_pretraining
+from keras_bert.pretraining.run import PretrainingConfig, run_pretraining
 
 output_dir = os.path.join(WORK_DIR, "pretraining")
 result = run_pretraining(PretrainingConfig(

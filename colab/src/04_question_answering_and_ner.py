@@ -117,8 +117,8 @@ if not CONLL_TRAIN:
 # ## Question answering
 
 # %%
-from keras_bert.data.squad import read_squad
-from keras_bert.training.finetune_metrics import squad_scores
+from keras_bert.tasks.squad.reader import read_squad
+from keras_bert.tasks.squad.metrics import squad_scores
 
 squad_train, squad_dev = read_squad(SQUAD_TRAIN), read_squad(SQUAD_DEV)
 with strategy.scope():
@@ -138,8 +138,8 @@ for example in squad_dev[:3]:
 # ## Named-entity recognition
 
 # %%
-from keras_bert.data.conll import read_conll
-from keras_bert.training.finetune_metrics import entity_scores
+from keras_bert.tasks.ner.conll import read_conll
+from keras_bert.tasks.ner.metrics import entity_scores
 
 ner_train, ner_dev = read_conll(CONLL_TRAIN), read_conll(CONLL_DEV)
 label_names = sorted({tag for s in ner_train for tag in s.tags})

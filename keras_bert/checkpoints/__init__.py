@@ -1,10 +1,10 @@
-"""Checkpoint interop: Google TF1 checkpoints, Hugging Face BERT directories and our own saves."""
+"""Checkpoint formats: Google TF1 checkpoints, Hugging Face BERT directories and our own saves;
+the names table between them. Loading into and saving from our models is
+keras_bert.models.checkpoint_io (this package sits below the models)."""
 
-from keras_bert.checkpoints.loader import (FORMATS, CheckpointMismatchError, convert,
-                                           detect_format, find_vocab, load_encoder, load_model,
-                                           load_pretrainer, model_values, save_checkpoint,
-                                           save_preset)
+from keras_bert.checkpoints.loader import (FORMATS, CheckpointMismatchError, assign_weights,
+                                           detect_format, find_vocab, infer_lower_case,
+                                           read_checkpoint)
 
-__all__ = ["FORMATS", "CheckpointMismatchError", "convert", "detect_format", "find_vocab",
-           "load_encoder", "load_model", "load_pretrainer", "model_values", "save_checkpoint",
-           "save_preset"]
+__all__ = ["FORMATS", "CheckpointMismatchError", "assign_weights", "detect_format", "find_vocab",
+           "infer_lower_case", "read_checkpoint"]

@@ -37,8 +37,9 @@ def add_parser(subparsers) -> None:
 
 
 def run_convert(args: argparse.Namespace) -> int:
-    loader.convert(args.src, args.dst, args.to_format, from_format=args.from_format,
-                   overwrite=args.overwrite)
+    from keras_bert.models import checkpoint_io
+    checkpoint_io.convert(args.src, args.dst, args.to_format, from_format=args.from_format,
+                          overwrite=args.overwrite)
     print(f"wrote {args.to_format} checkpoint {args.dst}")
     return 0
 
@@ -53,7 +54,8 @@ def describe(path: str) -> dict:
                 "parameters": int(model.count_params()), "variables": variables}
     fmt = loader.detect_format(path)
     if fmt == "keras":
-        model = loader.load_model(path, fmt)
+        from keras_bert.models import checkpoint_io
+        model = checkpoint_io.load_model(path, fmt)
         encoder = getattr(model, "encoder", model)
         variables = [(w.path, tuple(w.shape)) for w in model.weights]
         config = encoder.bert_config.to_google_dict()

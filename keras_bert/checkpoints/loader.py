@@ -1,4 +1,5 @@
-"""One entry point for checkpoints: detect the format, load into our models, save and convert.
+"""Checkpoint formats: detect one, read its values, and assign them to a model's weights by the
+names table (names.py), checking everything first.
 
 Formats: ``google`` (TF1 directory), ``hf`` (Hugging Face directory) and ``keras`` (our own: a
 directory with model.keras, bert_config.json and vocab.txt, or a bare ``.keras`` file).
@@ -23,8 +24,7 @@ from keras_bert.checkpoints.names import (WeightName, encoder_weight_names,
                                           is_ignored_google_name, is_ignored_hf_key,
                                           normalize_hf_key, pretraining_head_weight_names)
 from keras_bert.config import BertConfig
-from keras_bert.io_utils import atomic_output_dir, join, local_copy
-from keras_bert.models import BertEncoder, BertPretrainer
+from keras_bert.io_utils import join
 
 logger = logging.getLogger(__name__)
 
@@ -81,10 +81,12 @@ def _check_and_collect(weights: list[WeightName], values: Mapping[str, np.ndarra
     return assignments, missing, mismatches
 
 
-def _load_into(model, values: Mapping[str, np.ndarray], fmt: str, where: str,
-               with_heads: bool) -> None:
-    """Assigns every model weight from ``values`` (keys in ``fmt`` naming) or raises."""
-    encoder = model.encoder if isinstance(model, BertPretrainer) else model
+def assign_weights(model, values: Mapping[str, np.ndarray], fmt: str, where: str,
+                   with_heads: bool) -> None:
+    """Assigns every weight of ``model`` (a BertEncoder, or with ``with_heads`` a BertPretrainer)
+    from ``values`` (keys in ``fmt`` naming), or raises CheckpointMismatchError having assigned
+    nothing."""
+    encoder = model.encoder if with_heads else model
     if fmt == "hf":
         values = {normalize_hf_key(k): v for k, v in values.items()}
         key_of = lambda w: w.hf  # noqa: E731
@@ -125,13 +127,12 @@ def _load_into(model, values: Mapping[str, np.ndarray], fmt: str, where: str,
         variable.assign(value)
 
 
-def _has_heads(values: Mapping[str, np.ndarray], fmt: str) -> bool:
+def has_heads(values: Mapping[str, np.ndarray], fmt: str) -> bool:
     if fmt == "hf":
         return "cls.predictions.bias" in values or "cls.predictions.decoder.bias" in values
     return "cls/predictions/output_bias" in values
 
 
-# ---------------------------------------------------------------------------------- loading
 def read_checkpoint(path: str, fmt: str | None = None):
     """(config, values, vocab path, fmt) for a google or hf checkpoint."""
     fmt = fmt or detect_format(path)
@@ -146,91 +147,11 @@ def read_checkpoint(path: str, fmt: str | None = None):
     return config, values, vocab, fmt
 
 
-def _load_keras(path: str, **kwargs):
-    file_path = path if path.endswith(".keras") else join(path, KERAS_MODEL_NAME)
-    with tempfile.TemporaryDirectory() as scratch:
-        model = keras.saving.load_model(local_copy(file_path, scratch))
-    if kwargs.get("dtype") is not None:
-        logger.warning("dtype=%r is ignored for a saved keras model; it keeps its own policy",
-                       kwargs["dtype"])
-    return model
-
-
-def load_encoder(path: str, fmt: str | None = None, **kwargs) -> BertEncoder:
-    """A BertEncoder with the weights at ``path`` (any format; heads are ignored)."""
-    fmt = fmt or detect_format(path)
-    if fmt == "keras":
-        model = _load_keras(path, **kwargs)
-        if isinstance(model, BertEncoder):
-            return model
-        if isinstance(getattr(model, "encoder", None), BertEncoder):
-            return model.encoder
-        raise ValueError(f"{path!r} holds a {type(model).__name__}, which has no BertEncoder")
-    config, values, _, fmt = read_checkpoint(path, fmt)
-    encoder = BertEncoder.from_bert_config(config, **kwargs)
-    _load_into(encoder, values, fmt, repr(path), with_heads=False)
-    return encoder
-
-
-def load_pretrainer(path: str, fmt: str | None = None, **kwargs) -> BertPretrainer:
-    """A BertPretrainer with encoder and (when present) MLM/NSP head weights from ``path``."""
-    fmt = fmt or detect_format(path)
-    if fmt == "keras":
-        model = _load_keras(path, **kwargs)
-        if isinstance(model, BertPretrainer):
-            return model
-        encoder = model if isinstance(model, BertEncoder) else getattr(model, "encoder", None)
-        if not isinstance(encoder, BertEncoder):
-            raise ValueError(f"{path!r} holds a {type(model).__name__}, which has no BertEncoder")
-        logger.warning("%s has no pretraining heads; they keep their fresh initialisation", path)
-        return BertPretrainer(encoder)
-    config, values, _, fmt = read_checkpoint(path, fmt)
-    pretrainer = BertPretrainer(BertEncoder.from_bert_config(config, **kwargs))
-    _load_into(pretrainer, values, fmt, repr(path), with_heads=True)
-    return pretrainer
-
-
-def load_model(path: str, fmt: str | None = None, **kwargs):
-    """The model a checkpoint holds: a BertPretrainer when it has heads, else a BertEncoder."""
-    fmt = fmt or detect_format(path)
-    if fmt == "keras":
-        return _load_keras(path, **kwargs)
-    config, values, _, fmt = read_checkpoint(path, fmt)
-    if _has_heads(values, fmt):
-        model = BertPretrainer(BertEncoder.from_bert_config(config, **kwargs))
-        _load_into(model, values, fmt, repr(path), with_heads=True)
-    else:
-        model = BertEncoder.from_bert_config(config, **kwargs)
-        _load_into(model, values, fmt, repr(path), with_heads=False)
-    return model
-
-
 def find_vocab(path: str) -> str | None:
     """The vocab.txt beside a checkpoint, if any."""
     directory = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
     candidate = join(directory, "vocab.txt")
     return candidate if tf.io.gfile.exists(candidate) else None
-
-
-# ---------------------------------------------------------------------------------- saving
-def model_values(model, fmt: str) -> dict[str, np.ndarray]:
-    """{name: float32 array} of a BertEncoder or BertPretrainer in 'google' or 'hf' naming."""
-    encoder = model.encoder if isinstance(model, BertPretrainer) else model
-    if not isinstance(encoder, BertEncoder):
-        raise TypeError(f"expected a BertEncoder or BertPretrainer, got {type(model).__name__}")
-    weights = encoder_weight_names(encoder)
-    heads = pretraining_head_weight_names(model) if isinstance(model, BertPretrainer) else []
-    if fmt == "google":
-        return {w.google: np.asarray(w.variable.numpy()) for w in weights + heads}
-    prefix = "bert." if heads else ""
-    values = {}
-    for w in weights:
-        value = np.asarray(w.variable.numpy())
-        values[prefix + w.hf] = value.T if w.hf_transposed else value
-    for w in heads:
-        value = np.asarray(w.variable.numpy())
-        values[w.hf] = value.T if w.hf_transposed else value
-    return values
 
 
 def infer_lower_case(vocab_file: str) -> bool:
@@ -240,81 +161,3 @@ def infer_lower_case(vocab_file: str) -> bool:
     words = [t for t in tokens if not (t.startswith("[") and t.endswith("]"))]
     upper = sum(1 for t in words if any(c.isupper() for c in t))
     return upper <= 0.01 * max(len(words), 1)
-
-
-def save_checkpoint(model, dst: str, fmt: str, vocab_file: str | None = None,
-                    do_lower_case: bool | None = None, overwrite: bool = False) -> None:
-    """Saves a BertEncoder or BertPretrainer to ``dst`` in ``fmt`` ('google', 'hf', 'keras').
-
-    The directory appears only when everything was written (see io_utils.atomic_output_dir).
-    """
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown checkpoint format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    encoder = model.encoder if isinstance(model, BertPretrainer) else model
-    if not isinstance(encoder, BertEncoder):
-        raise TypeError(f"expected a BertEncoder or BertPretrainer, got {type(model).__name__}")
-    config: BertConfig = encoder.bert_config
-    if vocab_file and do_lower_case is None:
-        do_lower_case = infer_lower_case(vocab_file)
-    values = model_values(model, fmt) if fmt != "keras" else None
-    with atomic_output_dir(dst, overwrite=overwrite) as scratch:
-        if fmt == "google":
-            google.write_google_checkpoint(scratch, config, values, vocab_file)
-        elif fmt == "hf":
-            architecture = "BertForPreTraining" if isinstance(model, BertPretrainer) else "BertModel"
-            huggingface.write_hf_directory(scratch, config, values, architecture, vocab_file,
-                                           do_lower_case)
-        else:
-            model.save(os.path.join(scratch, KERAS_MODEL_NAME))
-            config.to_json_file(os.path.join(scratch, google.CONFIG_NAME))
-            if vocab_file:
-                tf.io.gfile.copy(vocab_file, os.path.join(scratch, "vocab.txt"))
-    logger.info("saved %s as %s checkpoint %s", type(model).__name__, fmt, dst)
-
-
-def save_preset(model, directory: str, vocab_file: str | None = None,
-                overwrite: bool = False) -> str:
-    """Saves any keras-bert model (encoder, pretrainer or task model) as a preset directory:
-    ``model.keras``, ``bert_config.json``, ``vocab.txt`` (``vocab_file``, else the model's
-    preprocessor's vocabulary) and ``tokenizer_config.json`` (its casing). ``from_pretrained``,
-    ``from_preset``, ``keras-bert export`` and ``load_model`` read it back whole.
-
-    Returns ``directory``, which appears only when complete.
-    """
-    from keras_bert.tokenization import vocab as vocab_lib
-
-    encoder = model if isinstance(model, BertEncoder) else getattr(model, "encoder", None)
-    if not isinstance(encoder, BertEncoder):
-        raise TypeError(f"expected a keras-bert model, got {type(model).__name__}")
-    preprocessor = getattr(model, "preprocessor", None)
-    lower_case = None
-    with atomic_output_dir(directory, overwrite=overwrite) as scratch:
-        model.save(os.path.join(scratch, KERAS_MODEL_NAME))
-        encoder.bert_config.to_json_file(os.path.join(scratch, google.CONFIG_NAME))
-        vocab_path = os.path.join(scratch, vocab_lib.VOCAB_FILENAME)
-        if vocab_file:
-            tf.io.gfile.copy(vocab_file, vocab_path)
-            lower_case = infer_lower_case(vocab_file)
-        elif preprocessor is not None:
-            vocab_lib.save_vocab(list(preprocessor.vocabulary), vocab_path)
-        if preprocessor is not None:
-            lower_case = preprocessor.lower_case
-        if lower_case is not None:
-            with open(os.path.join(scratch, "tokenizer_config.json"), "w") as f:
-                json.dump({"do_lower_case": bool(lower_case)}, f)
-    logger.info("saved %s as the preset %s", type(model).__name__, directory)
-    return directory
-
-
-def convert(src: str, dst: str, to_format: str, from_format: str | None = None,
-            overwrite: bool = False) -> None:
-    """Converts a checkpoint between formats; heads are kept when the source has them."""
-    if to_format not in FORMATS:
-        raise ValueError(f"unknown target format {to_format!r}; expected one of {', '.join(FORMATS)}")
-    detected = detect_format(src)
-    if from_format and from_format != detected:
-        raise ValueError(f"{src!r} looks like a {detected!r} checkpoint, not {from_format!r}")
-    do_lower_case = huggingface.read_do_lower_case(src) if detected == "hf" else None
-    model = load_model(src, detected)
-    save_checkpoint(model, dst, to_format, vocab_file=find_vocab(src),
-                    do_lower_case=do_lower_case, overwrite=overwrite)

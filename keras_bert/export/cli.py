@@ -63,7 +63,8 @@ def add_parser(subparsers) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from keras_bert.checkpoints import find_vocab, load_model
+    from keras_bert.checkpoints import find_vocab
+    from keras_bert.models.checkpoint_io import load_model
     from keras_bert.export.saved_model import check_export_target, export_model
     from keras_bert.models import BertPretrainer
     if not os.path.exists(args.checkpoint) and "://" not in args.checkpoint:

@@ -9,7 +9,7 @@ import tempfile
 
 import tensorflow as tf
 
-from keras_bert.export import ops, signatures, tasks  # noqa: F401  (tasks registers exports)
+from keras_bert.export import ops, signatures
 from keras_bert.io_utils import atomic_output_dir, check_writable_location, is_local, join
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization import vocab as vocab_lib

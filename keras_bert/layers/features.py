@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from keras_bert.data.feature_columns import CATEGORICAL_MISSING, category_string
+from keras_bert.layers.feature_columns import CATEGORICAL_MISSING, category_string
 
 logger = logging.getLogger(__name__)
 

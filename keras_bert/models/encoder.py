@@ -143,8 +143,8 @@ class BertEncoder(keras.Model):
     def save_to_preset(self, directory: str, vocab_file: str | None = None,
                        overwrite: bool = False) -> str:
         """Saves the encoder (with ``vocab_file``, for raw text) as a preset directory that
-        ``from_preset``/``from_pretrained`` load; see ``keras_bert.checkpoints.save_preset``."""
-        from keras_bert.checkpoints import save_preset
+        ``from_preset``/``from_pretrained`` load; see ``keras_bert.models.checkpoint_io.save_preset``."""
+        from keras_bert.models.checkpoint_io import save_preset
         return save_preset(self, directory, vocab_file, overwrite)
 
     @classmethod
@@ -154,7 +154,7 @@ class BertEncoder(keras.Model):
         The format is detected from the files present; ``path`` may be local or gs://.
         Keyword arguments (e.g. ``dtype``) are passed to the constructor.
         """
-        from keras_bert.checkpoints import load_encoder
+        from keras_bert.models.checkpoint_io import load_encoder
         return load_encoder(path, **kwargs)
 
     def dummy_inputs(self, batch_size: int = 1, seq_length: int = 8) -> dict[str, Any]:

@@ -20,7 +20,8 @@ def load_task_parts(task_class, path: str, seq_length: int, dtype=None,
     none: the model then takes packed ids only). ``lower_case`` overrides the checkpoint's
     casing for that preprocessor.
     """
-    from keras_bert.checkpoints import detect_format, find_vocab, load_encoder, load_model
+    from keras_bert.checkpoints import detect_format, find_vocab
+    from keras_bert.models.checkpoint_io import load_encoder, load_model
     from keras_bert.models.encoder import BertEncoder
     from keras_bert.tokenization.preprocessor import BertPreprocessor
 
@@ -45,8 +46,7 @@ def load_task_parts(task_class, path: str, seq_length: int, dtype=None,
                            "preprocessor=BertPreprocessor(vocab_file, ...) for raw text)",
                            path, task_class.__name__)
     if preprocessor is not None and preprocessor.seq_length != seq_length:
-        preprocessor = type(preprocessor).from_config(
-            {**preprocessor.get_config(), "seq_length": seq_length})
+        preprocessor = preprocessor.with_seq_length(seq_length)
     return None, encoder, preprocessor
 
 

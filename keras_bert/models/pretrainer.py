@@ -70,14 +70,14 @@ class BertPretrainer(keras.Model):
         Heads missing from the checkpoint (e.g. an HF ``BertModel`` without ``cls.*``) keep their
         fresh initialisation, and a warning lists them.
         """
-        from keras_bert.checkpoints import load_pretrainer
+        from keras_bert.models.checkpoint_io import load_pretrainer
         return load_pretrainer(path, **kwargs)
 
     def save_to_preset(self, directory: str, vocab_file: str | None = None,
                        overwrite: bool = False) -> str:
-        """Saves encoder and heads as a preset directory (``keras_bert.checkpoints.save_preset``)
+        """Saves encoder and heads as a preset directory (``keras_bert.models.checkpoint_io.save_preset``)
         that ``from_pretrained`` loads back whole."""
-        from keras_bert.checkpoints import save_preset
+        from keras_bert.models.checkpoint_io import save_preset
         return save_preset(self, directory, vocab_file, overwrite)
 
     def get_config(self) -> dict[str, Any]:

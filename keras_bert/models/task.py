@@ -14,7 +14,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.data.task_pipeline import INPUT_NAMES, is_packed, make_task_dataset
+from keras_bert.models.task_pipeline import INPUT_NAMES, is_packed, make_task_dataset
 from keras_bert.tokenization.preprocessor import PAD_MULTIPLE
 
 logger = logging.getLogger(__name__)
@@ -68,8 +68,8 @@ class BertTask(keras.Model):
     def save_to_preset(self, directory: str, overwrite: bool = False) -> str:
         """Saves the task model (head, encoder, preprocessor and its vocab.txt) as a preset
         directory that this class's ``from_pretrained``, ``keras-bert export`` and
-        ``keras_bert.checkpoints.load_model`` read back whole."""
-        from keras_bert.checkpoints import save_preset
+        ``keras_bert.models.checkpoint_io.load_model`` read back whole."""
+        from keras_bert.models.checkpoint_io import save_preset
         return save_preset(self, directory, overwrite=overwrite)
 
     # ------------------------------------------------------------------------ hooks
@@ -109,7 +109,7 @@ class BertTask(keras.Model):
             batch_size: examples per batch (32).
             shuffle, seed: reshuffle in-memory examples every epoch.
             bucket_lengths: batch sequences of similar length together, padded to one of these
-                lengths (see ``keras_bert.data.task_pipeline.bucket_by_length``).
+                lengths (see ``keras_bert.models.task_pipeline.bucket_by_length``).
             drop_remainder: only full batches.
         """
         if isinstance(x, tf.data.Dataset):
@@ -165,7 +165,7 @@ class BertTask(keras.Model):
     def _make_auto_optimizer(self, dataset: tf.data.Dataset, epochs: int,
                              steps_per_epoch: int | None, num_examples: int | None,
                              batch_size: int, num_buckets: int) -> None:
-        from keras_bert.training.optimization import create_optimizer
+        from keras_bert.optimization.optimizers import create_optimizer
         if steps_per_epoch is None:
             cardinality = int(dataset.cardinality())
             if cardinality > 0:

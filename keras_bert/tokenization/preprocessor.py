@@ -17,6 +17,7 @@ them), the other pieces are tokenized as above, and the rows are put back togeth
 
 from __future__ import annotations
 
+import os
 import re
 
 import keras
@@ -29,6 +30,8 @@ from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.tokenization.wordpiece import MAX_CHARS_PER_WORD, SUFFIX_INDICATOR
 
 _CLEAN_ASCII = r"[\t\n\r\x20-\x7e]*"
+# Stands in until load_assets brings the real vocabulary (see from_config).
+_PLACEHOLDER_VOCABULARY = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a")
 _MAX_UTF8_BYTES_PER_CHAR = 4
 
 
@@ -47,8 +50,8 @@ class BertPreprocessor(keras.layers.Layer):
         vocab_file: a vocab.txt (local or ``gs://``). Give this or ``vocabulary``.
         lower_case: lower-case and strip accents, for uncased models.
         seq_length: the packed length, [CLS] and [SEP] included.
-        vocabulary: the tokens themselves, id 0 first, instead of a file (``get_config`` stores
-            them, so a saved model carries its vocabulary).
+        vocabulary: the tokens themselves, id 0 first, instead of a file (a ``.keras`` file
+            carries them as an asset).
         keep_special_tokens: when True, the literal text of a special token ("[CLS]", "[SEP]",
             "[MASK]", "[PAD]", "[UNK]") in the input becomes that token, as
             ``BertTokenizer(keep_special_tokens=True)`` does. By default it is tokenized as
@@ -73,10 +76,6 @@ class BertPreprocessor(keras.layers.Layer):
                              "list)")
         if seq_length < 2:
             raise ValueError(f"seq_length={seq_length} leaves no room for [CLS] and [SEP]")
-        tokens = (vocab_lib.read_vocab_tokens(vocab_file) if vocab_file is not None
-                  else list(vocabulary))
-        vocab = vocab_lib.validate_vocab(tokens, source=vocab_file or "<vocabulary>")
-        self.vocabulary = tokens
         self.lower_case = lower_case
         self.seq_length = seq_length
         self.keep_special_tokens = keep_special_tokens
@@ -84,16 +83,22 @@ class BertPreprocessor(keras.layers.Layer):
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.built = True
+        self._normalizer = GraphNormalizer(lower_case)
+        self.set_vocabulary(vocab_lib.read_vocab_tokens(vocab_file) if vocab_file is not None
+                            else list(vocabulary), source=vocab_file)
 
+    def set_vocabulary(self, tokens: list[str], source: str | None = None) -> None:
+        """Uses ``tokens`` (id 0 first) as the vocabulary: checks it and builds the lookups."""
+        vocab = vocab_lib.validate_vocab(tokens, source=source or "<vocabulary>")
         missing = [t for t in (vocab_lib.PAD, vocab_lib.CLS, vocab_lib.SEP) if t not in vocab]
         if missing:
-            raise ValueError(f"the vocabulary ({vocab_file or 'in memory'}) lacks {missing}; "
+            raise ValueError(f"the vocabulary ({source or 'in memory'}) lacks {missing}; "
                              f"packing needs them")
+        self.vocabulary = list(tokens)
         self.pad_id, self.cls_id, self.sep_id = (vocab[vocab_lib.PAD], vocab[vocab_lib.CLS],
                                                  vocab[vocab_lib.SEP])
-        self._normalizer = GraphNormalizer(lower_case)
-        common = dict(vocab=tokens, suffix_indicator=SUFFIX_INDICATOR, unknown_token=vocab_lib.UNK,
-                      token_out_type=tf.int32)
+        common = dict(vocab=self.vocabulary, suffix_indicator=SUFFIX_INDICATOR,
+                      unknown_token=vocab_lib.UNK, token_out_type=tf.int32)
         self._ascii_wordpiece = tf_text.FastWordpieceTokenizer(
             max_bytes_per_word=MAX_CHARS_PER_WORD, no_pretokenization=False, **common)
         self._word_wordpiece = tf_text.FastWordpieceTokenizer(
@@ -103,6 +108,7 @@ class BertPreprocessor(keras.layers.Layer):
         self._special_tokens = specials
         self._special_ids = [vocab[t] for t in specials]
         self._special_pattern = "|".join(re.escape(t) for t in specials)
+        self._vocabulary_pending = False
 
     @classmethod
     def from_pretrained(cls, path: str, lower_case: bool | None = None, seq_length: int = 128,
@@ -125,6 +131,7 @@ class BertPreprocessor(keras.layers.Layer):
 
         Bytes that are not valid UTF-8 are dropped, as in ``BertTokenizer``.
         """
+        self._check_vocabulary()
         texts = _as_batch(texts)
         if self.keep_special_tokens and self._special_tokens:
             return self._tokenize_keeping_special_tokens(texts)
@@ -248,10 +255,45 @@ class BertPreprocessor(keras.layers.Layer):
                 for name in INPUT_NAMES}
 
     def get_config(self) -> dict:
+        """The settings; the vocabulary is not among them (``save_assets`` writes it beside the
+        config in a ``.keras`` file, as keras-hub's tokenizers do), which keeps configs and
+        Keras' error messages short. ``with_seq_length`` copies a preprocessor whole."""
         config = super().get_config()
-        config.update(vocabulary=list(self.vocabulary), lower_case=self.lower_case,
-                      seq_length=self.seq_length, keep_special_tokens=self.keep_special_tokens)
+        config.update(vocabulary=None, lower_case=self.lower_case, seq_length=self.seq_length,
+                      keep_special_tokens=self.keep_special_tokens)
         return config
+
+    @classmethod
+    def from_config(cls, config: dict) -> "BertPreprocessor":
+        """From ``get_config()``: the vocabulary comes next, from ``load_assets`` (a ``.keras``
+        file) or ``set_vocabulary``. A config holding the vocabulary (saved before 0.1.0's
+        assets) is complete."""
+        config = dict(config)
+        if config.get("vocabulary") is not None or config.get("vocab_file") is not None:
+            return cls(**config)
+        config["vocabulary"] = list(_PLACEHOLDER_VOCABULARY)
+        layer = cls(**config)
+        layer._vocabulary_pending = True
+        return layer
+
+    def save_assets(self, dir_path: str) -> None:
+        vocab_lib.save_vocab(self.vocabulary, os.path.join(dir_path, vocab_lib.VOCAB_FILENAME))
+
+    def load_assets(self, dir_path: str) -> None:
+        path = os.path.join(dir_path, vocab_lib.VOCAB_FILENAME)
+        self.set_vocabulary(vocab_lib.read_vocab_tokens(path), source=path)
+
+    def with_seq_length(self, seq_length: int) -> "BertPreprocessor":
+        """A copy that packs to ``seq_length``."""
+        return type(self)(lower_case=self.lower_case, seq_length=seq_length,
+                          vocabulary=list(self.vocabulary),
+                          keep_special_tokens=self.keep_special_tokens)
+
+    def _check_vocabulary(self) -> None:
+        if self._vocabulary_pending:
+            raise ValueError(f"{self.name} was built from a config without its vocabulary; "
+                             f"call set_vocabulary(tokens), or load the whole model with "
+                             f"keras.saving.load_model (the .keras file holds it)")
 
 
 PAD_MULTIPLE = 8  # packed lengths round up to this: few distinct shapes, aligned matmuls

@@ -26,9 +26,9 @@ from collections.abc import Sequence
 import keras
 import tensorflow as tf
 
-from keras_bert.data.conll import write_conll
 from keras_bert.io_utils import atomic_output_dir, join
-from keras_bert.training import finetune_tasks as tasks
+from keras_bert.tasks import get_task
+from keras_bert.tasks.base import TaskOptions
 from keras_bert.training.finetune_loop import distribute_global_batches, fit_distributed
 
 logger = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ class FinetuneConfig:
 
     Example:
     >>> config = FinetuneConfig("classification", "uncased_L-12_H-768_A-12", "train.tsv",
-    ...                         "dev.tsv", "out", tasks.TaskOptions(data_format="mrpc"))
+    ...                         "dev.tsv", "out", TaskOptions(data_format="mrpc"))
     >>> config.learning_rate, config.batch_size, config.epochs, config.warmup_fraction
     (3e-05, 32, 3, 0.1)
     """
@@ -73,7 +73,7 @@ class FinetuneConfig:
     train_file: str
     dev_file: str | None
     output_dir: str
-    options: tasks.TaskOptions = dataclasses.field(default_factory=tasks.TaskOptions)
+    options: TaskOptions = dataclasses.field(default_factory=TaskOptions)
     learning_rate: float = 3e-5
     batch_size: int = 32
     epochs: int = 3
@@ -112,21 +112,19 @@ class DevEvaluation(keras.callbacks.Callback):
     epoch but writes nothing.
     """
 
-    def __init__(self, config: FinetuneConfig, examples, vocab_file, squad_v2: bool,
-                 write_outputs: bool = True):
+    def __init__(self, config: FinetuneConfig, examples, vocab_file, write_outputs: bool = True):
         super().__init__()
         self.config, self.examples, self.vocab_file = config, examples, vocab_file
-        self.squad_v2, self.write_outputs = squad_v2, write_outputs
-        self.metric = tasks.PRIMARY_METRIC[config.task]
+        self.task, self.write_outputs = get_task(config.task), write_outputs
+        self.metric = self.task.primary_metric
         self.history: list[dict] = []
         self.best: dict | None = None
 
     def on_epoch_end(self, epoch, logs=None):
         record = {"epoch": epoch + 1, **{k: float(v) for k, v in (logs or {}).items()}}
         if self.examples is not None:
-            scores, artifacts = tasks.evaluate(self.config.task, self.model, self.examples,
-                                               self.config.options, self.squad_v2,
-                                               self.config.batch_size)
+            scores, artifacts = self.task.evaluate(self.model, self.examples, self.config.options,
+                                                   self.config.batch_size)
             record["dev"] = scores
             logger.info("epoch %d: dev %s = %.4f", epoch + 1, self.metric, scores[self.metric])
         self.history.append(record)
@@ -143,8 +141,8 @@ class DevEvaluation(keras.callbacks.Callback):
     def _write_artifacts(self, artifacts: dict) -> None:
         for name, value in artifacts.items():
             path = join(self.config.output_dir, name)
-            if name.endswith(".conll"):
-                write_conll(path, *value)
+            if callable(value):
+                value(path)
             else:
                 write_json(path, value)
 
@@ -168,29 +166,25 @@ def run_finetune(config: FinetuneConfig) -> dict:
     """
     from keras_bert.checkpoints import find_vocab
     from keras_bert.training.distribute import get_strategy, worker_role
-    from keras_bert.training.optimization import create_optimizer
+    from keras_bert.optimization.optimizers import create_optimizer
 
-    if config.task not in tasks.TASKS:
-        raise ValueError(f"unknown task {config.task!r}; expected one of {', '.join(tasks.TASKS)}")
+    task = get_task(config.task)
     results_path = join(config.output_dir, RESULTS_NAME)
     if tf.io.gfile.exists(results_path) and not config.overwrite:
         raise FileExistsError(f"{results_path} exists; pass --overwrite to replace that run")
     strategy = get_strategy(config.strategy, config.tpu)
     multi_worker = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
     is_chief = worker_role(strategy)[0]
-    options = config.options
-    if options.seq_length is None:
-        options = dataclasses.replace(
-            options, seq_length=tasks.DEFAULT_SEQ_LENGTH.get(config.task, 128))
-        config = dataclasses.replace(config, options=options)
-    train = tasks.read_examples(config.task, config.train_file, options)
-    dev = tasks.read_examples(config.task, config.dev_file, options) if config.dev_file else None
-    labels = tasks.label_names(config.task, train, options)
-    squad_v2 = config.task == "squad" and tasks.is_squad_v2([train, dev or []], options)
+    task.check_options(config.options)
+    train = task.read_examples(config.train_file, config.options)
+    dev = task.read_examples(config.dev_file, config.options) if config.dev_file else None
+    options = task.resolve_options(config.options, [train, dev or []])
+    config = dataclasses.replace(config, options=options)
+    labels = task.label_names(train, options)
     keras.utils.set_random_seed(config.seed)
     with strategy.scope():
-        model = tasks.build_model(config.task, config.init_checkpoint, labels, train, options,
-                                  lower_case=config.lower_case)
+        model = task.build_model(config.init_checkpoint, labels, train, options,
+                                 lower_case=config.lower_case)
         buckets = _bucket_lengths(config)
         is_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
 
@@ -203,7 +197,7 @@ def run_finetune(config: FinetuneConfig) -> dict:
                       else make_train_data())
         if dev is not None:
             model._to_arrays(dev)  # bad dev labels fail now, with file and line, not after epoch 1
-        rows = tasks.num_train_rows(config.task, model, train)
+        rows = task.num_train_rows(model, train)
         steps_per_epoch = math.ceil(rows / config.batch_size) + len(buckets)
         total_steps = steps_per_epoch * config.epochs
         model.compile(optimizer=create_optimizer(
@@ -212,7 +206,7 @@ def run_finetune(config: FinetuneConfig) -> dict:
             learning_rate_multipliers=model.learning_rate_multipliers()))
     logger.info("fine-tuning %s on %d training rows (%s), %d epochs of about %d steps",
                 config.task, rows, type(strategy).__name__, config.epochs, steps_per_epoch)
-    evaluation = DevEvaluation(config, dev, find_vocab(config.init_checkpoint), squad_v2,
+    evaluation = DevEvaluation(config, dev, find_vocab(config.init_checkpoint),
                                write_outputs=is_chief)
     if is_chief:
         tf.io.gfile.makedirs(config.output_dir)
@@ -223,14 +217,15 @@ def run_finetune(config: FinetuneConfig) -> dict:
         model.fit(train_data, epochs=config.epochs, callbacks=[evaluation],
                   verbose=config.verbose)
     results = {
-        "task": config.task, "primary_metric": tasks.PRIMARY_METRIC[config.task],
+        "task": config.task, "primary_metric": task.primary_metric,
         "best_epoch": evaluation.best["epoch"], "best": evaluation.best.get("dev"),
         "epochs": evaluation.history, "train_rows": rows,
         "dev_examples": None if dev is None else len(dev), "labels": labels,
-        "squad_version_2": squad_v2 if config.task == "squad" else None,
+        "squad_version_2": None,
         "best_model": join(config.output_dir, BEST_MODEL_DIR),
         "config": {k: v for k, v in dataclasses.asdict(config).items() if k != "options"},
         "options": dataclasses.asdict(options),
+        **task.result_fields(options),
     }
     if is_chief:
         write_json(results_path, results)

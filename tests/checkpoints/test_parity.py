@@ -10,7 +10,7 @@ import tensorflow as tf
 from safetensors.numpy import load_file
 
 from keras_bert import BertEncoder
-from keras_bert.checkpoints import load_encoder
+from keras_bert.models.checkpoint_io import load_encoder
 
 SEQ_TOL = 1e-4
 POOLED_TOL = 1e-5

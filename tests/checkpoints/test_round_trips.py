@@ -10,8 +10,8 @@ import tensorflow as tf
 from safetensors.numpy import load_file
 
 from keras_bert import BertConfig, BertEncoder, BertPretrainer
-from keras_bert.checkpoints import (CheckpointMismatchError, convert, detect_format,
-                                    load_encoder, load_model, load_pretrainer, save_checkpoint)
+from keras_bert.checkpoints import CheckpointMismatchError, detect_format
+from keras_bert.models.checkpoint_io import convert, load_encoder, load_model, load_pretrainer, save_checkpoint
 from keras_bert.cli import main as cli_main
 from tests.checkpoints.test_parity import write_tf1_checkpoint_like_google
 from tests.helpers import random_inputs

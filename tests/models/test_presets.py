@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from keras_bert import BertClassifier, BertEncoder, BertPreprocessor, BertPretrainer
-from keras_bert.checkpoints import load_model
+from keras_bert.models.checkpoint_io import load_model
 
 
 def tiny():

@@ -12,7 +12,7 @@ import tensorflow as tf
 from keras_bert import BertEncoder, BertPreprocessor
 from keras_bert.cli import main
 from keras_bert.export import export_model
-from keras_bert.models import (BertClassifier, BertEmbedder, BertMultipleChoice,
+from keras_bert import (BertClassifier, BertEmbedder, BertMultipleChoice,
                                BertQuestionAnswerer, BertTokenClassifier)
 from tests.serving.server_helpers import running_server, write_model_config
 

@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from keras_bert.data.example_encoder import PretrainingExampleEncoder
+from keras_bert.pretraining_data.example_encoder import PretrainingExampleEncoder
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 VOCAB_SIZE = 64

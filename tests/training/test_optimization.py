@@ -8,9 +8,12 @@ import pytest
 import tensorflow as tf
 
 from keras_bert import BertEncoder, BertPretrainer
-from keras_bert.training import distribute, optimization, pretraining_config, schedules
-from keras_bert.training.optimization import BertAdamW, BertLamb, create_optimizer
-from keras_bert.training.schedules import WarmupPolynomialDecay
+from keras_bert.optimization import optimizers as optimization
+from keras_bert.pretraining import config as pretraining_config
+from keras_bert.optimization import schedules
+from keras_bert.training import distribute
+from keras_bert.optimization.optimizers import BertAdamW, BertLamb, create_optimizer
+from keras_bert.optimization.schedules import WarmupPolynomialDecay
 
 
 def _pretrainer():

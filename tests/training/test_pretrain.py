@@ -9,10 +9,10 @@ import pytest
 import tensorflow as tf
 
 from keras_bert import BertConfig, BertEncoder, BertPretrainer
-from keras_bert.training.pretrain import PretrainingConfig, run_pretraining
-from keras_bert.training.optimization import create_optimizer
-from keras_bert.training.pretraining_input import pretraining_dataset
-from keras_bert.training.pretraining_step import make_train_loop
+from keras_bert.pretraining.run import PretrainingConfig, run_pretraining
+from keras_bert.optimization.optimizers import create_optimizer
+from keras_bert.pretraining.input import pretraining_dataset
+from keras_bert.pretraining.step import make_train_loop
 from tests.training.records import write_records
 
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.data.dynamic_masking import DynamicMasker
-from keras_bert.data.pretraining_schema import parse_pretraining_example
-from keras_bert.training.pretraining_input import pretraining_dataset
+from keras_bert.pretraining.dynamic_masking import DynamicMasker
+from keras_bert.pretraining.schema import parse_pretraining_example
+from keras_bert.pretraining.input import pretraining_dataset
 from tests.training.records import MASK_ID, write_records
 
 

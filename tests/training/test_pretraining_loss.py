@@ -5,8 +5,8 @@ import doctest
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.training import pretraining_loss
-from keras_bert.training.pretraining_loss import pretraining_loss_sums, summarize
+from keras_bert.pretraining import loss as pretraining_loss
+from keras_bert.pretraining.loss import pretraining_loss_sums, summarize
 
 
 def _batch(seed=0, batch=6, predictions=4, vocab=11):

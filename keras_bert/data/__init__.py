@@ -1,1 +1,0 @@
-"""keras_bert.data."""

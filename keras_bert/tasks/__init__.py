@@ -1,0 +1,42 @@
+"""The tasks, one folder each: its reader, features and post-processing, its model, its metric,
+its export signatures and its ``keras-bert finetune`` wiring (``task.py``).
+
+The registry is the folders themselves: a folder with a ``task.py`` that lists ``TASKS`` (Task
+objects, see ``base.py``) is a task of ``keras-bert finetune``. Importing a task folder registers
+its model's export signatures (its ``__init__`` imports ``export.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+
+
+@functools.cache
+def _registry() -> dict:
+    tasks = {}
+    for folder in pkgutil.iter_modules(__path__):
+        if not folder.ispkg:
+            continue
+        package = importlib.import_module(f"{__name__}.{folder.name}")
+        if not any(m.name == "task" for m in pkgutil.iter_modules(package.__path__)):
+            continue
+        for task in importlib.import_module(f"{package.__name__}.task").TASKS:
+            if task.name in tasks:
+                raise ValueError(f"two tasks are named {task.name!r}")
+            tasks[task.name] = task
+    return tasks
+
+
+def task_names() -> list[str]:
+    """The names ``keras-bert finetune --task`` takes."""
+    return list(_registry())
+
+
+def get_task(name: str):
+    """The Task named ``name``; ValueError naming the others when there is none."""
+    tasks = _registry()
+    if name not in tasks:
+        raise ValueError(f"unknown task {name!r}; expected one of {', '.join(tasks)}")
+    return tasks[name]

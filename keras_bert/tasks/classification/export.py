@@ -1,0 +1,80 @@
+"""The classifier's export: serving outputs (probabilities, class_ids, class_names; score for
+regression), its features in the signatures, and TF Serving's Classify/Regress signatures over
+tf.Examples."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from keras_bert.export.signatures import (RawText, TaskExport, pack, parse_text_examples,
+                                          register)
+from keras_bert.tasks.classification.model import BertClassifier
+
+
+def _class_names(model: BertClassifier) -> tf.Tensor:
+    names = model.label_names or [str(i) for i in range(model.num_classes)]
+    return tf.constant(names)
+
+
+def _probabilities(model: BertClassifier, outputs: tf.Tensor) -> tf.Tensor:
+    return tf.nn.softmax(outputs, axis=-1) if model.activation is None else outputs
+
+
+def classifier_outputs(model: BertClassifier, preprocessor, inputs: dict,
+                       raw: RawText | None) -> dict:
+    """probabilities float32 [batch, K], class_ids int32 [batch], class_names string [batch]
+    (the label names, or the ids as text); a regression model gives score float32 [batch]."""
+    outputs = tf.cast(model(inputs, training=False), tf.float32)
+    if model.is_regression:
+        return {"score": outputs[:, 0]}
+    probabilities = _probabilities(model, outputs)
+    class_ids = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+    return {"probabilities": probabilities, "class_ids": class_ids,
+            "class_names": tf.gather(_class_names(model), class_ids)}
+
+
+def classifier_feature_spec(model: BertClassifier) -> dict[str, tf.TensorSpec]:
+    """The classifier's features, by name: numeric float32 [batch] (NaN: missing), categorical
+    string [batch] ("": missing); {} for a text-only classifier."""
+    if model.features is None:
+        return {}
+    model.require_feature_statistics()
+    return {name: tf.TensorSpec([None], tf.float32 if name in model.features.numeric_features
+                                else tf.string, name=name)
+            for name in model.feature_names}
+
+
+def classifier_example_features(model: BertClassifier) -> dict[str, tf.io.FixedLenFeature]:
+    """How the classify/regress signatures read the features from a tf.Example: numeric from a
+    float_list, categorical from a bytes_list; an absent feature is missing (NaN, "")."""
+    return {name: tf.io.FixedLenFeature([], spec.dtype,
+                                        default_value=float("nan") if spec.dtype == tf.float32
+                                        else "")
+            for name, spec in classifier_feature_spec(model).items()}
+
+
+def classifier_example_signatures(model: BertClassifier, preprocessor, text_pair: bool,
+                                  dynamic_padding: bool = True) -> dict:
+    """TF Serving's Classify (``classify``: classes and scores [batch, K]) or, for regression,
+    Regress (``regress``: outputs [batch]) over tf.Examples with bytes features "text" (and
+    "text_pair") and the classifier's features (see ``classifier_example_features``)."""
+    spec = [tf.TensorSpec([None], tf.string, name="inputs")]
+    feature_parsing = classifier_example_features(model)
+
+    @tf.function(autograph=False, input_signature=spec)
+    def classify(inputs):
+        raw = parse_text_examples(inputs, text_pair, feature_parsing)
+        outputs = tf.cast(model(pack(preprocessor, raw, dynamic_padding), training=False),
+                          tf.float32)
+        if model.is_regression:
+            return {"outputs": outputs[:, 0]}
+        probabilities = _probabilities(model, outputs)
+        classes = tf.tile(_class_names(model)[None, :], [tf.shape(probabilities)[0], 1])
+        return {"classes": classes, "scores": probabilities}
+
+    return {"regress" if model.is_regression else "classify": classify}
+
+
+register(BertClassifier, TaskExport(outputs=classifier_outputs,
+                                    extra_signatures=classifier_example_signatures,
+                                    feature_spec=classifier_feature_spec))

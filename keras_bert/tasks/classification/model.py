@@ -1,0 +1,414 @@
+"""BertClassifier: BERT fine-tuned to classify single texts or text pairs into K classes, or to
+score them (regression, STS-B style), from the pooled [CLS] vector, optionally joined with named
+numeric and categorical features (a review and its star count, a profile and a country)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.layers.feature_columns import (categorical_column, is_data_frame, numeric_column,
+                                             table_columns)
+from keras_bert.tasks.examples import DataError, TextExample, encode_label
+from keras_bert.models.task_pipeline import is_packed
+from keras_bert.layers.features import TabularFeatures
+from keras_bert.layers.pooling import SentencePooling
+from keras_bert.layers.task_heads import ClassificationHead
+from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
+from keras_bert.models.task import BertTask, as_string_array, is_text_arrays
+
+TEXT, TEXT_PAIR = "text", "text_pair"  # the text columns of dict, DataFrame and served inputs
+RESERVED_NAMES = frozenset({*INPUT_NAMES, TEXT, TEXT_PAIR})
+POOLINGS = ("pooled", "cls", "mean")  # the pooler's output, the raw [CLS] vector, masked mean
+# With features, the new layers after the encoder learn this many times faster than the encoder
+# (3e-5 -> 9e-4): at BERT's rate, a fresh hidden layer barely moves in a few epochs and cannot
+# learn how the text and the features interact.
+FEATURE_LEARNING_RATE_MULTIPLIER = 30.0
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertClassifier(BertTask):
+    """BERT with a K-way softmax layer on the pooled [CLS] output (K=1: a regression score),
+    optionally joined with numeric and categorical features.
+
+    Args:
+        encoder: a BertEncoder (all of its layers are fine-tuned).
+        num_classes: K; 1 for regression.
+        preprocessor: a BertPreprocessor for raw text, or None (packed ids only).
+        label_names: the K class names, saved with the model; ``fit`` accepts them as labels
+            and ``predict_labels`` returns them.
+        dropout: dropout on the pooled output (0.1); with features, on the joined vector too.
+        activation: "softmax" (default for K > 1: outputs are probabilities), None (logits;
+            the default for regression) or another Keras activation.
+        numeric_features: names of numeric inputs, or {name: None (learned in ``fit``) or
+            {"mean": m, "variance": v}}; each becomes its normalised value and a missing flag
+            (NaN, None or "" is missing: value 0 after normalisation, flag 1).
+        categorical_features: names of categorical inputs (strings or ints), or {name: None or
+            {"vocabulary": [...] (None: the ``max_categories`` most frequent in ``fit``),
+            "max_categories": n (100), "embedding_dim": d (min(50, (n + 3) // 2))}}; each is
+            embedded, "" or None with a learned "missing" row, an unseen value with a learned
+            "unknown" row. See ``keras_bert.layers.TabularFeatures``.
+        feature_hidden_units: with features, a GELU layer of this width on [pooled output,
+            features] before the head, so that the text and the features can interact (0: the
+            head reads the joined vector directly).
+        pooling: the text vector: "pooled" (BERT's pooler on [CLS], default), "cls" (the raw
+            [CLS] vector) or "mean" (mean over the text's tokens).
+
+    Inputs: packed ids (the encoder's dict of int32 [batch, seq]) and, with features, each
+    feature by name (numeric float32 [batch], NaN for missing; categorical string [batch], ""
+    for missing). ``fit``, ``evaluate`` and ``predict`` also take raw text: a list of strings, a
+    list of (text, text_pair) pairs, a list of TextExample (whose labels are used when ``y`` is
+    not given), or a dict of columns or pandas DataFrame with "text" (and "text_pair") and the
+    feature columns. ``fit`` learns the feature statistics not given (``adapt_features``); a
+    feature absent from the input is an error naming it.
+
+    Outputs: float32 [batch, num_classes]: probabilities (softmax), logits or scores.
+
+    Example:
+    >>> import numpy as np
+    >>> encoder = BertEncoder(vocab_size=50, hidden_size=16, num_hidden_layers=1,
+    ...                       num_attention_heads=2, intermediate_size=32)
+    >>> classifier = BertClassifier(encoder, num_classes=3, label_names=["a", "b", "c"])
+    >>> ids = np.array([[2, 7, 8, 3]], dtype="int32")
+    >>> probabilities = classifier.predict({"input_word_ids": ids, "input_mask": np.ones_like(ids),
+    ...                                     "input_type_ids": np.zeros_like(ids)}, verbose=0)
+    >>> probabilities.shape, round(float(probabilities.sum()), 4)
+    ((1, 3), 1.0)
+    """
+
+    def __init__(self, encoder: BertEncoder, num_classes: int = 2, preprocessor=None,
+                 label_names: Sequence[str] | None = None, dropout: float = 0.1,
+                 activation: str | None = "auto", numeric_features=None,
+                 categorical_features=None, feature_hidden_units: int = 128,
+                 pooling: str = "pooled", **kwargs):
+        if num_classes < 1:
+            raise ValueError(f"num_classes must be >= 1 (1 for regression), got {num_classes}")
+        if label_names is not None and len(label_names) != num_classes:
+            raise ValueError(f"got {len(label_names)} label_names for num_classes={num_classes}")
+        if activation == "auto":
+            activation = "softmax" if num_classes > 1 else None
+        if pooling not in POOLINGS:
+            raise ValueError(f"unknown pooling {pooling!r}; expected one of {', '.join(POOLINGS)}")
+        # === Layers ===
+        features = (TabularFeatures(numeric_features, categorical_features,
+                                    name="tabular_features")
+                    if numeric_features or categorical_features else None)
+        if features is not None:
+            clash = sorted(set(features.input_names) & RESERVED_NAMES)
+            if clash:
+                raise ValueError(f"feature name {clash[0]!r} is taken by the text inputs "
+                                 f"({', '.join(sorted(RESERVED_NAMES))}); rename the feature")
+        pool = None if pooling == "pooled" else SentencePooling(pooling, name="pooling")
+        feature_layers = []
+        if features is not None:
+            feature_layers.append(keras.layers.Concatenate(dtype=encoder.dtype_policy,
+                                                           name="text_and_features"))
+            if feature_hidden_units:
+                feature_layers += [
+                    keras.layers.Dropout(dropout, dtype=encoder.dtype_policy,
+                                         name="features_dropout"),
+                    # Glorot, not BERT's N(0, 0.02): a nonlinear layer must start outside the
+                    # near-linear regime to learn how text and features interact.
+                    keras.layers.Dense(feature_hidden_units, activation="gelu",
+                                       dtype=encoder.dtype_policy, name="features_dense")]
+        head = ClassificationHead(num_classes, dropout, encoder.bert_config.initializer_range,
+                                  dtype=encoder.dtype_policy, name="classifier")
+        output_activation = (keras.layers.Activation(activation, dtype="float32",
+                                                     name="probabilities")
+                             if activation else None)
+        # === Functional model ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+                  for name in INPUT_NAMES}
+        encoded = encoder(inputs)
+        pooled = (encoded["pooled_output"] if pool is None
+                  else pool(encoded["sequence_output"], inputs["input_mask"]))
+        if features is not None:
+            feature_inputs = {
+                name: keras.Input(shape=(), dtype="float32" if name in features.numeric_features
+                                  else "string", name=name)
+                for name in features.input_names}
+            inputs.update(feature_inputs)
+            pooled = feature_layers[0]([pooled, features(feature_inputs)])
+            for layer in feature_layers[1:]:
+                pooled = layer(pooled)
+        outputs = head(pooled)
+        if output_activation is not None:
+            outputs = output_activation(outputs)
+        super().__init__(inputs=inputs, outputs=outputs, encoder=encoder,
+                         preprocessor=preprocessor, **kwargs)
+        # === Config ===
+        self.head = head
+        self.features = features
+        self.num_classes = num_classes
+        self.label_names = None if label_names is None else [str(n) for n in label_names]
+        self.dropout = dropout
+        self.activation = activation
+        self.feature_hidden_units = feature_hidden_units
+        self.pooling = pooling
+
+    @property
+    def is_regression(self) -> bool:
+        return self.num_classes == 1
+
+    @classmethod
+    def from_pretrained(cls, path: str, num_classes: int = 2, seq_length: int = 128,
+                        **kwargs) -> "BertClassifier":
+        """A classifier on the encoder at ``path`` (Google, Hugging Face or keras-bert) with a
+        fresh head and a BertPreprocessor from the checkpoint's vocab.txt; or, when ``path``
+        holds a saved BertClassifier, that classifier."""
+        from keras_bert.models.pretrained import load_task_parts
+        saved, encoder, preprocessor = load_task_parts(
+            cls, path, seq_length, dtype=kwargs.pop("dtype", None),
+            lower_case=kwargs.pop("lower_case", None))
+        return saved if saved is not None else cls(encoder, num_classes,
+                                                   preprocessor=preprocessor, **kwargs)
+
+    # ------------------------------------------------------------------------ task hooks
+    def default_loss(self):
+        if self.is_regression:
+            return keras.losses.MeanSquaredError()
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=self.activation is None)
+
+    def learning_rate_multipliers(self) -> dict[str, float]:
+        """With features, the layers after the encoder (feature embeddings, hidden layer, head)
+        are new and learn at FEATURE_LEARNING_RATE_MULTIPLIER times the encoder's rate; a
+        text-only classifier trains as BERT's recipe says (one rate)."""
+        if self.features is None:
+            return {}
+        return {r"^(tabular_features|features_dense|classifier)/":
+                FEATURE_LEARNING_RATE_MULTIPLIER}
+
+    def default_metrics(self):
+        if self.is_regression:
+            return [keras.metrics.MeanSquaredError(name="mse")]
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+    @property
+    def feature_names(self) -> list[str]:
+        """The names of the numeric, then categorical, features ([] for a text-only model)."""
+        return [] if self.features is None else list(self.features.input_names)
+
+    def _to_arrays(self, x, y=None):
+        if is_packed(x):  # packed ids (and features)
+            inputs = self._with_feature_columns(dict(x), "the packed inputs")
+        elif isinstance(x, dict) or is_data_frame(x):
+            inputs = self._table_arrays(table_columns(x))
+        elif is_text_arrays(x):
+            inputs = x
+        else:
+            x = [x] if isinstance(x, str) else list(x)
+            if x and isinstance(x[0], TextExample):
+                if y is None and x[0].label is not None:
+                    y = self._encode_example_labels(x)
+                if self.features is not None:
+                    return self._example_arrays(x), (None if y is None
+                                                     else self._encode_labels(y))
+                texts, pairs = [e.text for e in x], [e.text_pair for e in x]
+                x = texts if pairs[0] is None else list(zip(texts, pairs))
+            elif self.features is not None:
+                raise ValueError(f"this classifier also takes the features "
+                                 f"{', '.join(self.feature_names)}: pass a dict of columns or a "
+                                 f"DataFrame with {TEXT!r} (and {TEXT_PAIR!r}) and those columns")
+            if x and isinstance(x[0], (tuple, list)):
+                if any(len(pair) != 2 for pair in x):
+                    raise ValueError("text pairs must be (text, text_pair) tuples of two strings")
+                inputs = (as_string_array([p[0] for p in x], "text"),
+                          as_string_array([p[1] for p in x], "text_pair"))
+            else:
+                inputs = as_string_array(x, "text")
+        return inputs, (None if y is None else self._encode_labels(y))
+
+    def _table_arrays(self, columns: dict[str, np.ndarray], sources=None):
+        """Text (a tuple with pairs) for a text-only model; else {text, [text_pair,] features}."""
+        if TEXT not in columns:
+            raise ValueError(f"the input has no {TEXT!r} column (columns: "
+                             f"{', '.join(map(repr, columns))}); name the text column {TEXT!r} "
+                             f"and the second text of pairs {TEXT_PAIR!r}")
+        text = as_string_array(columns[TEXT], TEXT)
+        pair = as_string_array(columns[TEXT_PAIR], TEXT_PAIR) if TEXT_PAIR in columns else None
+        if self.features is None:
+            return text if pair is None else (text, pair)
+        arrays = {TEXT: text} if pair is None else {TEXT: text, TEXT_PAIR: pair}
+        return self._with_feature_columns({**columns, **arrays}, "the input", sources)
+
+    def _with_feature_columns(self, columns: dict, what: str, sources=None) -> dict:
+        """``columns`` with each feature converted to the model's form (numeric float32 with
+        NaN for missing, categorical str with "" for missing); ValueError naming a feature
+        that is absent or a column whose length differs."""
+        if self.features is None:
+            return columns
+        absent = [name for name in self.feature_names if name not in columns]
+        if absent:
+            raise ValueError(
+                f"feature {absent[0]!r} is missing from {what}: this classifier takes the numeric "
+                f"features {list(self.features.numeric_features)} and the categorical features "
+                f"{list(self.features.categorical_features)}; {what} has "
+                f"{', '.join(map(repr, columns))}")
+        result = {name: value for name, value in columns.items()
+                  if name in INPUT_NAMES or name in (TEXT, TEXT_PAIR)}
+        for name in self.features.numeric_features:
+            result[name] = numeric_column(columns[name], name, sources)
+        for name in self.features.categorical_features:
+            result[name] = categorical_column(columns[name])
+        rows = {name: len(value) for name, value in result.items()}
+        if len(set(rows.values())) > 1:
+            raise ValueError(f"the columns of {what} differ in length: {rows}")
+        return result
+
+    def _example_arrays(self, examples: Sequence[TextExample]) -> dict:
+        """Read examples (with their ``features``) as model columns; errors name file and line."""
+        for e in examples:
+            absent = [n for n in self.feature_names if n not in (e.features or {})]
+            if absent:
+                raise DataError(f"the example has no feature {absent[0]!r}; this classifier "
+                                f"takes {', '.join(map(repr, self.feature_names))} (read the "
+                                f"file with those feature columns)", e.path, e.line)
+        columns = {TEXT: [e.text for e in examples]}
+        if examples[0].text_pair is not None:
+            columns[TEXT_PAIR] = [e.text_pair for e in examples]
+        for name in self.feature_names:
+            columns[name] = np.asarray([e.features[name] for e in examples], dtype=object)
+        return self._table_arrays(columns, [(e.path, e.line) for e in examples])
+
+    def _encode_example_labels(self, examples: Sequence[TextExample]) -> np.ndarray:
+        """Labels of read examples; errors name the example's file and line."""
+        if self.is_regression:
+            values = []
+            for e in examples:
+                try:
+                    values.append(float(e.label))
+                except (TypeError, ValueError):
+                    raise DataError(f"label {e.label!r} is not a number; a regression target "
+                                    f"must be one", e.path, e.line) from None
+            return np.asarray(values, dtype=np.float32).reshape(-1, 1)
+        if self.label_names is None:
+            raise ValueError("the examples have label names, but the classifier has no "
+                             "label_names; pass label_names=[...]")
+        return np.asarray([encode_label(e.label, self.label_names, e.path, e.line)
+                           for e in examples], dtype=np.int32)
+
+    def _encode_labels(self, y) -> np.ndarray:
+        values = list(np.asarray(y, dtype=object).reshape(-1))
+        if self.is_regression:
+            return np.asarray(values, dtype=np.float32).reshape(-1, 1)
+        if all(isinstance(v, (int, np.integer)) for v in values):
+            labels = np.asarray(values, dtype=np.int32)
+            bad = labels[(labels < 0) | (labels >= self.num_classes)]
+            if len(bad):
+                raise ValueError(f"label {int(bad[0])} is outside 0..{self.num_classes - 1}")
+            return labels
+        if self.label_names is None:
+            raise ValueError("labels are names, but the classifier has no label_names; pass "
+                             "label_names=[...] or integer labels")
+        return np.asarray([encode_label(v, self.label_names, None, None) for v in values],
+                          dtype=np.int32)
+
+    def _preprocess(self, x):
+        if isinstance(x, dict):  # {text, [text_pair,] features}
+            if TEXT not in x:
+                raise ValueError(f"a dataset of raw inputs needs a {TEXT!r} entry; it has "
+                                 f"{', '.join(map(repr, x))}")
+            text = x[TEXT] if TEXT_PAIR not in x else [x[TEXT], x[TEXT_PAIR]]
+            return {**super()._preprocess(text), **self._feature_tensors(x)}
+        return super()._preprocess(list(x) if isinstance(x, tuple) else x)
+
+    def _feature_tensors(self, x: dict) -> dict:
+        """The features of a batch of raw tensors: numeric float32, categorical strings
+        (integer categories as their decimal string)."""
+        result = {}
+        for name in self.feature_names:
+            if name not in x:
+                raise ValueError(f"feature {name!r} is missing from the dataset; it has "
+                                 f"{', '.join(map(repr, x))}")
+            value = tf.convert_to_tensor(x[name])
+            if name in self.features.numeric_features:
+                result[name] = tf.cast(value, tf.float32)
+            elif value.dtype == tf.string:
+                result[name] = value
+            elif value.dtype.is_integer:
+                result[name] = tf.strings.as_string(value)
+            else:
+                raise ValueError(f"categorical feature {name!r} is {value.dtype.name}; give "
+                                 f"strings or integers")
+        return result
+
+    # ------------------------------------------------------------------------ features
+    def adapt_features(self, x) -> None:
+        """Learns the statistics and vocabularies that were not given (see TabularFeatures)
+        from training inputs: a dict of columns, a DataFrame, TextExamples with features, or a
+        tf.data dataset of such dicts (or of (dict, label) pairs). ``fit`` calls it; features
+        already known keep what they have."""
+        if self.features is None or not self.features.unadapted():
+            return
+        if isinstance(x, tf.data.Dataset):
+            columns = self._dataset_feature_columns(x)
+        else:
+            columns = self._to_arrays(x)[0]
+            if not isinstance(columns, dict):
+                raise ValueError(f"this classifier takes the features "
+                                 f"{', '.join(self.feature_names)}; the training inputs have none")
+        self.features.adapt(columns)
+
+    def _dataset_feature_columns(self, dataset: tf.data.Dataset) -> dict:
+        parts = {name: [] for name in self.features.unadapted()}
+        for element in dataset:
+            x = element[0] if isinstance(element, tuple) else element
+            if not isinstance(x, dict) or any(name not in x for name in parts):
+                missing = [n for n in parts if not isinstance(x, dict) or n not in x]
+                raise ValueError(f"feature {missing[0]!r} is missing from the training dataset")
+            for name in parts:
+                parts[name].append(np.asarray(x[name]).reshape(-1))
+        return {name: (numeric_column(np.concatenate(values), name)
+                       if name in self.features.numeric_features
+                       else categorical_column(np.concatenate(values)))
+                for name, values in parts.items()}
+
+    def require_feature_statistics(self) -> None:
+        """ValueError naming the features whose statistics or vocabulary are not known yet."""
+        unknown = [] if self.features is None else self.features.unadapted()
+        if unknown:
+            raise ValueError(
+                f"the statistics of feature(s) {', '.join(map(repr, unknown))} are not known: "
+                f"fit the classifier first (it learns them from the training data), call "
+                f"adapt_features(training inputs), or give them, e.g. numeric_features="
+                f"{{'age': {{'mean': 40.0, 'variance': 100.0}}}}, categorical_features="
+                f"{{'country': {{'vocabulary': ['fr', 'us']}}}}")
+
+    def fit(self, x=None, y=None, *args, **kwargs):
+        """``BertTask.fit``; first learns the feature statistics not given (``adapt_features``)."""
+        self.adapt_features(x)
+        return super().fit(x, y, *args, **kwargs)
+
+    def make_dataset(self, x, *args, **kwargs):
+        self.require_feature_statistics()
+        return super().make_dataset(x, *args, **kwargs)
+
+    def predict(self, x, *args, **kwargs):
+        self.require_feature_statistics()
+        return super().predict(x, *args, **kwargs)
+
+    def predict_labels(self, x, batch_size: int | None = None) -> list:
+        """The most probable label name (or index, without label_names) of each input; the
+        score itself for regression."""
+        outputs = self.predict(x, batch_size=batch_size, verbose=0)
+        if self.is_regression:
+            return [float(v) for v in outputs[:, 0]]
+        best = np.argmax(outputs, axis=-1)
+        return [self.label_names[i] if self.label_names else int(i) for i in best]
+
+    def get_config(self) -> dict[str, Any]:
+        config = {**self._base_config(), "num_classes": self.num_classes,
+                  "label_names": self.label_names, "dropout": self.dropout,
+                  "activation": self.activation}
+        if self.features is not None:  # a text-only classifier's config is as it always was
+            features = self.features.get_config()
+            config.update(numeric_features=features["numeric_features"],
+                          categorical_features=features["categorical_features"],
+                          feature_hidden_units=self.feature_hidden_units)
+        if self.pooling != "pooled":
+            config["pooling"] = self.pooling
+        return config

@@ -1,0 +1,90 @@
+"""``keras-bert finetune --task classification`` and ``--task regression``: GLUE-style TSV/CSV or
+JSON Lines files, a BertClassifier on the pooled [CLS] vector (optionally with numeric and
+categorical features), scored with the GLUE metrics."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from keras_bert.tasks.base import Task, TaskOptions, collected_label_names, require_vocabulary
+from keras_bert.tasks.classification import glue, jsonl
+from keras_bert.tasks.classification.metrics import classification_scores, regression_scores
+from keras_bert.tasks.classification.model import BertClassifier
+
+
+def _name_list(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+class ClassificationTask(Task):
+    name = "classification"
+    primary_metric = "accuracy"
+    help = "one label per text or text pair (GLUE layouts, TSV/CSV with a header, JSONL)"
+    regression = False
+
+    def add_arguments(self, parser) -> None:
+        group = parser.add_argument_group("classification and regression")
+        group.add_argument("--numeric_features", type=_name_list, default=[],
+                           help="comma-separated numeric columns (JSONL keys) joined with the "
+                                "text, normalised with the training set's mean and variance; an "
+                                "empty field is missing")
+        group.add_argument("--categorical_features", type=_name_list, default=[],
+                           help="comma-separated categorical columns, embedded with the training "
+                                "set's 100 most frequent values; empty is missing, an unseen "
+                                "value unknown (each has a learned embedding)")
+
+    def check_options(self, options: TaskOptions) -> None:
+        pass  # features are this task's
+
+    def read_examples(self, path: str, options: TaskOptions, with_labels: bool = True) -> list:
+        if path.lower().endswith((".jsonl", ".json")) or options.data_format == "jsonl":
+            return jsonl.read_jsonl(path, with_labels=with_labels,
+                                    feature_keys=options.feature_columns)
+        layout = "generic" if options.data_format in ("auto", "csv", "tsv") else options.data_format
+        return glue.read_glue(path, layout, with_labels=with_labels,
+                              feature_columns=options.feature_columns)
+
+    def label_names(self, train_examples, options: TaskOptions) -> list[str] | None:
+        if self.regression:
+            return None
+        if not options.labels and options.data_format not in ("auto", "jsonl", "csv", "tsv"):
+            names = glue.glue_layout(options.data_format).label_names
+            if names:
+                return list(names)
+        return collected_label_names(train_examples, options)
+
+    def build_model(self, init_checkpoint: str, labels, train_examples, options: TaskOptions,
+                    lower_case: bool | None = None):
+        num_classes = 1 if self.regression else len(labels)
+        model = BertClassifier.from_pretrained(
+            init_checkpoint, num_classes, options.seq_length, label_names=labels,
+            lower_case=lower_case, numeric_features=list(options.numeric_features) or None,
+            categorical_features=list(options.categorical_features) or None)
+        if model.num_classes != num_classes:
+            raise ValueError(f"{init_checkpoint!r} holds a classifier with {model.num_classes} "
+                             f"classes, but the task has {num_classes}")
+        if model.feature_names != options.feature_columns:
+            raise ValueError(f"{init_checkpoint!r} holds a classifier with the features "
+                             f"{model.feature_names}, but the task has {options.feature_columns}")
+        model.adapt_features(train_examples)  # statistics and vocabularies from the train set
+        return require_vocabulary(model, init_checkpoint)
+
+    def evaluate(self, model, examples, options: TaskOptions, batch_size: int = 32):
+        y = model._to_arrays(examples)[1]
+        outputs = model.predict(examples, batch_size=batch_size, verbose=0)
+        if self.regression:
+            return regression_scores(y.reshape(-1), outputs.reshape(-1)), {}
+        return classification_scores(y, np.argmax(outputs, axis=-1)), {}
+
+
+class RegressionTask(ClassificationTask):
+    name = "regression"
+    primary_metric = "pearson"
+    help = "one score per text or text pair (STS-B layout, TSV/CSV, JSONL)"
+    regression = True
+
+    def add_arguments(self, parser) -> None:
+        pass  # the classification task's flags serve both
+
+
+TASKS = [ClassificationTask(), RegressionTask()]

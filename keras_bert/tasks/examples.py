@@ -1,0 +1,127 @@
+"""The examples that the fine-tuning readers return, the error they raise for bad input (naming the
+file and line), and label encoding with the same kind of error."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Union
+
+import tensorflow as tf
+
+from keras_bert.errors import DataError  # noqa: F401  (the readers' error, raised here too)
+
+Label = Union[str, float, int, None]
+
+
+@dataclasses.dataclass(frozen=True)
+class TextExample:
+    """One text or text pair with its label, for classification and regression.
+
+    Args:
+        text: the first segment.
+        text_pair: the second segment, or None for single texts.
+        label: a class name (str), a regression target (float), or None when unlabelled.
+        path, line: where the example was read, for error messages.
+        features: {name: value} of the other columns a classifier with features reads (as
+            read: strings from TSV/CSV, JSON values from JSONL; None or "" when missing), or
+            None.
+    """
+    text: str
+    text_pair: str | None = None
+    label: Label = None
+    path: str | None = None
+    line: int | None = None
+    features: dict | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TaggedSentence:
+    """A sentence split into words, with one tag per word (CoNLL), for token classification.
+
+    Args:
+        words: the words.
+        tags: one tag per word (e.g. ``B-PER``, ``I-PER``, ``O``), or None when unlabelled.
+        path, line: the file and the line of the first word; word ``i`` is on ``line + i``.
+    """
+    words: list[str]
+    tags: list[str] | None = None
+    path: str | None = None
+    line: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class MultipleChoiceExample:
+    """A context with several candidate continuations, one of which is right (SWAG).
+
+    Args:
+        context: the first segment, shared by every choice.
+        choices: the second segments, one per candidate.
+        label: the index of the right choice, or None when unlabelled.
+        path, line: where the example was read.
+    """
+    context: str
+    choices: list[str]
+    label: int | None = None
+    path: str | None = None
+    line: int | None = None
+
+
+def read_text_lines(path: str) -> list[str]:
+    """The lines of a UTF-8 file (local or gs://), without line ends and a leading BOM.
+
+    Raises:
+        FileNotFoundError: no such file.
+        DataError: the file is not UTF-8 (with the line).
+    """
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(f"input file {path!r} does not exist")
+    with tf.io.gfile.GFile(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise DataError(f"invalid UTF-8 ({e.reason}); save the file as UTF-8", path,
+                        data[:e.start].count(b"\n") + 1) from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
+
+
+def require_text(value, field: str, path: str | None, line: int | None) -> str:
+    """``value`` as a non-empty str, else a DataError naming the field."""
+    if not isinstance(value, str) or not value.strip():
+        raise DataError(f"field {field!r} is empty or missing; every example needs a non-empty "
+                        f"{field}", path, line)
+    return value
+
+
+def label_names_of(examples: Sequence, attribute: str = "label") -> list[str]:
+    """The sorted distinct labels of ``examples`` (as strings), for building a label vocabulary."""
+    names = set()
+    for example in examples:
+        value = getattr(example, attribute)
+        if isinstance(value, list):
+            names.update(str(v) for v in value)
+        elif value is not None:
+            names.add(str(value))
+    return sorted(names)
+
+
+def encode_label(label: Label, label_names: Sequence[str], path: str | None,
+                 line: int | None) -> int:
+    """The index of ``label`` in ``label_names``; DataError for an unknown label.
+
+    >>> encode_label("pos", ["neg", "pos"], "train.tsv", 3)
+    1
+    """
+    if label is None:
+        raise DataError("the example has no label; give a labelled file for training and "
+                        "evaluation", path, line)
+    try:
+        return list(label_names).index(str(label))
+    except ValueError:
+        raise DataError(f"unknown label {label!r}; the model's labels are "
+                        f"{', '.join(map(repr, label_names))}. Fix the label, or pass the full "
+                        f"label list (--labels) when training", path, line) from None

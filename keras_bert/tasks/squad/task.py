@@ -1,0 +1,74 @@
+"""``keras-bert finetune --task squad``: SQuAD 1.1/2.0 JSON, a BertQuestionAnswerer over windows
+of each context, answers post-processed as Google's run_squad.py, scored with the official exact
+match and F1."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from keras_bert.tasks.base import Task, TaskOptions, require_vocabulary
+from keras_bert.tasks.squad.answers import nbest_to_json
+from keras_bert.tasks.squad.metrics import squad_scores
+from keras_bert.tasks.squad.model import BertQuestionAnswerer
+from keras_bert.tasks.squad.reader import read_squad
+
+
+class SquadTask(Task):
+    name = "squad"
+    primary_metric = "f1"
+    default_seq_length = 384
+    help = "extractive question answering (SQuAD 1.1 and 2.0 JSON)"
+
+    def add_arguments(self, parser) -> None:
+        squad = parser.add_argument_group("squad")
+        squad.add_argument("--doc_stride", type=int, default=128,
+                           help="tokens between the starts of a long context's windows "
+                                "(default: %(default)s)")
+        squad.add_argument("--max_query_length", type=int, default=64,
+                           help="questions are cut to this many tokens (default: %(default)s)")
+        squad.add_argument("--n_best_size", type=int, default=20,
+                           help="start and end candidates per window (default: %(default)s)")
+        squad.add_argument("--max_answer_length", type=int, default=30,
+                           help="longest answer in tokens (default: %(default)s)")
+        squad.add_argument("--version_2_with_negative", action="store_true", default=None,
+                           help="SQuAD 2.0 (default: when the data has is_impossible "
+                                "questions)")
+        squad.add_argument("--null_score_diff_threshold", type=float, default=0.0,
+                           help="SQuAD 2.0: answer only when the best span beats the null score "
+                                "by this (default: %(default)s)")
+
+    def read_examples(self, path: str, options: TaskOptions, with_labels: bool = True) -> list:
+        return read_squad(path, with_answers=with_labels)
+
+    def resolve_options(self, options: TaskOptions, example_lists) -> TaskOptions:
+        options = super().resolve_options(options, example_lists)
+        if options.version_2_with_negative is None:  # SQuAD 2.0 when a question has no answer
+            options = dataclasses.replace(options, version_2_with_negative=any(
+                e.is_impossible for examples in example_lists for e in examples))
+        return options
+
+    def build_model(self, init_checkpoint: str, labels, train_examples, options: TaskOptions,
+                    lower_case: bool | None = None):
+        return require_vocabulary(BertQuestionAnswerer.from_pretrained(
+            init_checkpoint, options.seq_length, doc_stride=options.doc_stride,
+            max_query_length=options.max_query_length, lower_case=lower_case), init_checkpoint)
+
+    def num_train_rows(self, model, examples) -> int:
+        return len(model.make_features(examples))
+
+    def evaluate(self, model, examples, options: TaskOptions, batch_size: int = 32):
+        squad_v2 = bool(options.version_2_with_negative)
+        answers, nbest, null_diffs = model.predict_answers(
+            examples, options.n_best_size, options.max_answer_length, squad_v2,
+            options.null_score_diff_threshold, batch_size)
+        gold = {e.qas_id: [a.text for a in e.answers] for e in examples}
+        artifacts = {"predictions.json": answers, "nbest_predictions.json": nbest_to_json(nbest)}
+        if squad_v2:
+            artifacts["null_odds.json"] = null_diffs
+        return squad_scores(gold, answers, squad_v2), artifacts
+
+    def result_fields(self, options: TaskOptions) -> dict:
+        return {"squad_version_2": bool(options.version_2_with_negative)}
+
+
+TASKS = [SquadTask()]

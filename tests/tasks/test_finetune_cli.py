@@ -1,0 +1,130 @@
+"""`keras-bert finetune` and `keras-bert extract-features` end to end on a tiny random checkpoint:
+MirroredStrategy over two CPU devices, SQuAD 2.0 outputs, bad input, and the JSONL layout."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from keras_bert import BertClassifier
+from keras_bert.models.checkpoint_io import load_encoder
+from keras_bert.cli import main
+from keras_bert.tokenization import BertTokenizer
+from keras_bert.tasks.squad.metrics import squad_scores
+from tests.tasks.tiny_checkpoint import tiny_checkpoint
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROWS = [{"text": f"the {w} was {a}", "label": label} for w in ("movie", "film", "book", "meal")
+        for a, label in (("good", "pos"), ("awful", "neg"))]
+
+
+def write_jsonl(path, rows):
+    with open(path, "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return tiny_checkpoint(str(tmp_path_factory.mktemp("ckpt") / "uncased_tiny"), "google")
+
+
+@pytest.mark.slow
+def test_classification_under_mirrored_strategy(tmp_path, checkpoint):
+    train = write_jsonl(tmp_path / "train.jsonl", ROWS * 4)
+    dev = write_jsonl(tmp_path / "dev.jsonl", ROWS)
+    out = tmp_path / "out"
+    # Two logical CPU devices must be made before TensorFlow starts: a fresh process.
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_bert.cli", "finetune", "--task", "classification",
+         "--init_checkpoint", checkpoint, "--train_file", train, "--dev_file", dev,
+         "--output_dir", str(out), "--epochs", "2", "--batch_size", "8", "--max_seq_length",
+         "16", "--num_cpu_devices", "2", "--strategy", "mirrored", "--no_progress"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True, text=True,
+        timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "(MirroredStrategy) with 2 replica(s)" in result.stderr
+    results = json.loads((out / "eval_results.json").read_text())
+    assert results["labels"] == ["neg", "pos"] and results["primary_metric"] == "accuracy"
+    assert [e["epoch"] for e in results["epochs"]] == [1, 2]
+    best = results["epochs"][results["best_epoch"] - 1]["dev"]
+    assert results["best"] == best
+    assert sorted(os.listdir(out / "best_model")) == ["bert_config.json", "model.keras",
+                                                      "vocab.txt"]
+    # The kept model is the best epoch's: it scores what the results file says.
+    model = BertClassifier.from_pretrained(str(out / "best_model"))
+    predicted = model.predict_labels([r["text"] for r in ROWS])
+    accuracy = np.mean([p == r["label"] for p, r in zip(predicted, ROWS)])
+    assert accuracy == pytest.approx(best["accuracy"])
+
+
+def squad_json(path, contexts):
+    data = {"version": "v2.0", "data": [{"title": "t", "paragraphs": contexts}]}
+    path.write_text(json.dumps(data, indent=1))
+    return str(path)
+
+
+@pytest.mark.slow
+def test_squad_v2_writes_predictions_and_official_scores(tmp_path, checkpoint):
+    context = "john lives in paris . mary works in london ."
+    qas = [{"id": "where", "question": "where does john live ?",
+            "answers": [{"text": "paris", "answer_start": context.index("paris")}]},
+           {"id": "who", "question": "who works in london ?",
+            "answers": [{"text": "mary", "answer_start": context.index("mary")}]},
+           {"id": "none", "question": "who is old ?", "answers": [], "is_impossible": True}]
+    train = squad_json(tmp_path / "train.json", [{"context": context, "qas": qas}] * 4)
+    dev = squad_json(tmp_path / "dev.json", [{"context": context, "qas": qas}])
+    out = tmp_path / "out"
+    assert main(["finetune", "--task", "squad", "--init_checkpoint", checkpoint,
+                 "--train_file", train, "--dev_file", dev, "--output_dir", str(out),
+                 "--epochs", "1", "--batch_size", "4", "--max_seq_length", "24",
+                 "--max_query_length", "8", "--doc_stride", "8", "--no_progress"]) == 0
+    results = json.loads((out / "eval_results.json").read_text())
+    assert results["squad_version_2"] is True
+    predictions = json.loads((out / "predictions.json").read_text())
+    assert set(predictions) == {"where", "who", "none"}
+    assert all(p == "" or p in context for p in predictions.values())
+    gold = {q["id"]: [a["text"] for a in q["answers"]] for q in qas}
+    assert results["best"] == squad_scores(gold, predictions, version_2=True)
+    assert set(json.loads((out / "null_odds.json").read_text())) == set(predictions)
+    nbest = json.loads((out / "nbest_predictions.json").read_text())
+    assert abs(sum(c["probability"] for c in nbest["where"]) - 1.0) < 1e-6
+
+
+def test_bad_input_fails_before_training_with_file_and_line(tmp_path, checkpoint, capsys):
+    train = write_jsonl(tmp_path / "train.jsonl", ROWS)
+    dev = write_jsonl(tmp_path / "dev.jsonl", ROWS[:2] + [{"text": "odd", "label": "meh"}])
+    code = main(["finetune", "--task", "classification", "--init_checkpoint", checkpoint,
+                 "--train_file", train, "--dev_file", dev, "--output_dir",
+                 str(tmp_path / "out"), "--no_progress"])
+    assert code == 2
+    assert f"{dev}:3: unknown label 'meh'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_extract_features_layout_and_values(tmp_path, checkpoint):
+    inputs = tmp_path / "input.txt"
+    inputs.write_text("The cat sat.\njohn lives in paris ||| mary works\n")
+    output = tmp_path / "features.jsonl"
+    assert main(["extract-features", "--init_checkpoint", checkpoint, "--input_file",
+                 str(inputs), "--output_file", str(output), "--layers=-1,-2",
+                 "--max_seq_length", "12", "--no_progress"]) == 0
+    lines = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [line["linex_index"] for line in lines] == [0, 1]
+    assert list(lines[0]) == ["linex_index", "features"]
+    assert [f["token"] for f in lines[0]["features"]] == ["[CLS]", "the", "cat", "sat", ".",
+                                                        "[SEP]"]
+    assert [f["token"] for f in lines[1]["features"]] == [
+        "[CLS]", "john", "lives", "in", "paris", "[SEP]", "mary", "works", "[SEP]"]
+    first = lines[0]["features"][1]
+    assert [layer["index"] for layer in first["layers"]] == [-1, -2]
+    tokenizer = BertTokenizer.from_pretrained(checkpoint)
+    ids = np.array([tokenizer.encode("The cat sat.")["input_word_ids"]], dtype=np.int32)
+    outputs = load_encoder(checkpoint)({"input_word_ids": ids, "input_mask": np.ones_like(ids),
+                                        "input_type_ids": np.zeros_like(ids)})
+    expected = np.asarray(outputs["encoder_outputs"][-2])[0, 1]
+    np.testing.assert_allclose(first["layers"][1]["values"], np.round(expected, 6), atol=2e-6)
+    assert len(first["layers"][0]["values"]) == 64
