@@ -58,3 +58,34 @@ def tokenizer_of(preprocessor, owner: str) -> BertTokenizer:
                          f"with from_pretrained(...) or pass preprocessor=BertPreprocessor(...)")
     return BertTokenizer(vocabulary=list(preprocessor.vocabulary),
                          lower_case=preprocessor.lower_case)
+
+
+def keep_saved(saved, path: str, **asked):
+    """``saved`` (the task model saved at ``path``), which ``from_pretrained`` returns as it is,
+    or ValueError naming each argument that asks for something else (None asks for nothing).
+    ``seq_length`` and ``lower_case`` are the preprocessor's."""
+    preprocessor = getattr(saved, "preprocessor", None)
+    current_of = {"seq_length": getattr(preprocessor, "seq_length", None),
+                  "lower_case": getattr(preprocessor, "lower_case", None)}
+    wrong = []
+    for name, value in asked.items():
+        if value is None:
+            continue
+        current = current_of[name] if name in current_of else getattr(saved, name, _ABSENT)
+        if current is _ABSENT:
+            wrong.append(f"{name}={value!r} (a setting of a new model)")
+        elif _comparable(current) != _comparable(value):
+            wrong.append(f"{name}={value!r} (the saved model has {current!r})")
+    if wrong:
+        raise ValueError(f"{path!r} holds a saved {type(saved).__name__}, which from_pretrained "
+                         f"loads as it is, but was asked for {', '.join(wrong)}; to change it, "
+                         f"build a new model on its encoder ({type(saved).__name__}(model.encoder,"
+                         f" ...))")
+    return saved
+
+
+_ABSENT = object()
+
+
+def _comparable(value):
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else value

@@ -64,3 +64,25 @@ def test_every_model_saves_to_a_preset_and_loads_back_whole(minilm_dir, tmp_path
                                    classifier.predict(texts, verbose=0), atol=1e-6)
     with pytest.raises(FileExistsError):
         classifier.save_to_preset(str(tmp_path / "classifier"))
+
+
+def test_from_pretrained_on_a_saved_task_model_refuses_other_settings(minilm_dir, tmp_path):
+    """A saved task model loads as it is; an argument that would change it is an error, not
+    silently dropped."""
+    vocab = os.path.join(minilm_dir, "vocab.txt")
+    classifier = BertClassifier(tiny(), 2, preprocessor=BertPreprocessor(vocab, seq_length=16),
+                                label_names=["neg", "pos"])
+    path = classifier.save_to_preset(str(tmp_path / "classifier"))
+    loaded = BertClassifier.from_pretrained(path)
+    assert loaded.num_classes == 2 and loaded.preprocessor.seq_length == 16
+    same = BertClassifier.from_pretrained(path, num_classes=2, seq_length=16,
+                                          label_names=("neg", "pos"))
+    assert same.label_names == ["neg", "pos"]
+    with pytest.raises(ValueError, match=r"num_classes=3 \(the saved model has 2\)"):
+        BertClassifier.from_pretrained(path, num_classes=3)
+    with pytest.raises(ValueError, match=r"seq_length=128 \(the saved model has 16\)"):
+        BertClassifier.from_pretrained(path, seq_length=128)
+    with pytest.raises(ValueError, match=r"dropout=0.3 \(the saved model has 0.1\)"):
+        BertClassifier.from_pretrained(path, dropout=0.3)
+    with pytest.raises(ValueError, match="with the features \\[\\], but was asked for \\['age'\\]"):
+        BertClassifier.from_pretrained(path, numeric_features=["age"])

@@ -155,17 +155,28 @@ class BertClassifier(BertTask):
         return self.num_classes == 1
 
     @classmethod
-    def from_pretrained(cls, path: str, num_classes: int = 2, seq_length: int = 128,
-                        **kwargs) -> "BertClassifier":
+    def from_pretrained(cls, path: str, num_classes: int | None = None,
+                        seq_length: int | None = None, **kwargs) -> "BertClassifier":
         """A classifier on the encoder at ``path`` (Google, Hugging Face or keras-bert) with a
         fresh head and a BertPreprocessor from the checkpoint's vocab.txt; or, when ``path``
         holds a saved BertClassifier, that classifier."""
-        from keras_bert.models.pretrained import load_task_parts
+        from keras_bert.models.pretrained import keep_saved, load_task_parts
+        lower_case = kwargs.pop("lower_case", None)
         saved, encoder, preprocessor = load_task_parts(
-            cls, path, seq_length, dtype=kwargs.pop("dtype", None),
-            lower_case=kwargs.pop("lower_case", None))
-        return saved if saved is not None else cls(encoder, num_classes,
-                                                   preprocessor=preprocessor, **kwargs)
+            cls, path, seq_length or 128, dtype=kwargs.pop("dtype", None), lower_case=lower_case)
+        if saved is not None:
+            features = {name: kwargs.pop(name, None)
+                        for name in ("numeric_features", "categorical_features")}
+            keep_saved(saved, path, num_classes=num_classes, seq_length=seq_length,
+                       lower_case=lower_case, **kwargs)
+            asked = [*(features["numeric_features"] or []),
+                     *(features["categorical_features"] or [])]
+            if any(features.values()) and asked != saved.feature_names:
+                raise ValueError(f"{path!r} holds a saved BertClassifier with the features "
+                                 f"{saved.feature_names}, but was asked for {asked}")
+            return saved
+        return cls(encoder, 2 if num_classes is None else num_classes, preprocessor=preprocessor,
+                   **kwargs)
 
     # ------------------------------------------------------------------------ task hooks
     def default_loss(self):

@@ -87,14 +87,17 @@ class BertEmbedder(BertTask):
         self.feature_layers = [int(i) for i in feature_layers]
 
     @classmethod
-    def from_pretrained(cls, path: str, seq_length: int = 128, **kwargs) -> "BertEmbedder":
+    def from_pretrained(cls, path: str, seq_length: int | None = None, **kwargs
+                        ) -> "BertEmbedder":
         """An embedder on the encoder at ``path`` (any checkpoint format) with a BertPreprocessor
         from its vocab.txt."""
-        from keras_bert.models.pretrained import load_task_parts
+        from keras_bert.models.pretrained import keep_saved, load_task_parts
+        lower_case = kwargs.pop("lower_case", None)
         saved, encoder, preprocessor = load_task_parts(
-            cls, path, seq_length, dtype=kwargs.pop("dtype", None),
-            lower_case=kwargs.pop("lower_case", None))
-        return saved if saved is not None else cls(encoder, preprocessor=preprocessor, **kwargs)
+            cls, path, seq_length or 128, dtype=kwargs.pop("dtype", None), lower_case=lower_case)
+        if saved is not None:
+            return keep_saved(saved, path, seq_length=seq_length, lower_case=lower_case, **kwargs)
+        return cls(encoder, preprocessor=preprocessor, **kwargs)
 
     def default_loss(self):
         raise ValueError("BertEmbedder computes fixed features and is not trained with fit; "

@@ -68,16 +68,19 @@ class BertMultipleChoice(BertTask):
         self.dropout = dropout
 
     @classmethod
-    def from_pretrained(cls, path: str, num_choices: int = 4, seq_length: int = 128,
-                        **kwargs) -> "BertMultipleChoice":
+    def from_pretrained(cls, path: str, num_choices: int | None = None,
+                        seq_length: int | None = None, **kwargs) -> "BertMultipleChoice":
         """A multiple-choice model on the encoder at ``path`` (any format) with a preprocessor
         from its vocab.txt, or the saved one at ``path``."""
-        from keras_bert.models.pretrained import load_task_parts
+        from keras_bert.models.pretrained import keep_saved, load_task_parts
+        lower_case = kwargs.pop("lower_case", None)
         saved, encoder, preprocessor = load_task_parts(
-            cls, path, seq_length, dtype=kwargs.pop("dtype", None),
-            lower_case=kwargs.pop("lower_case", None))
-        return saved if saved is not None else cls(encoder, num_choices,
-                                                   preprocessor=preprocessor, **kwargs)
+            cls, path, seq_length or 128, dtype=kwargs.pop("dtype", None), lower_case=lower_case)
+        if saved is not None:
+            return keep_saved(saved, path, num_choices=num_choices, seq_length=seq_length,
+                              lower_case=lower_case, **kwargs)
+        return cls(encoder, 4 if num_choices is None else num_choices, preprocessor=preprocessor,
+                   **kwargs)
 
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy()

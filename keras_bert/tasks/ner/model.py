@@ -94,15 +94,16 @@ class BertTokenClassifier(BertTask):
 
     @classmethod
     def from_pretrained(cls, path: str, label_names: Sequence[str] | None = None,
-                        seq_length: int = 128, **kwargs) -> "BertTokenClassifier":
+                        seq_length: int | None = None, **kwargs) -> "BertTokenClassifier":
         """A tagger on the encoder at ``path`` (any format) with a preprocessor from its
         vocab.txt, or the saved BertTokenClassifier at ``path``."""
-        from keras_bert.models.pretrained import load_task_parts
+        from keras_bert.models.pretrained import keep_saved, load_task_parts
+        lower_case = kwargs.pop("lower_case", None)
         saved, encoder, preprocessor = load_task_parts(
-            cls, path, seq_length, dtype=kwargs.pop("dtype", None),
-            lower_case=kwargs.pop("lower_case", None))
+            cls, path, seq_length or 128, dtype=kwargs.pop("dtype", None), lower_case=lower_case)
         if saved is not None:
-            return saved
+            return keep_saved(saved, path, label_names=label_names, seq_length=seq_length,
+                              lower_case=lower_case, **kwargs)
         if label_names is None:
             raise ValueError("label_names is required for a new tagger")
         return cls(encoder, label_names, preprocessor=preprocessor, **kwargs)

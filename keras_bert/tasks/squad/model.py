@@ -70,15 +70,17 @@ class BertQuestionAnswerer(BertTask):
         self.max_query_length = max_query_length
 
     @classmethod
-    def from_pretrained(cls, path: str, seq_length: int = 384, **kwargs
+    def from_pretrained(cls, path: str, seq_length: int | None = None, **kwargs
                         ) -> "BertQuestionAnswerer":
         """A question answerer on the encoder at ``path`` (any format) with a preprocessor from
         its vocab.txt (seq_length 384, as for SQuAD), or the saved one at ``path``."""
-        from keras_bert.models.pretrained import load_task_parts
+        from keras_bert.models.pretrained import keep_saved, load_task_parts
+        lower_case = kwargs.pop("lower_case", None)
         saved, encoder, preprocessor = load_task_parts(
-            cls, path, seq_length, dtype=kwargs.pop("dtype", None),
-            lower_case=kwargs.pop("lower_case", None))
-        return saved if saved is not None else cls(encoder, preprocessor=preprocessor, **kwargs)
+            cls, path, seq_length or 384, dtype=kwargs.pop("dtype", None), lower_case=lower_case)
+        if saved is not None:
+            return keep_saved(saved, path, seq_length=seq_length, lower_case=lower_case, **kwargs)
+        return cls(encoder, preprocessor=preprocessor, **kwargs)
 
     @property
     def seq_length(self) -> int:
