@@ -17,7 +17,6 @@ them), the other pieces are tokenized as above, and the rows are put back togeth
 
 from __future__ import annotations
 
-import os
 import re
 
 import keras
@@ -30,8 +29,6 @@ from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.tokenization.wordpiece import MAX_CHARS_PER_WORD, SUFFIX_INDICATOR
 
 _CLEAN_ASCII = r"[\t\n\r\x20-\x7e]*"
-# Stands in until load_assets brings the real vocabulary (see from_config).
-_PLACEHOLDER_VOCABULARY = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a")
 _MAX_UTF8_BYTES_PER_CHAR = 4
 
 
@@ -50,8 +47,8 @@ class BertPreprocessor(keras.layers.Layer):
         vocab_file: a vocab.txt (local or ``gs://``). Give this or ``vocabulary``.
         lower_case: lower-case and strip accents, for uncased models.
         seq_length: the packed length, [CLS] and [SEP] included.
-        vocabulary: the tokens themselves, id 0 first, instead of a file (a ``.keras`` file
-            carries them as an asset).
+        vocabulary: the tokens themselves, id 0 first, instead of a file (``get_config`` stores
+            them, so a saved model carries its vocabulary).
         keep_special_tokens: when True, the literal text of a special token ("[CLS]", "[SEP]",
             "[MASK]", "[PAD]", "[UNK]") in the input becomes that token, as
             ``BertTokenizer(keep_special_tokens=True)`` does. By default it is tokenized as
@@ -108,7 +105,6 @@ class BertPreprocessor(keras.layers.Layer):
         self._special_tokens = specials
         self._special_ids = [vocab[t] for t in specials]
         self._special_pattern = "|".join(re.escape(t) for t in specials)
-        self._vocabulary_pending = False
 
     @classmethod
     def from_pretrained(cls, path: str, lower_case: bool | None = None, seq_length: int = 128,
@@ -131,7 +127,6 @@ class BertPreprocessor(keras.layers.Layer):
 
         Bytes that are not valid UTF-8 are dropped, as in ``BertTokenizer``.
         """
-        self._check_vocabulary()
         texts = _as_batch(texts)
         if self.keep_special_tokens and self._special_tokens:
             return self._tokenize_keeping_special_tokens(texts)
@@ -255,45 +250,16 @@ class BertPreprocessor(keras.layers.Layer):
                 for name in INPUT_NAMES}
 
     def get_config(self) -> dict:
-        """The settings; the vocabulary is not among them (``save_assets`` writes it beside the
-        config in a ``.keras`` file, as keras-hub's tokenizers do), which keeps configs and
-        Keras' error messages short. ``with_seq_length`` copies a preprocessor whole."""
         config = super().get_config()
-        config.update(vocabulary=None, lower_case=self.lower_case, seq_length=self.seq_length,
-                      keep_special_tokens=self.keep_special_tokens)
+        config.update(vocabulary=list(self.vocabulary), lower_case=self.lower_case,
+                      seq_length=self.seq_length, keep_special_tokens=self.keep_special_tokens)
         return config
-
-    @classmethod
-    def from_config(cls, config: dict) -> "BertPreprocessor":
-        """From ``get_config()``: the vocabulary comes next, from ``load_assets`` (a ``.keras``
-        file) or ``set_vocabulary``. A config holding the vocabulary (saved before 0.1.0's
-        assets) is complete."""
-        config = dict(config)
-        if config.get("vocabulary") is not None or config.get("vocab_file") is not None:
-            return cls(**config)
-        config["vocabulary"] = list(_PLACEHOLDER_VOCABULARY)
-        layer = cls(**config)
-        layer._vocabulary_pending = True
-        return layer
-
-    def save_assets(self, dir_path: str) -> None:
-        vocab_lib.save_vocab(self.vocabulary, os.path.join(dir_path, vocab_lib.VOCAB_FILENAME))
-
-    def load_assets(self, dir_path: str) -> None:
-        path = os.path.join(dir_path, vocab_lib.VOCAB_FILENAME)
-        self.set_vocabulary(vocab_lib.read_vocab_tokens(path), source=path)
 
     def with_seq_length(self, seq_length: int) -> "BertPreprocessor":
         """A copy that packs to ``seq_length``."""
         return type(self)(lower_case=self.lower_case, seq_length=seq_length,
                           vocabulary=list(self.vocabulary),
                           keep_special_tokens=self.keep_special_tokens)
-
-    def _check_vocabulary(self) -> None:
-        if self._vocabulary_pending:
-            raise ValueError(f"{self.name} was built from a config without its vocabulary; "
-                             f"call set_vocabulary(tokens), or load the whole model with "
-                             f"keras.saving.load_model (the .keras file holds it)")
 
 
 PAD_MULTIPLE = 8  # packed lengths round up to this: few distinct shapes, aligned matmuls
