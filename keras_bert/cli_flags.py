@@ -46,3 +46,11 @@ def add_lower_case_flag(parser, default: bool | None = None) -> None:
                   "lower-case and strip accents before WordPiece, as an uncased vocabulary needs",
                   aliases=("lower_case",),
                   negative_aliases=("no-lower_case", "no_lower_case", "no-do_lower_case"))
+
+
+def int_list(text: str) -> list[int]:
+    """An argparse type: comma-separated integers."""
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")

@@ -6,16 +6,9 @@ import argparse
 import dataclasses
 import json
 
-from keras_bert.cli_flags import add_lower_case_flag
+from keras_bert.cli_flags import add_lower_case_flag, int_list
 from keras_bert.training.distribute import STRATEGIES
 from keras_bert.tasks import get_task, task_names
-
-
-def _int_list(text: str) -> list[int]:
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
 
 
 def add_parser(subparsers) -> None:
@@ -47,7 +40,7 @@ def add_parser(subparsers) -> None:
     data.add_argument("--labels", help="comma-separated label names, in output order (default: "
                                        "the GLUE layout's or the training file's, sorted)")
     data.add_argument("--max_seq_length", type=int, help="the task's default: 128; 384 for squad")
-    data.add_argument("--bucket_lengths", type=_int_list,
+    data.add_argument("--bucket_lengths", type=int_list,
                       help="padded lengths for batching by length (default: max_seq_length/4, "
                            "/2 and max_seq_length)")
     for name in task_names():

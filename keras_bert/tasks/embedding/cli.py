@@ -5,14 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from keras_bert.cli_flags import add_lower_case_flag
-
-
-def _int_list(text: str) -> list[int]:
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+from keras_bert.cli_flags import add_lower_case_flag, int_list
 
 
 def add_parser(subparsers) -> None:
@@ -28,7 +21,7 @@ def add_parser(subparsers) -> None:
                           help="text, one example per line; 'text_a ||| text_b' for a pair")
     features.add_argument("--output_file", required=True,
                           help="the JSON Lines output (appears only when complete)")
-    features.add_argument("--layers", type=_int_list, default=[-1, -2, -3, -4],
+    features.add_argument("--layers", type=int_list, default=[-1, -2, -3, -4],
                           help="comma-separated layer indexes, negative from the top "
                                "(default: -1,-2,-3,-4)")
     features.add_argument("--max_seq_length", type=int, default=128,
