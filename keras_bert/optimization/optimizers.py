@@ -28,6 +28,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_bert.optimization import keras_internals
 from keras_bert.optimization.schedules import WarmupPolynomialDecay
 
 # google-research/bert's AdamWeightDecayOptimizer exclusions, plus our layer names.
@@ -45,8 +46,10 @@ def _sum_over_replicas(grads: list) -> list:
     return [None if g is None else next(reduced) for g in grads]
 
 
-class _BertOptimizerMixin:
+class _BertOptimizerMixin(keras_internals.OptimizerHooks):
     """Path-based weight-decay exclusion and reduce-then-clip; mixed into Keras optimizers.
+
+    Keras' private hooks are reached only through ``keras_internals`` (one tested adapter).
 
     ``aggregate_gradients = False`` says the caller passes gradients already summed over
     replicas (the pretraining loop does, to log the global norm); it is not part of the config.
@@ -62,7 +65,7 @@ class _BertOptimizerMixin:
 
     def _variable_learning_rate(self, learning_rate, variable):
         """``learning_rate`` times the multiplier of the first pattern matching the path."""
-        multiplier = self._multipliers.get(self._var_key(variable), 1.0)
+        multiplier = self._multipliers.get(keras_internals.variable_key(self, variable), 1.0)
         return learning_rate if multiplier == 1.0 else learning_rate * multiplier
 
     def _matches(self, variable, patterns: Sequence[str]) -> bool:
@@ -76,19 +79,17 @@ class _BertOptimizerMixin:
             for v in var_list:
                 for pattern, multiplier in self.learning_rate_multipliers.items():
                     if re.search(pattern, v.path) is not None:
-                        self._multipliers[self._var_key(v)] = multiplier
+                        self._multipliers[keras_internals.variable_key(self, v)] = multiplier
                         break
         super().build(var_list)
 
-    def _clip_gradients(self, grads):
-        # Keras calls this right before `_backend_update_step`; summing here (and not again in
-        # `_all_reduce_sum_gradients`) makes global-norm clipping see the global gradient.
-        if self.aggregate_gradients:
-            grads = _sum_over_replicas(list(grads))
-        return super()._clip_gradients(grads)
+    def reduce_gradients_before_clipping(self, grads: list) -> list:
+        # Keras clips right before the update step; summing here (and not again in
+        # `reduce_gradients`) makes global-norm clipping see the global gradient.
+        return _sum_over_replicas(grads) if self.aggregate_gradients else grads
 
-    def _all_reduce_sum_gradients(self, grads_and_vars):
-        return list(grads_and_vars)  # already summed in _clip_gradients
+    def reduce_gradients(self, grads_and_vars):
+        return list(grads_and_vars)  # summed in reduce_gradients_before_clipping
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
@@ -133,12 +134,11 @@ class BertAdamW(_BertOptimizerMixin, keras.optimizers.AdamW):
         if self.amsgrad:
             return super().update_step(gradient, variable, learning_rate)
         variable = variable.value if isinstance(variable, keras.Variable) else variable
-        index = self._get_variable_index(variable)
+        momentum, velocity = keras_internals.adam_slots(self, variable)
         dtype = variable.dtype
         local_step = tf.cast(self.iterations + 1, dtype)
         tf.raw_ops.ResourceApplyAdam(
-            var=variable.handle, m=self._momentums[index].value.handle,
-            v=self._velocities[index].value.handle,
+            var=variable.handle, m=momentum.value.handle, v=velocity.value.handle,
             beta1_power=tf.pow(tf.cast(self.beta_1, dtype), local_step),
             beta2_power=tf.pow(tf.cast(self.beta_2, dtype), local_step),
             lr=tf.cast(learning_rate, dtype), beta1=tf.cast(self.beta_1, dtype),
@@ -184,28 +184,26 @@ class BertLamb(_BertOptimizerMixin, keras.optimizers.Lamb):
     def build(self, var_list):
         if not self.built:
             self._no_layer_adaptation = {
-                self._var_key(v) for v in var_list
+                keras_internals.variable_key(self, v) for v in var_list
                 if self._matches(v, self.exclude_from_layer_adaptation_patterns)}
         super().build(var_list)
 
-    def _apply_weight_decay(self, variables):
-        return  # LAMB decays inside update_step, before the trust ratio.
+    decay_outside_step = False  # LAMB decays inside update_step, before the trust ratio.
 
     def update_step(self, gradient, variable, learning_rate):
         dtype = variable.dtype
         lr = ops.cast(self._variable_learning_rate(learning_rate, variable), dtype)
         gradient = ops.cast(gradient, dtype)
         local_step = ops.cast(self.iterations + 1, dtype)
-        m = self._momentums[self._get_variable_index(variable)]
-        v = self._velocities[self._get_variable_index(variable)]
+        m, v = keras_internals.adam_slots(self, variable)
         self.assign_add(m, (gradient - m) * (1 - self.beta_1))
         self.assign_add(v, (ops.square(gradient) - v) * (1 - self.beta_2))
         m_hat = m / (1.0 - ops.power(ops.cast(self.beta_1, dtype), local_step))
         v_hat = v / (1.0 - ops.power(ops.cast(self.beta_2, dtype), local_step))
         update = m_hat / (ops.sqrt(v_hat) + self.epsilon)
-        if self.weight_decay and self._use_weight_decay(variable):
+        if self.weight_decay and keras_internals.is_decayed(self, variable):
             update = update + ops.cast(self.weight_decay, dtype) * variable
-        if self._var_key(variable) not in self._no_layer_adaptation:
+        if keras_internals.variable_key(self, variable) not in self._no_layer_adaptation:
             w_norm = ops.sqrt(ops.sum(ops.square(variable)))
             u_norm = ops.sqrt(ops.sum(ops.square(update)))
             ratio = ops.where((w_norm > 0) & (u_norm > 0), w_norm / ops.maximum(u_norm, 1e-30),

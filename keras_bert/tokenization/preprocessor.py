@@ -77,8 +77,6 @@ class BertPreprocessor(keras.layers.Layer):
         self.seq_length = seq_length
         self.keep_special_tokens = keep_special_tokens
         self.supports_jit = False
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
         self.built = True
         self._normalizer = GraphNormalizer(lower_case)
         self.set_vocabulary(vocab_lib.read_vocab_tokens(vocab_file) if vocab_file is not None
@@ -230,6 +228,16 @@ class BertPreprocessor(keras.layers.Layer):
         }
 
     @tf.autograph.experimental.do_not_convert
+    def __call__(self, inputs, *args, **kwargs):
+        # Keras accepts only tensors as positional inputs; texts may come as Python strings,
+        # lists or NumPy arrays, so they become string tensors here. A list of strings is one
+        # batch; a tuple or list of batches is a segment pair.
+        if isinstance(inputs, (tuple, list)) and not _is_texts(inputs):
+            inputs = type(inputs)(_as_string_tensor(x) for x in inputs)
+        else:
+            inputs = _as_string_tensor(inputs)
+        return super().__call__(inputs, *args, **kwargs)
+
     def call(self, inputs) -> dict[str, tf.Tensor]:
         if isinstance(inputs, (tuple, list)):
             if len(inputs) == 1:
@@ -285,6 +293,20 @@ def trim_to_longest(packed: dict[str, tf.Tensor], multiple_of: int = PAD_MULTIPL
     length = (longest + multiple_of - 1) // multiple_of * multiple_of
     length = tf.minimum(tf.maximum(length, multiple_of), full)
     return {name: value[..., :length] for name, value in packed.items()}
+
+
+def _is_texts(values) -> bool:
+    return bool(values) and all(isinstance(v, (str, bytes)) for v in values)
+
+
+def _as_string_tensor(value):
+    """Python or NumPy text -> a string tensor (one string: a batch of one); tensors and Keras
+    symbolic inputs unchanged."""
+    if tf.is_tensor(value) or isinstance(value, keras.KerasTensor):
+        return value
+    if isinstance(value, (str, bytes)):
+        value = [value]
+    return tf.convert_to_tensor(value, dtype=tf.string)
 
 
 def _as_batch(texts) -> tf.Tensor:

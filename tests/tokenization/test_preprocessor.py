@@ -92,6 +92,18 @@ def test_packing_single_and_pairs(minilm_preprocessor, minilm_tokenizer):
     np.testing.assert_array_equal(out["input_word_ids"][0, :5], [101, 7592, 2088, 999, 102])
 
 
+def test_python_and_numpy_texts_give_the_same_ids_as_tensors(minilm_preprocessor):
+    pairs = TEXTS[::-1]
+    single = minilm_preprocessor(tf.constant(TEXTS))["input_word_ids"].numpy()
+    pair = minilm_preprocessor((tf.constant(TEXTS), tf.constant(pairs)))["input_word_ids"]
+    for texts in (TEXTS, tuple(TEXTS), np.array(TEXTS)):  # a list of strings is one batch
+        np.testing.assert_array_equal(minilm_preprocessor(texts)["input_word_ids"], single)
+    for segments in ((TEXTS, pairs), [np.array(TEXTS), pairs]):  # a pair of batches
+        np.testing.assert_array_equal(minilm_preprocessor(segments)["input_word_ids"], pair)
+    np.testing.assert_array_equal(minilm_preprocessor("Hello world!")["input_word_ids"],
+                                  single[:1])
+
+
 def test_pair_truncation_matches_googles_loop_on_every_length():
     seq_length = 9
     preprocessor = BertPreprocessor(vocabulary=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"],

@@ -1,0 +1,99 @@
+"""keras_bert/optimization/keras_internals.py against the installed Keras.
+
+Each private name the adapter reads or overrides must exist and mean what the adapter says; if a
+Keras upgrade moves one, these tests fail naming it (instead of BERT's optimizers silently
+skipping the replica sum, the fused Adam kernel or LAMB's in-step decay).
+"""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert.optimization import keras_internals
+from keras_bert.optimization.optimizers import BertAdamW, BertLamb
+
+
+@pytest.mark.parametrize("name", keras_internals.HOOKS + keras_internals.READS[2:])
+def test_every_private_method_exists_on_keras_base_optimizer(name):
+    assert callable(getattr(keras.optimizers.Optimizer, name, None)), (
+        f"keras.optimizers.Optimizer.{name} is gone (Keras {keras.__version__}); "
+        f"update keras_bert/optimization/keras_internals.py")
+
+
+def _variable(values, name="kernel"):
+    return keras.Variable(np.asarray(values, "float32"), name=name)
+
+
+def test_adam_slots_are_the_moments_keras_adam_computes():
+    variable = _variable([[1.0, -2.0], [0.5, 3.0]])
+    optimizer = keras.optimizers.Adam(learning_rate=0.1, beta_1=0.9, beta_2=0.99)
+    gradients = [np.array([[0.1, 0.2], [-0.3, 0.4]], "float32"),
+                 np.array([[1.0, -1.0], [0.0, 2.0]], "float32")]
+    m = np.zeros((2, 2), "float32")
+    v = np.zeros((2, 2), "float32")
+    for gradient in gradients:
+        optimizer.apply([gradient], [variable])
+        m = 0.9 * m + 0.1 * gradient
+        v = 0.99 * v + 0.01 * gradient ** 2
+    momentum, velocity = keras_internals.adam_slots(optimizer, variable)
+    np.testing.assert_allclose(momentum.numpy(), m, rtol=1e-6)
+    np.testing.assert_allclose(velocity.numpy(), v, rtol=1e-6)
+
+
+def test_variable_key_tells_variables_apart_and_is_stable():
+    first, second = _variable([1.0], "a"), _variable([1.0], "a")
+    optimizer = keras.optimizers.Adam()
+    assert keras_internals.variable_key(optimizer, first) == keras_internals.variable_key(
+        optimizer, first)
+    assert keras_internals.variable_key(optimizer, first) != keras_internals.variable_key(
+        optimizer, second)
+
+
+def test_is_decayed_follows_kerass_exclusions():
+    kernel, bias = _variable([1.0], "kernel"), _variable([1.0], "bias")
+    optimizer = keras.optimizers.AdamW(weight_decay=0.1)
+    optimizer.exclude_from_weight_decay(var_names=["bias"])
+    optimizer.build([kernel, bias])
+    assert keras_internals.is_decayed(optimizer, kernel)
+    assert not keras_internals.is_decayed(optimizer, bias)
+
+
+class _Spy(keras_internals.OptimizerHooks, keras.optimizers.SGD):
+    """Counts the public-named steps Keras reaches through the hooks during one apply."""
+
+    def __init__(self, decay_outside_step, **kwargs):
+        super().__init__(**kwargs)
+        self.decay_outside_step = decay_outside_step
+        self.seen = []
+
+    def reduce_gradients_before_clipping(self, grads):
+        self.seen.append("before_clipping")
+        return [g * 2.0 for g in grads]  # visible in the update
+
+    def reduce_gradients(self, grads_and_vars):
+        self.seen.append("reduce")
+        return super().reduce_gradients(grads_and_vars)
+
+
+@pytest.mark.parametrize("decay_outside_step", [True, False])
+def test_apply_reaches_every_hook(decay_outside_step):
+    variable = _variable([1.0, 2.0])
+    optimizer = _Spy(decay_outside_step, learning_rate=0.5, weight_decay=0.1)
+    optimizer.apply_gradients([(np.array([1.0, 1.0], "float32"), variable)])
+    assert optimizer.seen == ["before_clipping", "reduce"]  # Keras clips, then all-reduces
+    # SGD step with the doubled gradient (w -= 0.5 * 2g) and, when Keras decays outside the
+    # step, decoupled decay first (w -= 0.5 * 0.1 * w).
+    start = np.array([1.0, 2.0])
+    decayed = start - 0.5 * 0.1 * start if decay_outside_step else start
+    np.testing.assert_allclose(variable.numpy(), decayed - 0.5 * 2.0, rtol=1e-6)
+
+
+def test_bert_optimizers_use_no_private_keras_name_outside_the_adapter():
+    import inspect
+
+    from keras_bert.optimization import optimizers
+    source = inspect.getsource(optimizers)
+    used = [name for name in keras_internals.HOOKS + keras_internals.READS if name in source]
+    assert not used, f"optimizers.py uses {used}; go through keras_internals"
+    assert issubclass(BertAdamW, keras_internals.OptimizerHooks)
+    assert issubclass(BertLamb, keras_internals.OptimizerHooks)
