@@ -380,7 +380,7 @@ def seeded_table(**kwargs):
 
 
 def copy_vocabulary(source, target):
-    """A preprocessor's state is its vocabulary, which its config leaves out (a .keras asset)."""
+    """A preprocessor's state is its vocabulary (in its config; copied again here)."""
     assert not target.weights
     target.set_vocabulary(list(source.vocabulary))
 
@@ -470,7 +470,8 @@ LAYER_SUBJECTS = [
             lambda: (hidden_states(),), _half(BATCH, SEQ, HIDDEN)),
     Subject("BertEmbeddings", bert_layers.BertEmbeddings,
             dict(vocab_size=VOCAB, hidden_size=HIDDEN, max_position_embeddings=MAX_POSITIONS,
-                 type_vocab_size=3, initializer_range=0.05, dropout=0.2, layer_norm_eps=1e-6,
+                 type_vocab_size=3, initializer_range=0.05, hidden_dropout_prob=0.2,
+                 layer_norm_eps=1e-6,
                  name="embeddings"),
             lambda: (encoder_inputs()["input_word_ids"], encoder_inputs()["input_type_ids"] * 2),
             _half(BATCH, SEQ, HIDDEN)),
@@ -502,23 +503,23 @@ LAYER_SUBJECTS = [
             dict(num_classes=5, dropout=0.2, initializer_range=0.05, name="tagger"),
             lambda: (hidden_states(),), _f32(BATCH, SEQ, 5)),
     Subject("BertSelfAttention", bert_layers.BertSelfAttention,
-            dict(hidden_size=HIDDEN, num_attention_heads=4, initializer_range=0.05, dropout=0.2,
-                 name="attention"),
+            dict(hidden_size=HIDDEN, num_attention_heads=4, initializer_range=0.05,
+                 attention_probs_dropout_prob=0.2, name="attention"),
             lambda: (hidden_states(), mask_bias()), _half(BATCH, SEQ, HIDDEN)),
     Subject("TransformerBlock", bert_layers.TransformerBlock,
             dict(hidden_size=HIDDEN, num_attention_heads=4, intermediate_size=INTERMEDIATE,
-                 hidden_act="gelu_exact", hidden_dropout=0.2, attention_dropout=0.3,
+                 hidden_act="gelu_exact", hidden_dropout_prob=0.2,
+                 attention_probs_dropout_prob=0.3,
                  initializer_range=0.05, layer_norm_eps=1e-6, name="block"),
             lambda: (hidden_states(), mask_bias()), _half(BATCH, SEQ, HIDDEN)),
-    # A layer with no weights: its state is the vocabulary, a .keras asset, not in the config.
+    # A layer with no weights: its state is the vocabulary, which its config holds.
     Subject("BertPreprocessor", keras_bert.BertPreprocessor,
             dict(PREPROCESSOR_KWARGS, lower_case=True), lambda: (texts(),), PACKED,
-            copy_state=copy_vocabulary, check_reloaded=same_vocabulary,
-            not_in_config=("vocabulary",)),
+            copy_state=copy_vocabulary, check_reloaded=same_vocabulary),
     Subject("BertPreprocessor-pairs-keep_special_tokens", keras_bert.BertPreprocessor,
             dict(PREPROCESSOR_KWARGS, lower_case=False, keep_special_tokens=True),
             lambda: (text_pairs(),), PACKED, copy_state=copy_vocabulary,
-            check_reloaded=same_vocabulary, not_in_config=("vocabulary",)),
+            check_reloaded=same_vocabulary),
 ]
 
 MODEL_SUBJECTS = [

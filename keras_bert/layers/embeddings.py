@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_bert.layers.dropout import BertDropout
 from keras_bert.layers.layer_normalization import BertLayerNormalization
+from keras_bert.layers.renamed_args import take_renamed
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -17,7 +18,7 @@ class BertEmbeddings(keras.layers.Layer):
         max_position_embeddings: rows of the position table; the longest sequence accepted.
         type_vocab_size: rows of the segment (token type) table.
         initializer_range: stddev of the truncated-normal initializer.
-        dropout: dropout rate after LayerNorm.
+        hidden_dropout_prob: dropout rate after LayerNorm.
         layer_norm_eps: LayerNorm epsilon.
 
     Call args:
@@ -28,15 +29,18 @@ class BertEmbeddings(keras.layers.Layer):
         float [batch, seq, hidden_size].
     """
 
-    def __init__(self, vocab_size, hidden_size, max_position_embeddings=512, type_vocab_size=2,
-                 initializer_range=0.02, dropout=0.1, layer_norm_eps=1e-12, **kwargs):
+    def __init__(self, vocab_size, hidden_size, *, max_position_embeddings=512,
+                 type_vocab_size=2, initializer_range=0.02, hidden_dropout_prob=0.1,
+                 layer_norm_eps=1e-12, **kwargs):
+        hidden_dropout_prob = take_renamed(kwargs, "BertEmbeddings", "dropout",
+                                           "hidden_dropout_prob", hidden_dropout_prob, 0.1)
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.max_position_embeddings = max_position_embeddings
         self.type_vocab_size = type_vocab_size
         self.initializer_range = initializer_range
-        self.dropout = dropout
+        self.hidden_dropout_prob = hidden_dropout_prob
         self.layer_norm_eps = layer_norm_eps
 
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
@@ -48,7 +52,8 @@ class BertEmbeddings(keras.layers.Layer):
             dtype=self.dtype_policy, name="token_type_embeddings")
         self.layer_norm = BertLayerNormalization(
             epsilon=layer_norm_eps, dtype=self.dtype_policy, name="layer_norm")
-        self.dropout_layer = BertDropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.dropout_layer = BertDropout(hidden_dropout_prob, dtype=self.dtype_policy,
+                                         name="dropout")
 
     def build(self, input_shape=None):
         self.word_embeddings.build()
@@ -81,7 +86,7 @@ class BertEmbeddings(keras.layers.Layer):
             "max_position_embeddings": self.max_position_embeddings,
             "type_vocab_size": self.type_vocab_size,
             "initializer_range": self.initializer_range,
-            "dropout": self.dropout,
+            "hidden_dropout_prob": self.hidden_dropout_prob,
             "layer_norm_eps": self.layer_norm_eps,
         })
         return config

@@ -6,6 +6,7 @@ from keras import ops
 from keras_bert.layers.activations import get_activation, get_training_activation
 from keras_bert.layers.dropout import BertDropout
 from keras_bert.layers.layer_normalization import BertLayerNormalization
+from keras_bert.layers.renamed_args import take_renamed
 
 # Added to attention scores at padded key positions, as google-research/bert does.
 MASK_ADDER = -10000.0
@@ -34,8 +35,11 @@ class BertSelfAttention(keras.layers.Layer):
         float [batch, seq, hidden], before the output projection.
     """
 
-    def __init__(self, hidden_size, num_attention_heads, initializer_range=0.02, dropout=0.1,
-                 **kwargs):
+    def __init__(self, hidden_size, num_attention_heads, *, initializer_range=0.02,
+                 attention_probs_dropout_prob=0.1, **kwargs):
+        attention_probs_dropout_prob = take_renamed(
+            kwargs, "BertSelfAttention", "dropout", "attention_probs_dropout_prob",
+            attention_probs_dropout_prob, 0.1)
         super().__init__(**kwargs)
         if hidden_size % num_attention_heads:
             raise ValueError(f"hidden_size={hidden_size} is not divisible by "
@@ -44,7 +48,7 @@ class BertSelfAttention(keras.layers.Layer):
         self.num_attention_heads = num_attention_heads
         self.head_size = hidden_size // num_attention_heads
         self.initializer_range = initializer_range
-        self.dropout = dropout
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.query = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
                                         dtype=self.dtype_policy, name="query")
@@ -52,7 +56,8 @@ class BertSelfAttention(keras.layers.Layer):
                                       dtype=self.dtype_policy, name="key")
         self.value = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
                                         dtype=self.dtype_policy, name="value")
-        self.dropout_layer = BertDropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.dropout_layer = BertDropout(attention_probs_dropout_prob, dtype=self.dtype_policy,
+                                         name="dropout")
 
     def build(self, input_shape=None):
         for dense in (self.query, self.key, self.value):
@@ -87,7 +92,7 @@ class BertSelfAttention(keras.layers.Layer):
             "hidden_size": self.hidden_size,
             "num_attention_heads": self.num_attention_heads,
             "initializer_range": self.initializer_range,
-            "dropout": self.dropout,
+            "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
         })
         return config
 
@@ -101,8 +106,8 @@ class TransformerBlock(keras.layers.Layer):
         num_attention_heads: heads A; must divide H.
         intermediate_size: feed-forward width.
         hidden_act: activation name (see keras_bert.config.ACTIVATIONS).
-        hidden_dropout: dropout on the attention output and feed-forward output.
-        attention_dropout: dropout on attention probabilities.
+        hidden_dropout_prob: dropout on the attention output and feed-forward output.
+        attention_probs_dropout_prob: dropout on attention probabilities.
         initializer_range: stddev of the truncated-normal initializer.
         layer_norm_eps: LayerNorm epsilon.
 
@@ -114,26 +119,33 @@ class TransformerBlock(keras.layers.Layer):
         float [batch, seq, hidden].
     """
 
-    def __init__(self, hidden_size, num_attention_heads, intermediate_size, hidden_act="gelu",
-                 hidden_dropout=0.1, attention_dropout=0.1, initializer_range=0.02,
-                 layer_norm_eps=1e-12, **kwargs):
+    def __init__(self, hidden_size, num_attention_heads, intermediate_size, *, hidden_act="gelu",
+                 hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+                 initializer_range=0.02, layer_norm_eps=1e-12, **kwargs):
+        hidden_dropout_prob = take_renamed(kwargs, "TransformerBlock", "hidden_dropout",
+                                           "hidden_dropout_prob", hidden_dropout_prob, 0.1)
+        attention_probs_dropout_prob = take_renamed(
+            kwargs, "TransformerBlock", "attention_dropout", "attention_probs_dropout_prob",
+            attention_probs_dropout_prob, 0.1)
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.num_attention_heads = num_attention_heads
         self.intermediate_size = intermediate_size
         self.hidden_act = hidden_act
-        self.hidden_dropout = hidden_dropout
-        self.attention_dropout = attention_dropout
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
 
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         policy = self.dtype_policy
-        self.attention = BertSelfAttention(hidden_size, num_attention_heads, initializer_range,
-                                           attention_dropout, dtype=policy, name="attention")
+        self.attention = BertSelfAttention(
+            hidden_size, num_attention_heads, initializer_range=initializer_range,
+            attention_probs_dropout_prob=attention_probs_dropout_prob, dtype=policy,
+            name="attention")
         self.attention_output = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
                                                    dtype=policy, name="attention_output")
-        self.attention_dropout_layer = BertDropout(hidden_dropout, dtype=policy)
+        self.attention_dropout_layer = BertDropout(hidden_dropout_prob, dtype=policy)
         self.attention_layer_norm = BertLayerNormalization(
             epsilon=layer_norm_eps, dtype=policy, name="attention_layer_norm")
         # The activation is applied in call(): training uses get_training_activation's form.
@@ -143,7 +155,7 @@ class TransformerBlock(keras.layers.Layer):
         self.training_activation = get_training_activation(hidden_act)
         self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
                                                dtype=policy, name="output")
-        self.output_dropout_layer = BertDropout(hidden_dropout, dtype=policy)
+        self.output_dropout_layer = BertDropout(hidden_dropout_prob, dtype=policy)
         self.output_layer_norm = BertLayerNormalization(
             epsilon=layer_norm_eps, dtype=policy, name="output_layer_norm")
 
@@ -180,8 +192,8 @@ class TransformerBlock(keras.layers.Layer):
             "num_attention_heads": self.num_attention_heads,
             "intermediate_size": self.intermediate_size,
             "hidden_act": self.hidden_act,
-            "hidden_dropout": self.hidden_dropout,
-            "attention_dropout": self.attention_dropout,
+            "hidden_dropout_prob": self.hidden_dropout_prob,
+            "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
             "initializer_range": self.initializer_range,
             "layer_norm_eps": self.layer_norm_eps,
         })

@@ -65,14 +65,17 @@ class BertEncoder(keras.Model):
 
         # === Layers ===
         embeddings = BertEmbeddings(
-            vocab_size, hidden_size, max_position_embeddings, type_vocab_size,
-            initializer_range, hidden_dropout_prob, layer_norm_eps, dtype=dtype,
-            name="embeddings")
+            vocab_size, hidden_size, max_position_embeddings=max_position_embeddings,
+            type_vocab_size=type_vocab_size, initializer_range=initializer_range,
+            hidden_dropout_prob=hidden_dropout_prob, layer_norm_eps=layer_norm_eps,
+            dtype=dtype, name="embeddings")
         blocks = [
-            TransformerBlock(hidden_size, num_attention_heads, intermediate_size, hidden_act,
-                             hidden_dropout_prob, attention_probs_dropout_prob,
-                             initializer_range, layer_norm_eps, dtype=dtype,
-                             name=f"transformer_layer_{i}")
+            TransformerBlock(
+                hidden_size, num_attention_heads, intermediate_size, hidden_act=hidden_act,
+                hidden_dropout_prob=hidden_dropout_prob,
+                attention_probs_dropout_prob=attention_probs_dropout_prob,
+                initializer_range=initializer_range, layer_norm_eps=layer_norm_eps,
+                dtype=dtype, name=f"transformer_layer_{i}")
             for i in range(num_hidden_layers)
         ]
         pooler = keras.layers.Dense(
