@@ -150,8 +150,9 @@ def test_read_examples_carry_features_and_errors_name_file_and_line(tmp_path):
                "country": ["fr", None]}
     np.testing.assert_array_equal(model.predict(examples, verbose=0),
                                   model.predict(as_dict, verbose=0))
-    x, y = model._to_arrays(examples)
-    assert y.tolist() == [1, 0] and np.isnan(x["age"][1]) and x["country"].tolist() == ["fr", ""]
+    x, y = next(iter(model.make_dataset(examples, batch_size=2)))  # what fit reads
+    assert y.numpy().tolist() == [1, 0] and np.isnan(x["age"][1])  # empty -> missing
+    assert x["country"].numpy().tolist() == [b"fr", b""]
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "good", "label": "pos", "age": 3}\n'

@@ -11,7 +11,6 @@ from keras_bert import (BertClassifier, BertEmbedder, BertMultipleChoice, BertPr
                         BertQuestionAnswerer)
 from keras_bert.tasks.squad.reader import SquadAnswer, SquadExample
 from keras_bert.tasks.examples import DataError, TextExample
-from keras_bert.models.task_pipeline import make_task_dataset
 from keras_bert.tokenization import BertTokenizer
 from tests.tasks.tiny_checkpoint import VOCAB, tiny_encoder
 
@@ -34,8 +33,11 @@ def test_classifier_predicts_raw_text_and_round_trips(tmp_path):
     np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-6)
     pairs = [("the movie", "was good"), ("a film", "was awful")]
     pair_probabilities = classifier.predict(pairs, verbose=0)
-    np.testing.assert_array_equal(classifier.predict(classifier._to_arrays(pairs)[0], verbose=0),
-                                  pair_probabilities)
+    # The same pairs packed by the Python tokenizer (ids a user may already have).
+    packed = BertTokenizer(vocabulary=VOCAB).encode_batch(
+        [a for a, _ in pairs], [b for _, b in pairs], seq_length=16)
+    np.testing.assert_allclose(classifier.predict(dict(packed), verbose=0), pair_probabilities,
+                               atol=1e-6)
     assert not np.allclose(pair_probabilities, probabilities)
 
     reloaded = reload(classifier, tmp_path)
@@ -64,8 +66,8 @@ def test_regression_scores_pairs():
     regressor = BertClassifier(tiny_encoder(), 1, preprocessor=preprocessor())
     examples = [TextExample("a man sat", "a man sat down", 4.5),
                 TextExample("a dog ran", "the city river", 0.5)]
-    x, y = regressor._to_arrays(examples)
-    assert y.tolist() == [[4.5], [0.5]]
+    _, y = next(iter(regressor.make_dataset(examples, batch_size=2)))
+    assert y.numpy().tolist() == [[4.5], [0.5]]  # the examples' scores are the targets
     assert regressor.predict(examples, verbose=0).shape == (2, 1)
     assert regressor.get_config()["activation"] is None
 
@@ -74,8 +76,7 @@ def test_bucketed_batches_match_unbucketed_outputs():
     classifier = BertClassifier(tiny_encoder(), 3, preprocessor=preprocessor(32))
     texts = ["good", "the movie was really very good and nice", "bad film", "a meal"]
     padded = classifier.predict(texts, verbose=0)
-    bucketed = make_task_dataset((classifier._to_arrays(texts)[0],), classifier._preprocess,
-                                 batch_size=4, bucket_lengths=[4, 8, 32])
+    bucketed = classifier.make_dataset(texts, batch_size=4, bucket_lengths=[4, 8, 32])
     # [CLS] good [SEP], [CLS] bad film [SEP] and [CLS] a meal [SEP] fit 4; the 10-token text 32.
     assert sorted(tuple(b["input_word_ids"].shape) for b in bucketed) == [(1, 32), (3, 4)]
     # Padding does not change the outputs: each bucket's rows equal the fully padded ones.
@@ -100,8 +101,14 @@ def test_multiple_choice_fits_and_round_trips(tmp_path):
     np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-6)
     np.testing.assert_array_equal(reload(model, tmp_path).predict(data, verbose=0),
                                   probabilities)
-    arrays = model._to_arrays(data)[0]  # converted inputs pass through unchanged
-    np.testing.assert_array_equal(model.predict(arrays, verbose=0), probabilities)
+    # The same examples as text arrays (contexts [n], choices [n, 3]) and as packed ids.
+    contexts = np.array([context for context, _ in data])
+    choices = np.array([choice for _, choice in data])
+    np.testing.assert_array_equal(model.predict((contexts, choices), verbose=0), probabilities)
+    packed = BertTokenizer(vocabulary=VOCAB).encode_batch(
+        list(np.repeat(contexts, 3)), list(choices.reshape(-1)), seq_length=16)
+    packed = {name: np.asarray(ids).reshape(2, 3, 16) for name, ids in packed.items()}
+    np.testing.assert_allclose(model.predict(packed, verbose=0), probabilities, atol=1e-6)
     with pytest.raises(ValueError, match="has 2 choices; this model takes 3"):
         model.predict([("a", ["b", "c"])])
 
@@ -119,7 +126,8 @@ def test_question_answerer_loss_answers_and_round_trip(tmp_path):
     start, end = examples[0].answers[0].start, examples[0].answers[0].end
     features = qa.make_features(examples[:1])
     # The loss is the mean of the start and end cross-entropies (run_squad.py's).
-    x, y = qa._to_arrays(examples[:1])
+    x, y = next(iter(qa.make_dataset(examples[:1], batch_size=8)))  # both windows
+    y = {name: positions.numpy() for name, positions in y.items()}
     logits = qa.predict(x, verbose=0)
     expected = 0.0
     for name, positions in (("start_logits", y["start_logits"]), ("end_logits", y["end_logits"])):
