@@ -11,18 +11,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.layers.feature_columns import (categorical_column, is_data_frame, numeric_column,
-                                             table_columns)
-from keras_bert.tasks.examples import DataError, TextExample, encode_label
-from keras_bert.models.task_pipeline import is_packed
 from keras_bert.layers.features import TabularFeatures
 from keras_bert.layers.pooling import SentencePooling
 from keras_bert.layers.task_heads import ClassificationHead
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
-from keras_bert.models.task import BertTask, as_string_array, is_text_arrays
-
-TEXT, TEXT_PAIR = "text", "text_pair"  # the text columns of dict, DataFrame and served inputs
-RESERVED_NAMES = frozenset({*INPUT_NAMES, TEXT, TEXT_PAIR})
+from keras_bert.models.task import BertTask
+from keras_bert.tasks.classification.inputs import (RESERVED_NAMES, TEXT, TEXT_PAIR,
+                                                    ClassifierInputs)
 POOLINGS = ("pooled", "cls", "mean")  # the pooler's output, the raw [CLS] vector, masked mean
 # With features, the new layers after the encoder learn this many times faster than the encoder
 # (3e-5 -> 9e-4): at BERT's rate, a fresh hidden layer barely moves in a few epochs and cannot
@@ -203,120 +198,16 @@ class BertClassifier(BertTask):
         """The names of the numeric, then categorical, features ([] for a text-only model)."""
         return [] if self.features is None else list(self.features.input_names)
 
+    def _classifier_inputs(self) -> ClassifierInputs:
+        """The input conversions for this classifier's labels and features (inputs.py)."""
+        features = self.features
+        return ClassifierInputs(
+            self.num_classes, None if self.label_names is None else tuple(self.label_names),
+            () if features is None else tuple(features.numeric_features),
+            () if features is None else tuple(features.categorical_features))
+
     def _to_arrays(self, x, y=None):
-        if is_packed(x):  # packed ids (and features)
-            inputs = self._with_feature_columns(dict(x), "the packed inputs")
-        elif isinstance(x, dict) or is_data_frame(x):
-            inputs = self._table_arrays(table_columns(x))
-        elif is_text_arrays(x):
-            inputs = x
-        else:
-            x = [x] if isinstance(x, str) else list(x)
-            if x and isinstance(x[0], TextExample):
-                if y is None and x[0].label is not None:
-                    y = self._encode_example_labels(x)
-                if self.features is not None:
-                    return self._example_arrays(x), (None if y is None
-                                                     else self._encode_labels(y))
-                texts, pairs = [e.text for e in x], [e.text_pair for e in x]
-                x = texts if pairs[0] is None else list(zip(texts, pairs))
-            elif self.features is not None:
-                raise ValueError(f"this classifier also takes the features "
-                                 f"{', '.join(self.feature_names)}: pass a dict of columns or a "
-                                 f"DataFrame with {TEXT!r} (and {TEXT_PAIR!r}) and those columns")
-            if x and isinstance(x[0], (tuple, list)):
-                if any(len(pair) != 2 for pair in x):
-                    raise ValueError("text pairs must be (text, text_pair) tuples of two strings")
-                inputs = (as_string_array([p[0] for p in x], "text"),
-                          as_string_array([p[1] for p in x], "text_pair"))
-            else:
-                inputs = as_string_array(x, "text")
-        return inputs, (None if y is None else self._encode_labels(y))
-
-    def _table_arrays(self, columns: dict[str, np.ndarray], sources=None):
-        """Text (a tuple with pairs) for a text-only model; else {text, [text_pair,] features}."""
-        if TEXT not in columns:
-            raise ValueError(f"the input has no {TEXT!r} column (columns: "
-                             f"{', '.join(map(repr, columns))}); name the text column {TEXT!r} "
-                             f"and the second text of pairs {TEXT_PAIR!r}")
-        text = as_string_array(columns[TEXT], TEXT)
-        pair = as_string_array(columns[TEXT_PAIR], TEXT_PAIR) if TEXT_PAIR in columns else None
-        if self.features is None:
-            return text if pair is None else (text, pair)
-        arrays = {TEXT: text} if pair is None else {TEXT: text, TEXT_PAIR: pair}
-        return self._with_feature_columns({**columns, **arrays}, "the input", sources)
-
-    def _with_feature_columns(self, columns: dict, what: str, sources=None) -> dict:
-        """``columns`` with each feature converted to the model's form (numeric float32 with
-        NaN for missing, categorical str with "" for missing); ValueError naming a feature
-        that is absent or a column whose length differs."""
-        if self.features is None:
-            return columns
-        absent = [name for name in self.feature_names if name not in columns]
-        if absent:
-            raise ValueError(
-                f"feature {absent[0]!r} is missing from {what}: this classifier takes the numeric "
-                f"features {list(self.features.numeric_features)} and the categorical features "
-                f"{list(self.features.categorical_features)}; {what} has "
-                f"{', '.join(map(repr, columns))}")
-        result = {name: value for name, value in columns.items()
-                  if name in INPUT_NAMES or name in (TEXT, TEXT_PAIR)}
-        for name in self.features.numeric_features:
-            result[name] = numeric_column(columns[name], name, sources)
-        for name in self.features.categorical_features:
-            result[name] = categorical_column(columns[name])
-        rows = {name: len(value) for name, value in result.items()}
-        if len(set(rows.values())) > 1:
-            raise ValueError(f"the columns of {what} differ in length: {rows}")
-        return result
-
-    def _example_arrays(self, examples: Sequence[TextExample]) -> dict:
-        """Read examples (with their ``features``) as model columns; errors name file and line."""
-        for e in examples:
-            absent = [n for n in self.feature_names if n not in (e.features or {})]
-            if absent:
-                raise DataError(f"the example has no feature {absent[0]!r}; this classifier "
-                                f"takes {', '.join(map(repr, self.feature_names))} (read the "
-                                f"file with those feature columns)", e.path, e.line)
-        columns = {TEXT: [e.text for e in examples]}
-        if examples[0].text_pair is not None:
-            columns[TEXT_PAIR] = [e.text_pair for e in examples]
-        for name in self.feature_names:
-            columns[name] = np.asarray([e.features[name] for e in examples], dtype=object)
-        return self._table_arrays(columns, [(e.path, e.line) for e in examples])
-
-    def _encode_example_labels(self, examples: Sequence[TextExample]) -> np.ndarray:
-        """Labels of read examples; errors name the example's file and line."""
-        if self.is_regression:
-            values = []
-            for e in examples:
-                try:
-                    values.append(float(e.label))
-                except (TypeError, ValueError):
-                    raise DataError(f"label {e.label!r} is not a number; a regression target "
-                                    f"must be one", e.path, e.line) from None
-            return np.asarray(values, dtype=np.float32).reshape(-1, 1)
-        if self.label_names is None:
-            raise ValueError("the examples have label names, but the classifier has no "
-                             "label_names; pass label_names=[...]")
-        return np.asarray([encode_label(e.label, self.label_names, e.path, e.line)
-                           for e in examples], dtype=np.int32)
-
-    def _encode_labels(self, y) -> np.ndarray:
-        values = list(np.asarray(y, dtype=object).reshape(-1))
-        if self.is_regression:
-            return np.asarray(values, dtype=np.float32).reshape(-1, 1)
-        if all(isinstance(v, (int, np.integer)) for v in values):
-            labels = np.asarray(values, dtype=np.int32)
-            bad = labels[(labels < 0) | (labels >= self.num_classes)]
-            if len(bad):
-                raise ValueError(f"label {int(bad[0])} is outside 0..{self.num_classes - 1}")
-            return labels
-        if self.label_names is None:
-            raise ValueError("labels are names, but the classifier has no label_names; pass "
-                             "label_names=[...] or integer labels")
-        return np.asarray([encode_label(v, self.label_names, None, None) for v in values],
-                          dtype=np.int32)
+        return self._classifier_inputs().to_arrays(x, y)
 
     def _preprocess(self, x):
         if isinstance(x, dict):  # {text, [text_pair,] features}
@@ -324,28 +215,8 @@ class BertClassifier(BertTask):
                 raise ValueError(f"a dataset of raw inputs needs a {TEXT!r} entry; it has "
                                  f"{', '.join(map(repr, x))}")
             text = x[TEXT] if TEXT_PAIR not in x else [x[TEXT], x[TEXT_PAIR]]
-            return {**super()._preprocess(text), **self._feature_tensors(x)}
+            return {**super()._preprocess(text), **self._classifier_inputs().feature_tensors(x)}
         return super()._preprocess(list(x) if isinstance(x, tuple) else x)
-
-    def _feature_tensors(self, x: dict) -> dict:
-        """The features of a batch of raw tensors: numeric float32, categorical strings
-        (integer categories as their decimal string)."""
-        result = {}
-        for name in self.feature_names:
-            if name not in x:
-                raise ValueError(f"feature {name!r} is missing from the dataset; it has "
-                                 f"{', '.join(map(repr, x))}")
-            value = tf.convert_to_tensor(x[name])
-            if name in self.features.numeric_features:
-                result[name] = tf.cast(value, tf.float32)
-            elif value.dtype == tf.string:
-                result[name] = value
-            elif value.dtype.is_integer:
-                result[name] = tf.strings.as_string(value)
-            else:
-                raise ValueError(f"categorical feature {name!r} is {value.dtype.name}; give "
-                                 f"strings or integers")
-        return result
 
     # ------------------------------------------------------------------------ features
     def adapt_features(self, x) -> None:
@@ -356,27 +227,13 @@ class BertClassifier(BertTask):
         if self.features is None or not self.features.unadapted():
             return
         if isinstance(x, tf.data.Dataset):
-            columns = self._dataset_feature_columns(x)
+            columns = self._classifier_inputs().dataset_feature_columns(x, self.features.unadapted())
         else:
             columns = self._to_arrays(x)[0]
             if not isinstance(columns, dict):
                 raise ValueError(f"this classifier takes the features "
                                  f"{', '.join(self.feature_names)}; the training inputs have none")
         self.features.adapt(columns)
-
-    def _dataset_feature_columns(self, dataset: tf.data.Dataset) -> dict:
-        parts = {name: [] for name in self.features.unadapted()}
-        for element in dataset:
-            x = element[0] if isinstance(element, tuple) else element
-            if not isinstance(x, dict) or any(name not in x for name in parts):
-                missing = [n for n in parts if not isinstance(x, dict) or n not in x]
-                raise ValueError(f"feature {missing[0]!r} is missing from the training dataset")
-            for name in parts:
-                parts[name].append(np.asarray(x[name]).reshape(-1))
-        return {name: (numeric_column(np.concatenate(values), name)
-                       if name in self.features.numeric_features
-                       else categorical_column(np.concatenate(values)))
-                for name, values in parts.items()}
 
     def require_feature_statistics(self) -> None:
         """ValueError naming the features whose statistics or vocabulary are not known yet."""
