@@ -2,6 +2,7 @@
 on CPU with nbclient (CI values injected after the tagged parameters cell, as papermill does)."""
 
 import json
+import math
 import os
 import sys
 
@@ -21,22 +22,23 @@ NOTEBOOKS = sorted(f for f in os.listdir(COLAB) if f.endswith(".ipynb"))
 # Per notebook: the shrunk parameters, and the values the last cell reports for checking.
 CI_RUNS = {
     "01_finetune_classifier.ipynb": (
-        dict(NUM_EXAMPLES=120, SEQ_LENGTH=24, BATCH_SIZE=16, EPOCHS=1, LEARNING_RATE=1e-4),
+        dict(NUM_EXAMPLES=200, SEQ_LENGTH=24, BATCH_SIZE=16, EPOCHS=3, LEARNING_RATE=1e-4),
         "dict(dev_accuracy=dev_accuracy, shape=list(probabilities.shape), "
-        "saved=os.path.exists(saved_path))"),
+        "saved=os.path.exists(saved_path), dev_size=len(dev_y), "
+        "predicted=[label_names[int(row.argmax())] for row in probabilities])"),
     "02_pretrain_from_scratch.ipynb": (
         dict(CORPUS_DOCUMENTS=30, VOCAB_SIZE=1200, PRESET="L-2_H-128_A-2", MAX_SEQ_LENGTH=64,
              MAX_PREDICTIONS_PER_SEQ=10, DUPE_FACTOR=1, BATCH_SIZE=16, TRAIN_STEPS=20,
              MIXED_PRECISION=None),
-        "dict(final_loss=final_loss, steps=steps, instances=summary.instances, "
-        "vocab=len(tokens))"),
+        "dict(final_loss=final_loss, steps=steps, losses=[losses[s] for s in steps], "
+        "instances=summary.instances, vocab=len(tokens))"),
     "03_export_and_serve.ipynb": (
         dict(NUM_EXAMPLES=48, EPOCHS=1, SEQ_LENGTH=16),
         "dict(max_difference=max_difference, served_names=served_names, "
         "rest_rows=len(rest_predictions))"),
     "04_question_answering_and_ner.ipynb": (
-        dict(NUM_EXAMPLES=64, QA_SEQ_LENGTH=64, NER_SEQ_LENGTH=24, EPOCHS=1, BATCH_SIZE=16,
-             LEARNING_RATE=1e-4),
+        dict(NUM_EXAMPLES=256, QA_SEQ_LENGTH=64, NER_SEQ_LENGTH=24, EPOCHS=3, BATCH_SIZE=16,
+             LEARNING_RATE=3e-4),
         "dict(qa_scores=qa_scores, ner_scores=ner_scores, answers=len(answers), "
         "entities=entities)"),
     "05_sentence_embeddings.ipynb": (
@@ -88,17 +90,28 @@ def kernel_env(monkeypatch):
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
+# The shrunk runs still learn their synthetic tasks (real MiniLM weights, or pretraining from
+# scratch): each test checks what a user of the notebook would see, not just a value's range.
+
+
 def test_01_finetune_classifier(tmp_path, kernel_env):
     result = execute("01_finetune_classifier.ipynb", tmp_path)
     assert result["shape"] == [2, 2] and result["saved"]
-    assert 0.0 <= result["dev_accuracy"] <= 1.0
+    assert result["dev_size"] == 40
+    assert result["dev_accuracy"] >= 0.9, "fine-tuned MiniLM separates the templated reviews"
+    # "A wonderful, heartfelt film." and "Tedious and forgettable."
+    assert result["predicted"] == ["positive", "negative"]
 
 
 def test_02_pretrain_from_scratch(tmp_path, kernel_env):
     result = execute("02_pretrain_from_scratch.ipynb", tmp_path)
     assert result["vocab"] == 1200 and result["instances"] > 100
     assert result["steps"] and result["steps"][-1] == 20
-    assert 0 < result["final_loss"] < 12
+    losses = result["losses"]
+    # A fresh model guesses uniformly: MLM ln(vocab) plus NSP ln(2); then the loss falls.
+    assert losses[0] == pytest.approx(math.log(1200) + math.log(2), abs=0.3)
+    assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3 - 0.2, losses
+    assert result["final_loss"] == pytest.approx(losses[-1], rel=1e-5)
 
 
 def test_03_export_and_serve(tmp_path, kernel_env):
@@ -110,12 +123,16 @@ def test_03_export_and_serve(tmp_path, kernel_env):
 
 def test_04_question_answering_and_ner(tmp_path, kernel_env):
     result = execute("04_question_answering_and_ner.ipynb", tmp_path)
-    assert result["answers"] == 20
-    assert 0.0 <= result["qa_scores"]["exact_match"] <= result["qa_scores"]["f1"] <= 100.0
-    assert 0.0 <= result["ner_scores"]["f1"] <= 100.0
-    assert result["ner_scores"]["gold_entities"] == 20 * 3  # PER, ORG and LOC per sentence
+    dev_size = 256 // 5
+    assert result["answers"] == dev_size
+    # Three question kinds (city, year, company): guessing the kind is right a third of the time.
+    assert result["qa_scores"]["exact_match"] >= 80.0, result["qa_scores"]
+    assert result["ner_scores"]["gold_entities"] == dev_size * 3  # PER, ORG and LOC each
+    assert result["ner_scores"]["f1"] >= 90.0, result["ner_scores"]
+    text = "Grace Hopper works for Globex in Oslo."
+    assert [(e["type"], e["text"]) for e in result["entities"]] == [
+        ("PER", "Grace Hopper"), ("ORG", "Globex"), ("LOC", "Oslo")]
     for entity in result["entities"]:
-        text = "Grace Hopper works for Globex in Oslo."
         assert text[entity["start"]:entity["end"]] == entity["text"]
 
 
