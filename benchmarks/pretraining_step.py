@@ -14,6 +14,7 @@ L-4_H-256_A-4 (vocab 30522) with sequence length 128, batch 32 and 20 masked pos
   keras-hub-bf16  the same with dtype="mixed_bfloat16"
   torch-fp32      transformers.BertForPreTraining (MLM + NSP), eager, torch.optim.AdamW and
                   clip_grad_norm_ (from /work/venv-ref by default)
+  base-fp32/bf16  with --baseline-root: ours-* from another checkout (before/after comparisons)
 
 Each contender runs in its own subprocess, warms up, then the orchestrator interleaves timed
 steps round-robin (rotating the order each round) so that load from other processes falls on
@@ -44,7 +45,8 @@ CONTENDERS = ("ours-fp32", "ours-bf16", "keras-hub-fp32", "keras-hub-bf16", "tor
 OPTIONAL_CONTENDERS = ("ours-xla-fp32",)
 FAMILIES = ("ours", "keras-hub", "torch")  # each contender's name starts with its family
 RATIOS = (("ours-fp32", "keras-hub-fp32"), ("ours-bf16", "keras-hub-bf16"),
-          ("ours-fp32", "torch-fp32"), ("ours-bf16", "ours-fp32"))
+          ("ours-fp32", "torch-fp32"), ("ours-bf16", "ours-fp32"),
+          ("ours-fp32", "base-fp32"), ("ours-bf16", "base-bf16"))
 FULL = dict(layers=4, hidden=256, heads=4, vocab=30522, batch=32, seq=128, predictions=20)
 QUICK = dict(layers=2, hidden=128, heads=2, vocab=30522, batch=8, seq=32, predictions=5)
 
@@ -61,8 +63,12 @@ def _ours(w: dict, batch: dict, dtype: str | None, jit_compile: bool = False):
     import tensorflow as tf
 
     from keras_bert import BertEncoder, BertPretrainer
-    from keras_bert.optimization.optimizers import create_optimizer
-    from keras_bert.pretraining.step import make_train_loop
+    try:
+        from keras_bert.optimization.optimizers import create_optimizer
+        from keras_bert.pretraining.step import make_train_loop
+    except ImportError:  # a --baseline-root checkout from before the package layout of issue 13
+        from keras_bert.training.optimization import create_optimizer
+        from keras_bert.training.pretraining_step import make_train_loop
 
     keras.utils.set_random_seed(0)
     encoder = BertEncoder(vocab_size=w["vocab"], hidden_size=w["hidden"],
@@ -162,7 +168,7 @@ def worker_main(args: argparse.Namespace) -> None:
     else:
         _tf_threads(args.threads)
         dtype = "mixed_bfloat16" if args.worker.endswith("bf16") else None
-        if args.worker.startswith("ours"):
+        if args.worker.startswith(("ours", "base")):
             step, info = _ours(workload, batch, dtype, jit_compile="-xla-" in args.worker)
         else:
             step, info = _keras_hub(workload, batch, dtype)
@@ -183,7 +189,10 @@ def worker_main(args: argparse.Namespace) -> None:
 
 # ====================================================================== orchestrator
 def _family(contender: str) -> str:
-    """"ours", "keras-hub" or "torch": which interpreter runs the contender."""
+    """"ours", "keras-hub" or "torch": which interpreter runs the contender (a base-* contender
+    is ours-* from the --baseline-root checkout)."""
+    if contender.startswith("base"):
+        return "ours"
     return next(family for family in FAMILIES if contender.startswith(family))
 
 
@@ -217,7 +226,8 @@ def write_batch(w: dict, path: str, seed: int = 0) -> None:
 class Worker:
     """One contender's subprocess."""
 
-    def __init__(self, name: str, python: str, args, workload: dict, inputs: str, logs: str):
+    def __init__(self, name: str, python: str, args, workload: dict, inputs: str, logs: str,
+                 source_root: str = REPO_ROOT):
         if not os.path.exists(python):
             raise FileNotFoundError(f"{name}: interpreter {python} does not exist; create the "
                                     "venv (python benchmarks/encoder_inference.py --setup) or "
@@ -229,7 +239,7 @@ class Worker:
                    "--warmup", str(args.warmup)]
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,
-            cwd=REPO_ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO_ROOT))
+            cwd=source_root, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=source_root))
         self.info = self._read()["info"]
 
     def _read(self) -> dict:
@@ -260,11 +270,16 @@ def run(args) -> dict[str, Any]:
     inputs = os.path.join(logs, "batch.npz")
     write_batch(workload, inputs)
     workers: dict[str, Worker] = {}
+    contenders = list(args.contenders)
+    if args.baseline_root:
+        contenders += [name.replace("ours", "base") for name in contenders
+                       if name.startswith("ours")]
     try:
-        for name in args.contenders:  # one at a time, so each warm-up runs alone
+        for name in contenders:  # one at a time, so each warm-up runs alone
             print(f"starting {name} ...", file=sys.stderr, flush=True)
+            root = os.path.abspath(args.baseline_root) if name.startswith("base") else REPO_ROOT
             workers[name] = Worker(name, pythons[_family(name)], args, workload,
-                                   inputs, logs)
+                                   inputs, logs, source_root=root)
             print(f"  {json.dumps(workers[name].info)}", file=sys.stderr, flush=True)
         names = list(workers)
         seconds = {name: [] for name in names}
@@ -311,6 +326,9 @@ def parse_args(argv=None):
     parser.add_argument("--threads", type=int, default=2, help="intra-op threads (inter-op: 1)")
     parser.add_argument("--contenders", nargs="+", default=list(CONTENDERS),
                         choices=CONTENDERS + OPTIONAL_CONTENDERS)
+    parser.add_argument("--baseline-root", metavar="DIR",
+                        help="another checkout (e.g. a git worktree of an earlier commit) whose "
+                             "keras_bert runs as base-* beside each ours-* contender")
     parser.add_argument("--ours-python", default=sys.executable)
     parser.add_argument("--keras-hub-python",
                         default=os.path.join(VENVS_DIR, "keras-hub", "bin", "python"))
