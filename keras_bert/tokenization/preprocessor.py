@@ -17,7 +17,10 @@ them), the other pieces are tokenized as above, and the rows are put back togeth
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import weakref
 
 import keras
 import tensorflow as tf
@@ -30,6 +33,11 @@ from keras_bert.tokenization.wordpiece import MAX_CHARS_PER_WORD, SUFFIX_INDICAT
 
 _CLEAN_ASCII = r"[\t\n\r\x20-\x7e]*"
 _MAX_UTF8_BYTES_PER_CHAR = 4
+# Stands in until load_assets or set_vocabulary brings the real vocabulary (see from_config).
+_PLACEHOLDER_VOCABULARY = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a")
+# The preprocessors alive in this process by vocabulary fingerprint, so that an in-memory
+# from_config(get_config()) (clone_model, with_seq_length...) finds the tokens it names.
+_LIVE_VOCABULARIES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -47,8 +55,10 @@ class BertPreprocessor(keras.layers.Layer):
         vocab_file: a vocab.txt (local or ``gs://``). Give this or ``vocabulary``.
         lower_case: lower-case and strip accents, for uncased models.
         seq_length: the packed length, [CLS] and [SEP] included.
-        vocabulary: the tokens themselves, id 0 first, instead of a file (``get_config`` stores
-            them, so a saved model carries its vocabulary).
+        vocabulary: the tokens themselves, id 0 first, instead of a file. A ``.keras`` file
+            carries them as an asset (``assets/vocab.txt``), as keras-hub's tokenizers do;
+            ``get_config`` names them by fingerprint (``vocabulary_sha256``) only, which keeps
+            configs and Keras' error messages short.
         keep_special_tokens: when True, the literal text of a special token ("[CLS]", "[SEP]",
             "[MASK]", "[PAD]", "[UNK]") in the input becomes that token, as
             ``BertTokenizer(keep_special_tokens=True)`` does. By default it is tokenized as
@@ -103,6 +113,9 @@ class BertPreprocessor(keras.layers.Layer):
         self._special_tokens = specials
         self._special_ids = [vocab[t] for t in specials]
         self._special_pattern = "|".join(re.escape(t) for t in specials)
+        self.vocabulary_sha256 = vocabulary_fingerprint(self.vocabulary)
+        self._vocabulary_pending = False
+        _LIVE_VOCABULARIES[self.vocabulary_sha256] = self
 
     @classmethod
     def from_pretrained(cls, path: str, lower_case: bool | None = None, seq_length: int = 128,
@@ -125,6 +138,7 @@ class BertPreprocessor(keras.layers.Layer):
 
         Bytes that are not valid UTF-8 are dropped, as in ``BertTokenizer``.
         """
+        self._check_vocabulary()
         texts = _as_batch(texts)
         if self.keep_special_tokens and self._special_tokens:
             return self._tokenize_keeping_special_tokens(texts)
@@ -258,16 +272,63 @@ class BertPreprocessor(keras.layers.Layer):
                 for name in INPUT_NAMES}
 
     def get_config(self) -> dict:
+        """The settings and the vocabulary's fingerprint, not the tokens: ``save_assets`` writes
+        them beside the config in a ``.keras`` file, and ``from_config`` finds them in this
+        process by fingerprint."""
         config = super().get_config()
-        config.update(vocabulary=list(self.vocabulary), lower_case=self.lower_case,
-                      seq_length=self.seq_length, keep_special_tokens=self.keep_special_tokens)
+        size, fingerprint = self._vocabulary_pending or (len(self.vocabulary),
+                                                          self.vocabulary_sha256)
+        config.update(lower_case=self.lower_case, seq_length=self.seq_length,
+                      keep_special_tokens=self.keep_special_tokens, vocabulary_size=size,
+                      vocabulary_sha256=fingerprint)
         return config
+
+    @classmethod
+    def from_config(cls, config: dict) -> "BertPreprocessor":
+        """From ``get_config()``. The tokens come from a preprocessor with the same vocabulary
+        alive in this process (``clone_model``, ``from_config(get_config())``); otherwise from
+        ``load_assets`` (``keras.saving.load_model`` calls it) or ``set_vocabulary``, and using
+        the layer before then is an error that says so. A config holding the tokens themselves
+        (saved before the vocabulary became an asset) is complete."""
+        config = dict(config)
+        size = config.pop("vocabulary_size", None)
+        fingerprint = config.pop("vocabulary_sha256", None)
+        if config.get("vocabulary") is not None or config.get("vocab_file") is not None:
+            return cls(**config)
+        live = _LIVE_VOCABULARIES.get(fingerprint) if fingerprint else None
+        if live is not None and not live._vocabulary_pending:
+            return cls(vocabulary=list(live.vocabulary), **config)
+        layer = cls(vocabulary=list(_PLACEHOLDER_VOCABULARY), **config)
+        layer._vocabulary_pending = (size, fingerprint)
+        return layer
+
+    def save_assets(self, dir_path: str) -> None:
+        self._check_vocabulary()
+        vocab_lib.save_vocab(self.vocabulary, os.path.join(dir_path, vocab_lib.VOCAB_FILENAME))
+
+    def load_assets(self, dir_path: str) -> None:
+        path = os.path.join(dir_path, vocab_lib.VOCAB_FILENAME)
+        if not os.path.exists(path):  # a file saved when the config held the tokens
+            return
+        expected = self._vocabulary_pending
+        self.set_vocabulary(vocab_lib.read_vocab_tokens(path), source=path)
+        if expected and expected[1] and expected[1] != self.vocabulary_sha256:
+            raise ValueError(f"{path}: the vocabulary does not match the one the model was "
+                             f"saved with (sha256 {expected[1]}, {expected[0]} tokens)")
 
     def with_seq_length(self, seq_length: int) -> "BertPreprocessor":
         """A copy that packs to ``seq_length``."""
         return type(self)(lower_case=self.lower_case, seq_length=seq_length,
                           vocabulary=list(self.vocabulary),
                           keep_special_tokens=self.keep_special_tokens)
+
+    def _check_vocabulary(self) -> None:
+        if self._vocabulary_pending:
+            size, _ = self._vocabulary_pending
+            raise ValueError(
+                f"{self.name} was built from a config, which names its vocabulary ({size} tokens) "
+                f"but does not hold it: load the whole model with keras.saving.load_model (the "
+                f".keras file carries assets/vocab.txt), or call set_vocabulary(tokens)")
 
 
 PAD_MULTIPLE = 8  # packed lengths round up to this: few distinct shapes, aligned matmuls
@@ -293,6 +354,11 @@ def trim_to_longest(packed: dict[str, tf.Tensor], multiple_of: int = PAD_MULTIPL
     length = (longest + multiple_of - 1) // multiple_of * multiple_of
     length = tf.minimum(tf.maximum(length, multiple_of), full)
     return {name: value[..., :length] for name, value in packed.items()}
+
+
+def vocabulary_fingerprint(tokens) -> str:
+    """sha256 of the tokens, one per line: names a vocabulary in a config."""
+    return hashlib.sha256("\n".join(tokens).encode("utf-8")).hexdigest()
 
 
 def _is_texts(values) -> bool:

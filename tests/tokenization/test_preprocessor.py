@@ -1,6 +1,7 @@
 """The in-graph BertPreprocessor: the same ids as the Python tokenizer on the hard cases and the
 real vocabulary, Google's pair truncation, tf.data, Keras saving, SavedModel and XLA marking."""
 
+import gc
 import itertools
 
 import keras
@@ -131,9 +132,28 @@ def test_works_in_tf_data(minilm_preprocessor, minilm_tokenizer):
 def test_keras_model_saves_and_reloads(tmp_path, hard_preprocessors):
     preprocessor = hard_preprocessors[True]
     config = preprocessor.get_config()
-    assert config["vocabulary"] == VOCABULARY and config["lower_case"] is True
-    assert config["seq_length"] == 16
-    assert BertPreprocessor.from_config(config).get_config() == config
+    # The vocabulary is an asset of the .keras file (below); the config names it only.
+    assert "vocabulary" not in config and config["lower_case"] is True
+    assert config["seq_length"] == 16 and config["vocabulary_size"] == len(VOCABULARY)
+    # In memory (clone_model, from_config(get_config())) the copy is complete.
+    clone = BertPreprocessor.from_config(config)
+    assert clone.get_config() == config and clone.vocabulary == VOCABULARY
+    # A config whose preprocessor is gone (another process) waits for its vocabulary.
+    other = BertPreprocessor(vocabulary=VOCABULARY + ["zebra"], seq_length=16)
+    other_config = other.get_config()
+    del other
+    gc.collect()
+    pending = BertPreprocessor.from_config(other_config)
+    assert pending.get_config() == other_config
+    with pytest.raises(ValueError, match=r"names its vocabulary \(67 tokens\) but does not "
+                                         r"hold it: load the whole model"):
+        pending(tf.constant(["hello"]))
+    pending.set_vocabulary(VOCABULARY + ["zebra"])
+    np.testing.assert_array_equal(pending(tf.constant(["Hello worlds!"]))["input_word_ids"],
+                                  preprocessor(tf.constant(["Hello worlds!"]))["input_word_ids"])
+    # A config from before the vocabulary became an asset holds the tokens, and is complete.
+    old = BertPreprocessor.from_config({**config, "vocabulary": VOCABULARY})
+    assert old.vocabulary == VOCABULARY
 
     inputs = keras.Input(shape=(), dtype="string")
     model = keras.Model(inputs, preprocessor(inputs))
