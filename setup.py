@@ -27,6 +27,7 @@ setup(
         "serving": ["tensorflow-serving-api==2.21.*", "grpcio"],
         "test": [
             "pytest",
+            "pytest-xdist",  # the fast lane runs on both cores: pytest -m "not slow" -n 2
             "hypothesis",
             "tensorflow-serving-api==2.21.*",
             "grpcio",

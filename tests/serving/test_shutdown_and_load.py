@@ -76,6 +76,7 @@ def _rss_mb() -> float:
     return 0.0
 
 
+@pytest.mark.slow
 def test_32_concurrent_clients(tmp_path):
     base = tmp_path / "toy"
     write_toy_version(str(base), 1)

@@ -94,6 +94,7 @@ def test_exports_load_with_from_pretrained_and_give_the_trained_outputs(finished
             result.model.encoder(encoder_inputs)["pooled_output"], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_init_checkpoint_and_float16_with_loss_scaling(finished_run, pretraining_files,
                                                       tmp_path):
     output_dir, trained = finished_run
@@ -160,6 +161,7 @@ def _xla_compiled_calls(loop, iterator):
     return {n.attr["f"].func.name for n in nodes if n.attr["_XlaMustCompile"].b}
 
 
+@pytest.mark.slow
 def test_xla_compiled_step_trains_like_the_plain_one(pretraining_files, plain_runs):
     loss, norm, weights, loop, iterator = plain_runs[4]
     # The masked-LM loss is always compiled; with jit_compile the model's passes are too.
