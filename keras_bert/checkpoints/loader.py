@@ -9,10 +9,8 @@ nothing; saving writes into a scratch directory that is renamed into place only 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import tempfile
 from typing import Callable, Mapping
 
 import keras
@@ -23,7 +21,6 @@ from keras_bert.checkpoints import google, huggingface
 from keras_bert.checkpoints.names import (WeightName, encoder_weight_names,
                                           is_ignored_google_name, is_ignored_hf_key,
                                           normalize_hf_key, pretraining_head_weight_names)
-from keras_bert.config import BertConfig
 from keras_bert.io_utils import join
 
 logger = logging.getLogger(__name__)

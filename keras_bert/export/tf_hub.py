@@ -13,7 +13,7 @@ import tempfile
 import tensorflow as tf
 
 from keras_bert.export import ops, signatures
-from keras_bert.export.saved_model import ExportModule, hub_call
+from keras_bert.export.saved_model import ExportModule
 from keras_bert.io_utils import atomic_output_dir, join
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization import vocab as vocab_lib

@@ -5,7 +5,6 @@ import json
 import os
 
 import numpy as np
-import pytest
 import tensorflow as tf
 from safetensors.numpy import load_file
 
