@@ -241,7 +241,6 @@ class BertPreprocessor(keras.layers.Layer):
             "input_type_ids": tf.cast((position >= b_start) & (position < end), tf.int32),
         }
 
-    @tf.autograph.experimental.do_not_convert
     def __call__(self, inputs, *args, **kwargs):
         # Keras accepts only tensors as positional inputs; texts may come as Python strings,
         # lists or NumPy arrays, so they become string tensors here. A list of strings is one
@@ -252,6 +251,7 @@ class BertPreprocessor(keras.layers.Layer):
             inputs = _as_string_tensor(inputs)
         return super().__call__(inputs, *args, **kwargs)
 
+    @tf.autograph.experimental.do_not_convert
     def call(self, inputs) -> dict[str, tf.Tensor]:
         if isinstance(inputs, (tuple, list)):
             if len(inputs) == 1:
