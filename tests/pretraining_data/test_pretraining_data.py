@@ -14,27 +14,15 @@ from keras_bert.pretraining_data.writer import PretrainingDataConfig, create_pre
 from keras_bert.pretraining.schema import parse_pretraining_example
 from keras_bert.pretraining_data.worker import InstanceOptions
 from keras_bert.tokenization import BertTokenizer
+from tests.pretraining_data.google_spec import google_feature_spec
 
 MAX_SEQ_LENGTH, MAX_PREDICTIONS = 64, 10
 CLS = 2  # in the small vocabulary
 
 
-def _google_spec(max_seq_length, max_predictions_per_seq):
-    """run_pretraining.py's fixed-length spec, written out as Google declares it."""
-    return {
-        "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "masked_lm_positions": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
-        "masked_lm_ids": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
-        "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
-        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
-    }
-
-
 def _read(paths, max_seq_length=MAX_SEQ_LENGTH, max_predictions=MAX_PREDICTIONS):
     """All records of `paths`, parsed with Google's spec, as numpy arrays [num_records, ...]."""
-    spec = _google_spec(max_seq_length, max_predictions)
+    spec = google_feature_spec(max_seq_length, max_predictions)
     batches = [tf.io.parse_example(batch, spec) for batch in
                tf.data.TFRecordDataset(paths).batch(4096)]
     return {name: np.concatenate([b[name].numpy() for b in batches]) for name in spec}

@@ -11,6 +11,7 @@ from keras_bert.pretraining_data import example_encoder
 from keras_bert.pretraining_data import masking
 from keras_bert.pretraining import schema as pretraining_schema
 from keras_bert.pretraining_data.example_encoder import PretrainingExampleEncoder
+from tests.pretraining_data.google_spec import google_feature_spec
 from keras_bert.pretraining.schema import (parse_pretraining_example,
                                                 pretraining_feature_spec, restore_masked_tokens)
 
@@ -47,15 +48,7 @@ def test_encoded_record_equals_the_proto_tensorflow_builds(v2):
 def test_google_fixed_length_spec_parses_the_record():
     # run_pretraining.py's _decode_record spec, written out here as Google declares it.
     max_seq_length, max_predictions_per_seq = 10, 3
-    google_spec = {
-        "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "masked_lm_positions": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
-        "masked_lm_ids": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
-        "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
-        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
-    }
+    google_spec = google_feature_spec(max_seq_length, max_predictions_per_seq)
     assert pretraining_feature_spec(max_seq_length, max_predictions_per_seq) == google_spec
     record = PretrainingExampleEncoder(80000, max_seq_length, max_predictions_per_seq).encode(
         **INSTANCE)
