@@ -1,4 +1,4 @@
-"""The model server's entry point: ``python -m serving.server`` with tensorflow_model_server's flags
+"""The model server's entry point: ``keras-bert serve`` with tensorflow_model_server's flags
 (--port, --rest_api_port, --model_name, --model_base_path, --model_config_file, --enable_batching,
 --batching_parameters_file, --file_system_poll_wait_seconds, ...). It binds 127.0.0.1 unless
 --host says otherwise, and on SIGTERM stops accepting, finishes what is in flight and exits 0."""
@@ -12,16 +12,16 @@ import signal
 import sys
 import threading
 
-from serving import config as config_lib
-from serving.batching import BatchScheduler
-from serving.errors import ServingError
-from serving.grpc_service import GrpcServer
-from serving.model_manager import ModelManager
-from serving.rest import start_rest_server
-from serving.servable import Servable
-from serving.service import ServingCore
+from keras_bert.serving import config as config_lib
+from keras_bert.serving.batching import BatchScheduler
+from keras_bert.serving.errors import ServingError
+from keras_bert.serving.grpc_service import GrpcServer
+from keras_bert.serving.model_manager import ModelManager
+from keras_bert.serving.rest import start_rest_server
+from keras_bert.serving.servable import Servable
+from keras_bert.serving.service import ServingCore
 
-logger = logging.getLogger("serving.server")
+logger = logging.getLogger(__name__)
 
 
 def _flag_bool(value: str) -> bool:
@@ -33,7 +33,7 @@ def _flag_bool(value: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
 
 
-def build_flag_parser(prog: str = "python -m serving.server") -> argparse.ArgumentParser:
+def build_flag_parser(prog: str = "keras-bert serve") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
         description="A local model server speaking TF Serving's gRPC and REST APIs.")
@@ -153,7 +153,7 @@ class ModelServer:
         self.manager.stop()
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m serving.server") -> int:
+def main(argv: list[str] | None = None, prog: str = "keras-bert serve") -> int:
     args = build_flag_parser(prog).parse_args(argv)
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
