@@ -9,10 +9,9 @@ setup(
     "pretraining data, pretraining, fine-tuning, checkpoint interop and TF Serving export.",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
-    # serving/ is the local TF-Serving-compatible server (`python -m serving.server`, `keras-bert
-    # serve`), installed with its configs so it runs from any directory.
-    packages=find_packages(include=["keras_bert", "keras_bert.*", "serving"]),
-    package_data={"serving": ["configs/*", "docker-compose.yml", "README.md"]},
+    # Only keras_bert is installed (the local model server is keras_bert.serving, `keras-bert
+    # serve`); the top-level serving/ holds configs and docs an operator copies, not code.
+    packages=find_packages(include=["keras_bert", "keras_bert.*"]),
     python_requires=">=3.11",
     install_requires=[
         "tensorflow==2.21.*",

@@ -1,5 +1,5 @@
 """Serving throughput and latency of exported BERT classifiers behind the local TF-Serving-
-compatible server (serving/), against offline prediction.
+compatible server (keras_bert.serving), against offline prediction.
 
 For BERT-tiny (L-2_H-128_A-2) and BERT-base (L-12_H-768_A-12), both with random weights, the
 real uncased 30,522-token vocabulary and raw text packed to 128 tokens:
@@ -7,7 +7,7 @@ real uncased 30,522-token vocabulary and raw text packed to 128 tokens:
             and the exported serving_default called directly on batches of 32 texts;
   served    one-text gRPC Predict requests from 1, 8 and 32 concurrent client threads, with
             dynamic batching off and on (max_batch_size 32), reporting QPS, p50 and p99.
-The server runs in its own process (python -m serving.server); the clients run in this one, on
+The server runs in its own process (keras-bert serve); the clients run in this one, on
 the same machine, so they take CPU from the server as real clients on one box would.
 
 Target (issue 7): with batching at concurrency 32, served QPS >= 80% of offline predict
@@ -110,7 +110,7 @@ def free_port() -> int:
 
 
 class Server:
-    """python -m serving.server in a subprocess, with or without batching."""
+    """keras-bert serve in a subprocess, with or without batching."""
 
     def __init__(self, model_base_path: str, batching_file: str | None, workdir: str):
         self.port = free_port()
@@ -119,7 +119,7 @@ class Server:
         if batching_file:
             flags += ["--enable_batching", "--batching_parameters_file", batching_file]
         self.log = open(os.path.join(workdir, f"server-{self.port}.log"), "w")
-        self.process = subprocess.Popen([sys.executable, "-m", "serving.server", *flags],
+        self.process = subprocess.Popen([sys.executable, "-m", "keras_bert.cli", "serve", *flags],
                                         cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=self.log,
                                         text=True)
         line = self.process.stdout.readline()

@@ -55,7 +55,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-SERVE = "serve"  # runs serving.server's main with the rest of the command line
+SERVE = "serve"  # runs keras_bert.serving.server's main with the rest of the command line
 VERBOSE_FLAGS = ("-v", "--verbose")
 # Commands that never import TensorFlow.
 TENSORFLOW_FREE = ("pretraining-data",)
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             and "-h" not in argv:
         start_tensorflow_quietly()
     if command == SERVE:
-        from serving.server import main as serve
+        from keras_bert.serving.server import main as serve
         rest = argv[argv.index(SERVE) + 1:]
         return serve([a for a in rest if a not in VERBOSE_FLAGS], prog="keras-bert serve")
     if verbose:

@@ -110,12 +110,12 @@ def _free_port() -> int:
 
 def serve_and_query(export_base: str, model_name: str, texts: list[str],
                     log_path: str, timeout_s: float = 120.0) -> dict:
-    """Starts the local model server (``python -m serving.server``, installed with the
-    package) on a free local port, queries it over gRPC, stops it."""
+    """Starts the local model server (``keras-bert serve``, run with this interpreter) on a
+    free local port, queries it over gRPC, stops it."""
     from keras_bert.export.client import ServingClient
 
     port = _free_port()
-    command = [sys.executable, "-m", "serving.server", f"--port={port}",
+    command = [sys.executable, "-m", "keras_bert.cli", "serve", f"--port={port}",
                f"--model_name={model_name}",
                f"--model_base_path={os.path.abspath(os.path.join(export_base, model_name))}"]
     with open(log_path, "w") as log:

@@ -1,24 +1,23 @@
-"""Command-line client for TF Serving or this server: ``python -m serving.client --server
-host:port --model NAME "text" ...`` prints each text's outputs as one JSON line.
-
-The client itself is ``keras_bert.export.client.ServingClient`` (gRPC or REST); this is the same
-command as ``keras-bert predict``, runnable from a checkout without installing the package.
-"""
+"""Deprecated: ``python -m serving.client`` from a checkout still runs ``keras-bert predict`` for
+this release, with a warning. Run ``keras-bert predict`` (or ``python -m keras_bert.cli predict``)
+with the same arguments."""
 
 from __future__ import annotations
 
-import argparse
+import logging
 import sys
+import warnings
 
-from keras_bert.export.client import ServingClient, ServingError  # noqa: F401  (re-exported)
-from keras_bert.export.cli import add_parser
+from keras_bert import cli
+
+DEPRECATION = ("`python -m serving.client` is deprecated and will be removed in the next "
+               "release; run `keras-bert predict` with the same arguments")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m serving.client")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["predict", *(sys.argv[1:] if argv is None else argv)])
-    return args.run(args)
+    warnings.warn(DEPRECATION, DeprecationWarning, stacklevel=2)
+    logging.getLogger(__name__).warning(DEPRECATION)
+    return cli.main(["predict", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ LAYERS = [
     ("keras_bert.tasks",),
     ("keras_bert.training",),
     ("keras_bert.pretraining",),
+    ("keras_bert.serving",),
     ("keras_bert.quickstart",),
 ]
 # The command line: argument parsing and reporting, calling the library.

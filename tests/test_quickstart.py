@@ -8,7 +8,7 @@ import pytest
 from keras_bert import cli
 from keras_bert.quickstart import (QuickstartOptions, build_corpus, next_steps, run_quickstart,
                                    sentiment_examples)
-from serving.server import build_flag_parser
+from keras_bert.serving.server import build_flag_parser
 
 
 def test_corpus_is_in_pretraining_format(tmp_path):

@@ -9,7 +9,7 @@ import urllib.request
 import grpc
 from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
 
-from serving.server import ModelServer, build_flag_parser
+from keras_bert.serving.server import ModelServer, build_flag_parser
 
 
 def write_model_config(base, names) -> str:

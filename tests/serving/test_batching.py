@@ -8,9 +8,9 @@ import grpc
 import numpy as np
 import pytest
 
-from serving.batching import BatchScheduler
-from serving.config import BatchingOptions
-from serving.errors import ServingError
+from keras_bert.serving.batching import BatchScheduler
+from keras_bert.serving.config import BatchingOptions
+from keras_bert.serving.errors import ServingError
 
 
 class Recorder:

@@ -7,8 +7,8 @@ import re
 from google.protobuf import text_format
 from tensorflow_serving.config import model_server_config_pb2
 
-from serving import config as config_lib
-from serving.server import build_flag_parser
+from keras_bert.serving import config as config_lib
+from keras_bert.serving.server import build_flag_parser
 
 CONFIGS = os.path.join(os.path.dirname(__file__), "..", "..", "serving", "configs")
 COMPOSE = os.path.join(CONFIGS, "..", "docker-compose.yml")

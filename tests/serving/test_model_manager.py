@@ -130,7 +130,7 @@ def _label_request(label):
     ("model_version_policy { all {} }", [1, 2, 3]),
     ("model_version_policy { specific { versions: 1 versions: 3 versions: 5 } }", [1, 3])])
 def test_aspired_versions(policy, expected):
-    from serving.model_manager import aspired_versions
+    from keras_bert.serving.model_manager import aspired_versions
     config = model_server_config_pb2.ModelServerConfig()
     text_format.Parse(config_text("/models/toy", policy), config)
     assert aspired_versions(config.model_config_list.config[0], [1, 2, 3]) == expected

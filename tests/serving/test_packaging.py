@@ -1,7 +1,11 @@
-"""serving/ ships with the package: the built wheel holds the server and its configs, and once
-installed (not editable) the server and `keras-bert serve` start from any directory."""
+"""The server is installed inside keras_bert: a built wheel holds keras_bert/serving/ and no
+top-level `serving` package, so outside the checkout `import serving` fails while `keras-bert
+serve` starts from any directory. In the checkout, `python -m serving.server` still runs for one
+release, with a deprecation warning."""
 
+import logging
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -11,34 +15,80 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def copy_of_the_sources(destination) -> str:
+    """The files a wheel is built from, without build/ or egg-info left over from earlier builds
+    (setuptools puts whatever an old build/lib/ holds into the wheel)."""
+    destination.mkdir()
+    for name in ("setup.py", "README.md"):
+        shutil.copy(os.path.join(REPO, name), destination / name)
+    for name in ("keras_bert", "serving", "tests"):
+        shutil.copytree(os.path.join(REPO, name), destination / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    return str(destination)
+
+
 @pytest.mark.slow
-def test_wheel_holds_the_server_and_runs_from_anywhere(tmp_path):
+def test_wheel_installs_no_serving_package_and_serves_from_anywhere(tmp_path):
+    sources = copy_of_the_sources(tmp_path / "sources")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(tmp_path / "dist"), REPO], check=True, timeout=600,
+                    "-q", "-w", str(tmp_path / "dist"), sources], check=True, timeout=600,
                    capture_output=True)
     wheel = next((tmp_path / "dist").glob("keras_bert_tf-*.whl"))
-    names = set(zipfile.ZipFile(wheel).namelist())
-    for name in ("serving/server.py", "serving/servable.py", "serving/configs/models.config",
-                 "serving/configs/batching_parameters.txt", "serving/docker-compose.yml",
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        top_level = next(archive.read(n).decode().split() for n in names
+                         if n.endswith(".dist-info/top_level.txt"))
+    for name in ("keras_bert/serving/server.py", "keras_bert/serving/servable.py",
                  "keras_bert/cli.py", "keras_bert/quickstart.py"):
         assert name in names, name
-    assert not [n for n in names if n.startswith("tests/")]
+    assert top_level == ["keras_bert"]
+    assert not [n for n in names if n.split("/")[0] in ("serving", "tests")]
 
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
                     str(site), str(wheel)], check=True, timeout=600, capture_output=True)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(site), "TF_CPP_MIN_LOG_LEVEL": "3"}
-    where = subprocess.run(
-        [sys.executable, "-c", "import keras_bert, serving.server; "
-                               "print(keras_bert.__file__); print(serving.server.__file__)"],
-        cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300, check=True)
-    assert all(line.startswith(str(site)) for line in where.stdout.split()), where.stdout
-    for command in ([sys.executable, "-m", "serving.server", "--help"],
-                    [sys.executable, "-m", "keras_bert.cli", "serve", "--help"]):
-        result = subprocess.run(command, cwd=elsewhere, env=env, capture_output=True, text=True,
-                                timeout=300)
-        assert result.returncode == 0, result.stderr[-2000:]
-        assert "--model_base_path" in result.stdout and "--enable_batching" in result.stdout
+    # Only the install on the path (-S: no site-packages, where an editable install of this
+    # checkout may live): keras_bert is found there, `serving` is not.
+    only_site = {**os.environ, "PYTHONPATH": str(site)}
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", "import importlib.util; "
+                                     "print(importlib.util.find_spec('keras_bert').origin); "
+                                     "import serving"],
+        cwd=elsewhere, env=only_site, capture_output=True, text=True, timeout=120)
+    assert result.stdout.startswith(str(site)), result.stdout + result.stderr
+    assert result.returncode != 0 and "No module named 'serving'" in result.stderr, result.stderr
+
+    env = {**only_site, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    result = subprocess.run([sys.executable, "-c", "import keras_bert.serving.server as s; "
+                                                   "print(s.__file__)"],
+                            cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout.startswith(str(site)), result.stderr[-2000:]
+    result = subprocess.run([sys.executable, "-m", "keras_bert.cli", "serve", "--help"],
+                            cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "--model_base_path" in result.stdout and "--enable_batching" in result.stdout
     assert "keras-bert serve" in result.stdout
+
+
+def test_python_m_serving_server_in_the_checkout_warns_and_runs_the_server(caplog, capsys):
+    from serving import server as deprecated
+    with pytest.warns(DeprecationWarning, match="keras-bert serve"), \
+            caplog.at_level(logging.WARNING), pytest.raises(SystemExit) as exit_:
+        deprecated.main(["--help"])
+    assert exit_.value.code == 0
+    assert "--model_base_path" in capsys.readouterr().out
+    assert any("deprecated" in r.getMessage() and "keras-bert serve" in r.getMessage()
+               for r in caplog.records)
+
+
+@pytest.mark.slow
+def test_python_m_serving_server_runs_from_the_checkout(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "serving.server", "--port", "0",
+                             "--rest_api_port", "0", "--model_base_path", str(tmp_path)],
+                            cwd=REPO, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert result.returncode == 2  # the real server's startup error: nothing would listen
+    assert "--port and --rest_api_port are both 0" in result.stderr
+    assert "`python -m serving.server` is deprecated" in result.stderr

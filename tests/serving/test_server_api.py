@@ -252,7 +252,7 @@ def test_empty_batch_runs_as_zero_rows(server):
 
 
 def test_grpc_port_in_use_is_a_one_line_error(server, tmp_path, capsys):
-    from serving.server import main
+    from keras_bert.serving.server import main
     base = tmp_path / "toy"
     write_toy_version(str(base), 1)
     assert main(["--port", str(server.grpc_port), "--model_name", "toy",
@@ -279,7 +279,7 @@ def test_large_unbatched_requests_run_in_bounded_parts(tmp_path):
 
 
 def test_parts_with_different_sequence_lengths_are_padded_to_the_longest():
-    from serving.servable import concatenate_padded
+    from keras_bert.serving.servable import concatenate_padded
     joined = concatenate_padded([np.ones((2, 3), np.float32), np.full((1, 5), 2, np.float32)])
     np.testing.assert_array_equal(joined, [[1, 1, 1, 0, 0], [1, 1, 1, 0, 0], [2, 2, 2, 2, 2]])
     text = concatenate_padded([np.array([[b"a"]], object), np.array([[b"b", b"c"]], object)])

@@ -38,9 +38,9 @@ def test_sigterm_drains_in_flight_requests_and_exits_0(tmp_path):
     batching.write_text("max_batch_size { value: 8 } batch_timeout_micros { value: 20000000 }")
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "serving.server", "--port", str(port), "--model_name", "toy",
-         "--model_base_path", str(base), "--enable_batching", "--batching_parameters_file",
-         str(batching), "--file_system_poll_wait_seconds", "0"],
+        [sys.executable, "-m", "keras_bert.cli", "serve", "--port", str(port), "--model_name",
+         "toy", "--model_base_path", str(base), "--enable_batching",
+         "--batching_parameters_file", str(batching), "--file_system_poll_wait_seconds", "0"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     try:

@@ -9,10 +9,10 @@ from tensorflow.core.framework import types_pb2
 from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2,
                                      get_model_status_pb2, predict_pb2, regression_pb2)
 
-from serving import tensors
-from serving.errors import invalid_argument
-from serving.model_manager import ModelManager
-from serving.servable import Servable
+from keras_bert.serving import tensors
+from keras_bert.serving.errors import invalid_argument
+from keras_bert.serving.model_manager import ModelManager
+from keras_bert.serving.servable import Servable
 
 SIGNATURE_DEF_FIELD = "signature_def"
 

@@ -17,8 +17,8 @@ import threading
 import numpy as np
 import tensorflow as tf
 
-from serving.batching import BatchQueue, BatchScheduler
-from serving.errors import failed_precondition
+from keras_bert.serving.batching import BatchQueue, BatchScheduler
+from keras_bert.serving.errors import failed_precondition
 
 logger = logging.getLogger(__name__)
 

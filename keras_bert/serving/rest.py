@@ -14,9 +14,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2,
                                      get_model_status_pb2, predict_pb2, regression_pb2)
 
-from serving import json_api
-from serving.errors import ServingError, from_exception, invalid_argument, resource_exhausted
-from serving.service import ServingCore
+from keras_bert.serving import json_api
+from keras_bert.serving.errors import (ServingError, from_exception, invalid_argument,
+                                       resource_exhausted)
+from keras_bert.serving.service import ServingCore
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, te
 from google.protobuf import wrappers_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
-from serving.errors import invalid_argument
+from keras_bert.serving.errors import invalid_argument
 
 ModelServerConfig = model_server_config_pb2.ModelServerConfig
 ModelConfig = model_server_config_pb2.ModelConfig

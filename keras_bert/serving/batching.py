@@ -16,9 +16,9 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from serving.config import BatchingOptions
-from serving.errors import (ServingError, failed_precondition, from_exception, invalid_argument,
-                            resource_exhausted, unavailable)
+from keras_bert.serving.config import BatchingOptions
+from keras_bert.serving.errors import (ServingError, failed_precondition, from_exception,
+                                       invalid_argument, resource_exhausted, unavailable)
 
 logger = logging.getLogger(__name__)
 

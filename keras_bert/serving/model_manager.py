@@ -16,9 +16,10 @@ from typing import Callable
 import tensorflow as tf
 from tensorflow_serving.apis import get_model_status_pb2
 
-from serving import config as config_lib
-from serving.errors import failed_precondition, from_exception, invalid_argument, not_found
-from serving.servable import Servable, is_version_dir
+from keras_bert.serving import config as config_lib
+from keras_bert.serving.errors import (failed_precondition, from_exception, invalid_argument,
+                                       not_found)
+from keras_bert.serving.servable import Servable, is_version_dir
 
 logger = logging.getLogger(__name__)
 

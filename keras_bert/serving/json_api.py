@@ -13,8 +13,8 @@ from google.protobuf import json_format
 from tensorflow.core.example import example_pb2, feature_pb2
 from tensorflow_serving.apis import get_model_metadata_pb2
 
-from serving import tensors
-from serving.errors import invalid_argument
+from keras_bert.serving import tensors
+from keras_bert.serving.errors import invalid_argument
 
 ROW, COLUMNAR = "row", "columnar"
 

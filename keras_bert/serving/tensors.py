@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2, tensor_shape_pb2, types_pb2
 
-from serving.errors import invalid_argument, resource_exhausted
+from keras_bert.serving.errors import invalid_argument, resource_exhausted
 
 
 def dtype_name(dtype_enum: int) -> str:

@@ -10,8 +10,8 @@ import grpc
 from tensorflow_serving.apis import (model_management_pb2, model_service_pb2_grpc,
                                      prediction_service_pb2_grpc)
 
-from serving.errors import ServingError, from_exception
-from serving.service import ServingCore
+from keras_bert.serving.errors import ServingError, from_exception
+from keras_bert.serving.service import ServingCore
 
 logger = logging.getLogger(__name__)
 

@@ -49,10 +49,6 @@ class ServingError(Exception):
         return HTTP_STATUS.get(self.code, 500)
 
     @property
-    def code_name(self) -> str:
-        return self.code.name
-
-    @property
     def code_number(self) -> int:
         return self.code.value[0]
 

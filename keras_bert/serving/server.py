@@ -1,0 +1,186 @@
+"""The model server's entry point: ``keras-bert serve`` with tensorflow_model_server's flags
+(--port, --rest_api_port, --model_name, --model_base_path, --model_config_file, --enable_batching,
+--batching_parameters_file, --file_system_poll_wait_seconds, ...). It binds 127.0.0.1 unless
+--host says otherwise, and on SIGTERM stops accepting, finishes what is in flight and exits 0."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+
+from keras_bert.serving import config as config_lib
+from keras_bert.serving.batching import BatchScheduler
+from keras_bert.serving.errors import ServingError
+from keras_bert.serving.grpc_service import GrpcServer
+from keras_bert.serving.model_manager import ModelManager
+from keras_bert.serving.rest import start_rest_server
+from keras_bert.serving.servable import Servable
+from keras_bert.serving.service import ServingCore
+
+logger = logging.getLogger(__name__)
+
+
+def _flag_bool(value: str) -> bool:
+    """A boolean flag value as tensorflow_model_server spells it (true/false, 1/0)."""
+    if value.lower() in ("true", "1"):
+        return True
+    if value.lower() in ("false", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+
+
+def build_flag_parser(prog: str = "keras-bert serve") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="A local model server speaking TF Serving's gRPC and REST APIs.")
+    add = parser.add_argument
+    add("--port", type=int, default=8500, help="gRPC port; 0 disables gRPC")
+    add("--rest_api_port", type=int, default=0, help="REST port; 0 (default) disables REST")
+    add("--host", default="127.0.0.1",
+        help="address to bind (tensorflow_model_server binds 0.0.0.0; this server is local "
+             "unless told otherwise)")
+    add("--model_name", default="default", help="name of the model (without --model_config_file)")
+    add("--model_base_path", help="the model's directory of numbered versions")
+    add("--model_config_file", help="a ModelServerConfig text proto (overrides the two above)")
+    add("--model_config_file_poll_wait_seconds", type=float, default=0,
+        help="re-read --model_config_file this often; 0 reads it once")
+    add("--file_system_poll_wait_seconds", type=float, default=1,
+        help="look for new and removed versions this often; 0 looks once at startup")
+    add("--enable_batching", type=_flag_bool, nargs="?", const=True, default=False,
+        help="batch concurrent requests (--enable_batching or --enable_batching=true)")
+    add("--batching_parameters_file", help="a BatchingParameters text proto")
+    add("--grpc_max_threads", type=int, default=max(64, 4 * (os.cpu_count() or 1)),
+        help="gRPC requests handled at once; a request waiting for its batch holds one, so "
+             "this also caps how many requests a batch can gather (default: 64 or 4 per CPU)")
+    add("--grpc_max_message_bytes", type=int, default=64 << 20,
+        help="largest gRPC message accepted or sent; larger requests get RESOURCE_EXHAUSTED")
+    add("--rest_api_max_body_bytes", type=int, default=64 << 20,
+        help="largest REST body accepted; larger requests get RESOURCE_EXHAUSTED (429)")
+    add("--rest_api_timeout_in_ms", type=int, default=30000,
+        help="a REST request still queued for batching after this long fails")
+    add("--max_rows_per_call", type=int, default=256,
+        help="without --enable_batching, a request with more rows runs as several model calls "
+             "of at most this many rows, so memory stays bounded whatever a request's size "
+             "(with batching, --batching_parameters_file's max_batch_size bounds it); 0: no "
+             "limit")
+    add("--drain_timeout_seconds", type=float, default=30,
+        help="on SIGTERM, how long in-flight requests may take to finish")
+    return parser
+
+
+class ModelServer:
+    """The server's parts wired together: models, batching, gRPC and REST.
+
+    Args:
+        args: parsed flags (see ``build_flag_parser``).
+    """
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        if args.model_config_file:
+            model_config = config_lib.load_model_server_config(args.model_config_file)
+        elif args.model_base_path:
+            model_config = config_lib.single_model_config(args.model_name, args.model_base_path)
+        else:
+            raise ValueError("give --model_base_path (with --model_name) or --model_config_file")
+        if not args.port and not args.rest_api_port:
+            raise ValueError("--port and --rest_api_port are both 0; nothing would listen")
+        if args.max_rows_per_call < 0:
+            raise ValueError(f"--max_rows_per_call must be >= 0, got {args.max_rows_per_call}")
+        if args.port == args.rest_api_port:
+            raise ValueError(f"--port and --rest_api_port must differ, both are {args.port}")
+        if args.batching_parameters_file and not args.enable_batching:
+            logger.warning("--batching_parameters_file is ignored without --enable_batching")
+        self.scheduler = (BatchScheduler(config_lib.load_batching_options(
+            args.batching_parameters_file)) if args.enable_batching else None)
+        self.manager = ModelManager(
+            model_config, lambda name, version, path: Servable(
+                name, version, path, self.scheduler, args.max_rows_per_call or None))
+        # No decoded input may outgrow the largest message the server accepts.
+        self.core = ServingCore(self.manager, max(args.grpc_max_message_bytes,
+                                                  args.rest_api_max_body_bytes))
+        self.grpc_server = self.rest_server = None
+        self.grpc_port = self.rest_port = 0
+        self._config_poller: threading.Thread | None = None
+        self._stopped = threading.Event()
+
+    def start(self) -> None:
+        self.manager.start(self.args.file_system_poll_wait_seconds)
+        if self.args.port:
+            self.grpc_server = GrpcServer(self.core, self.args.host, self.args.port,
+                                          self.args.grpc_max_threads,
+                                          self.args.grpc_max_message_bytes)
+            self.grpc_port = self.grpc_server.port
+        if self.args.rest_api_port:
+            self.rest_server = start_rest_server(
+                self.core, self.args.host, self.args.rest_api_port,
+                self.args.rest_api_max_body_bytes, self.args.rest_api_timeout_in_ms)
+            self.rest_port = self.rest_server.server_address[1]
+        if self.args.model_config_file and self.args.model_config_file_poll_wait_seconds > 0:
+            self._config_poller = threading.Thread(target=self._poll_config, daemon=True,
+                                                   name="config-poller")
+            self._config_poller.start()
+
+    def _poll_config(self) -> None:
+        while not self._stopped.wait(self.args.model_config_file_poll_wait_seconds):
+            try:
+                self.manager.reload_config(
+                    config_lib.load_model_server_config(self.args.model_config_file))
+            except Exception as e:
+                logger.error("reloading %s failed, keeping the current models: %s",
+                             self.args.model_config_file, e)
+
+    def stop(self, grace_s: float) -> None:
+        """Stops accepting requests, lets in-flight ones finish (up to ``grace_s``), unloads."""
+        self._stopped.set()
+        if self.scheduler is not None:
+            self.scheduler.flush()  # queued requests need not wait for company any more
+        if self.rest_server is not None:
+            self.rest_server.draining = True
+            self.rest_server.shutdown()  # no new connections; open ones finish their request
+        if self.grpc_server is not None:
+            self.grpc_server.stop(grace_s)
+        if self.rest_server is not None:
+            if not self.rest_server.in_flight.wait_idle(grace_s):
+                logger.warning("REST requests still running after %.0f s; stopping anyway", grace_s)
+            self.rest_server.server_close()
+        if self.scheduler is not None:
+            self.scheduler.stop()
+        self.manager.stop()
+
+
+def main(argv: list[str] | None = None, prog: str = "keras-bert serve") -> int:
+    args = build_flag_parser(prog).parse_args(argv)
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    startup_errors = (ValueError, FileNotFoundError, OSError, ServingError)
+    try:
+        server = ModelServer(args)
+    except startup_errors as e:
+        print(f"model server: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        server.start()
+    except startup_errors as e:
+        server.stop(0)
+        print(f"model server: error: {e}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    print(f"model server ready: grpc {args.host}:{server.grpc_port} "
+          f"rest {args.host}:{server.rest_port}", flush=True)
+    while not stop.wait(1.0):
+        pass
+    logger.info("shutting down: draining in-flight requests")
+    server.stop(args.drain_timeout_seconds)
+    logger.info("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
