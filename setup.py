@@ -21,6 +21,7 @@ setup(
         "google-crc32c>=1.5",  # TFRecord framing in the pretraining-data workers, without TensorFlow
         "safetensors",
         "tqdm",
+        "wrapt>=1.15",  # the post-import hook that registers our Keras classes (keras_bert/__init__)
     ],
     extras_require={
         "serving": ["tensorflow-serving-api==2.21.*", "grpcio"],

@@ -4,40 +4,58 @@ The public API: configuration, the encoder and task models, tokenization, checkp
 
 Importing the package is cheap. The public names below load their module (and TensorFlow) on
 first use, so the pure-Python tools (the pretraining-data writer, BertTokenizer) never import
-TensorFlow or Keras.
+TensorFlow or Keras. Each task folder's public names (the ``__all__`` of
+``keras_bert/tasks/<task>/__init__.py``) are public names here too.
 
-Saved models still load with plain ``keras.saving.load_model`` after ``import keras_bert``,
-whichever of the two is imported first. Keras looks classes up by their registered name
-("keras_bert>BertClassifier") in its custom objects. We put there, for each of our classes, a
-``_LoadOnFirstUse`` stand-in whose ``from_config`` imports the class's module and hands over to
-the real class; importing that module replaces the stand-in with the class itself (the
-``@keras.saving.register_keras_serializable`` decorator). The stand-ins go in now if Keras is
-loaded. If it is installed but not loaded, ``sys.modules["keras"]`` becomes a module that has
-not run yet (``_KerasOnFirstUse``): Keras runs, and the stand-ins go in, on its first use.
+Saved models load with plain Keras after ``import keras_bert``, in any import order and through
+any import form (``keras.saving.load_model``, ``from keras.models import load_model``...). Keras
+finds a class by its registered name ("keras_bert>BertClassifier") in its custom objects. Once
+Keras' ``__init__`` has run (a post-import hook from wrapt; at once if Keras is already loaded),
+``register_with_keras`` puts there a ``_LoadOnFirstUse`` stand-in for each of our classes; its
+``from_config`` imports the class's module and hands over to the real class, and importing that
+module replaces the stand-in with the class itself (the
+``@keras.saving.register_keras_serializable`` decorator). The classes are found by reading our
+source for that decorator, which imports nothing.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import importlib
-import importlib.util
-import sys
-import threading
-import types
+import pathlib
+import warnings
+
+import wrapt
 
 __version__ = "0.1.0"
 
-# public name -> the module that defines it.
+_PACKAGE_DIR = pathlib.Path(__file__).parent
+
+
+def _task_exports() -> dict[str, str]:
+    """Each task folder's public names (its ``__init__``'s ``__all__``) -> the task package,
+    read from the source so that TensorFlow stays unloaded."""
+    exports = {}
+    for init in sorted(_PACKAGE_DIR.glob("tasks/*/__init__.py")):
+        for node in ast.parse(init.read_text(encoding="utf-8"), str(init)).body:
+            if isinstance(node, ast.Assign) and any(isinstance(target, ast.Name)
+                                                    and target.id == "__all__"
+                                                    for target in node.targets):
+                for name in ast.literal_eval(node.value):
+                    if name in exports:
+                        raise ValueError(f"{init}: {name!r} is already public in {exports[name]}")
+                    exports[name] = f"keras_bert.tasks.{init.parent.name}"
+    return exports
+
+
+# public name -> the module that defines it (or, for a task's names, its task package).
 _EXPORTS = {
     "BertConfig": "keras_bert.config",
     "export_model": "keras_bert.export",
     "export_tf_hub": "keras_bert.export",
     "BertEncoder": "keras_bert.models.encoder",
     "BertPretrainer": "keras_bert.models.pretrainer",
-    "BertClassifier": "keras_bert.tasks.classification.model",
-    "BertEmbedder": "keras_bert.tasks.embedding.model",
-    "BertMultipleChoice": "keras_bert.tasks.multiple_choice.model",
-    "BertQuestionAnswerer": "keras_bert.tasks.squad.model",
-    "BertTokenClassifier": "keras_bert.tasks.ner.model",
     "BertPreprocessor": "keras_bert.tokenization.preprocessor",
     "BertTokenizer": "keras_bert.tokenization.tokenizer",
     "PretrainingConfig": "keras_bert.pretraining.config",
@@ -46,40 +64,16 @@ _EXPORTS = {
     "get_strategy": "keras_bert.training.distribute",
     "FinetuneConfig": "keras_bert.training.finetune",
     "run_finetune": "keras_bert.training.finetune",
+    **_task_exports(),
 }
 __all__ = sorted(_EXPORTS)
 
-# Every class we register with Keras (as "keras_bert>Name") -> the module that defines it.
-# tests/test_lazy_imports.py checks that this table lists exactly the registered classes.
-KERAS_CLASSES = {
-    "BertDropout": "keras_bert.layers.dropout",
-    "BertEmbeddings": "keras_bert.layers.embeddings",
-    "TabularFeatures": "keras_bert.layers.features",
-    "MaskedLMHead": "keras_bert.layers.heads",
-    "NextSentenceHead": "keras_bert.layers.heads",
-    "BertLayerNormalization": "keras_bert.layers.layer_normalization",
-    "SentencePooling": "keras_bert.layers.pooling",
-    "ClassificationHead": "keras_bert.layers.task_heads",
-    "SpanHead": "keras_bert.layers.task_heads",
-    "TokenClassificationHead": "keras_bert.layers.task_heads",
-    "BertSelfAttention": "keras_bert.layers.transformer",
-    "TransformerBlock": "keras_bert.layers.transformer",
-    "BertEncoder": "keras_bert.models.encoder",
-    "BertPretrainer": "keras_bert.models.pretrainer",
-    "BertAdamW": "keras_bert.optimization.optimizers",
-    "BertLamb": "keras_bert.optimization.optimizers",
-    "WarmupPolynomialDecay": "keras_bert.optimization.schedules",
-    "BertClassifier": "keras_bert.tasks.classification.model",
-    "BertEmbedder": "keras_bert.tasks.embedding.model",
-    "BertMultipleChoice": "keras_bert.tasks.multiple_choice.model",
-    "BertTokenClassifier": "keras_bert.tasks.ner.model",
-    "FirstPieceAccuracy": "keras_bert.tasks.ner.model",
-    "BertQuestionAnswerer": "keras_bert.tasks.squad.model",
-    "BertPreprocessor": "keras_bert.tokenization.preprocessor",
-}
-
 
 def __getattr__(name: str):
+    if name == "KERAS_CLASSES":
+        warnings.warn("keras_bert.KERAS_CLASSES is deprecated and will be removed in the next "
+                      "release; use keras_bert.keras_classes()", DeprecationWarning, stacklevel=2)
+        return keras_classes()
     module_name = _EXPORTS.get(name)
     if module_name is None:
         raise AttributeError(f"module 'keras_bert' has no attribute {name!r}")
@@ -90,6 +84,37 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS))
+
+
+def _registers_with_keras(decorator: ast.expr) -> bool:
+    """Whether ``decorator`` is
+    ``keras.saving.register_keras_serializable(package="keras_bert")``."""
+    return (isinstance(decorator, ast.Call)
+            and ast.unparse(decorator.func).endswith("register_keras_serializable")
+            and any(keyword.arg == "package" and isinstance(keyword.value, ast.Constant)
+                    and keyword.value.value == "keras_bert" for keyword in decorator.keywords))
+
+
+@functools.cache
+def keras_classes() -> dict[str, str]:
+    """Every class we register with Keras (as "keras_bert>Name") -> the module that defines it.
+
+    They are the classes under ``keras_bert/`` decorated with
+    ``@keras.saving.register_keras_serializable(package="keras_bert")``, found by reading the
+    source (about 30 ms, once, when Keras loads), so that a new class needs no other entry.
+    """
+    classes = {}
+    for path in sorted(_PACKAGE_DIR.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        if "register_keras_serializable" not in source:
+            continue
+        parts = path.relative_to(_PACKAGE_DIR).with_suffix("").parts
+        module = ".".join(("keras_bert", *(parts[:-1] if parts[-1] == "__init__" else parts)))
+        for node in ast.parse(source, str(path)).body:
+            if isinstance(node, ast.ClassDef) and any(map(_registers_with_keras,
+                                                          node.decorator_list)):
+                classes[node.name] = module
+    return classes
 
 
 class _LoadOnFirstUse:
@@ -112,46 +137,10 @@ def register_with_keras(keras) -> None:
     """Puts a stand-in for each of our classes in Keras' custom objects (a class already
     registered stays)."""
     custom_objects = keras.saving.get_custom_objects()
-    for name, module in KERAS_CLASSES.items():
+    for name, module in keras_classes().items():
         custom_objects.setdefault(f"keras_bert>{name}", _LoadOnFirstUse(module, name))
 
 
-class _KerasOnFirstUse(types.ModuleType):
-    """``keras`` before Keras has run: a module with Keras' spec and path, so that finding it
-    and importing its submodules (TensorFlow's start-up does both) work without running Keras'
-    ``__init__``. The first use of anything else (``keras.saving``, ``keras.layers``...) runs
-    Keras' ``__init__`` in this module and registers our classes; from then on it is the
-    ordinary ``keras`` module."""
-
-    def __getattr__(self, name: str):
-        submodule = sys.modules.get(f"{self.__name__}.{name}")
-        if submodule is not None:  # a submodule being imported: its attribute is set last
-            return submodule
-        with _KERAS_LOCK:
-            if type(self) is _KerasOnFirstUse:
-                self.__class__ = types.ModuleType  # Keras' own start-up sees a plain module
-                try:
-                    self.__spec__.loader.exec_module(self)
-                except BaseException:
-                    sys.modules.pop(self.__name__, None)  # as a failed import: the next retries
-                    raise
-                register_with_keras(self)
-        return getattr(self, name)
-
-
-_KERAS_LOCK = threading.RLock()
-
-
-def _register_now_or_when_keras_loads() -> None:
-    if "keras" in sys.modules:
-        register_with_keras(sys.modules["keras"])
-        return
-    spec = importlib.util.find_spec("keras")
-    if spec is None or spec.loader is None:
-        return  # no Keras: nothing to register with
-    keras = importlib.util.module_from_spec(spec)
-    keras.__class__ = _KerasOnFirstUse
-    sys.modules["keras"] = keras
-
-
-_register_now_or_when_keras_loads()
+# Runs register_with_keras once Keras' own __init__ has run, whoever imports it and however; at
+# once if Keras is already loaded. Without Keras installed, it never runs.
+wrapt.register_post_import_hook(register_with_keras, "keras")

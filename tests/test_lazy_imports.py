@@ -1,13 +1,17 @@
 """Importing keras_bert is cheap (no TensorFlow or Keras for the pure-Python tools), and the Keras
-classes still register for `keras.saving.load_model` once Keras is loaded, whatever the import
-order.
+classes still register for loading saved models once Keras is loaded, whatever the import order
+and whatever the import form.
 
-"Keras is not loaded" means no Keras code ran: `import keras_bert` may leave a `keras` module
-that has not run in sys.modules (keras_bert._KerasOnFirstUse), so that a later `import keras`
-registers our classes; Keras runs only on that module's first use.
+"Keras is not loaded" means no keras module at all in sys.modules: `import keras_bert` only
+registers a post-import hook for "keras" (wrapt's), which registers our classes once Keras'
+own `__init__` has run. Every case runs in a fresh interpreter.
 """
 
+import ast
+import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -17,19 +21,23 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-# Whether Keras' own code has run: its package sets keras.src when it executes.
-KERAS_RAN = """
+# Which Keras and TensorFlow modules the process has loaded.
+KERAS_MODULES = """
 import sys
-def keras_ran():
-    return "keras.src" in sys.modules or "tensorflow" in sys.modules
+def keras_modules():
+    return sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "keras"))
 """
 
 
-def _run(code: str) -> str:
-    code = KERAS_RAN + textwrap.dedent(code)
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO,
-                            capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "3"})
+def _python(args: list, cwd: str = REPO) -> subprocess.CompletedProcess:
+    """A fresh interpreter whose keras_bert is the one under `cwd`."""
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300,
+                          env={**os.environ, "PYTHONPATH": cwd, "TF_CPP_MIN_LOG_LEVEL": "3"})
+
+
+def _run(code: str, cwd: str = REPO) -> str:
+    result = _python(["-c", KERAS_MODULES + textwrap.dedent(code)], cwd=cwd)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
 
@@ -40,15 +48,13 @@ def test_the_pretraining_data_writer_runs_without_tensorflow(tmp_path):
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat",
                                 ".", "it", "was", "happy", "dog", "ran", "fast"]) + "\n")
     out = _run(f"""
-        import sys
         from keras_bert.cli import main
         assert main(["pretraining-data", "--input_file={corpus}", "--vocab_file={vocab}",
                      "--output_file={tmp_path}/out.tfrecord", "--dupe_factor=2",
                      "--max_seq_length=16", "--num_workers=2"]) == 0
-        print(sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "keras")
-                     and m != "keras"), keras_ran())
+        print(keras_modules())
     """)
-    assert out.strip().splitlines()[-1] == "[] False"
+    assert out.strip().splitlines()[-1] == "[]"
     assert (tmp_path / "out.tfrecord").stat().st_size > 0
 
 
@@ -70,22 +76,32 @@ def saved_classifier(tmp_path_factory):
     return path
 
 
-# However Keras gets loaded (directly, through TensorFlow, or by one of our modules), and
-# whichever of our modules is imported, the classes are registered once both are done.
-@pytest.mark.parametrize("imports", [
-    "import keras_bert\nimport keras",
-    "import keras\nimport keras_bert",
-    "import keras_bert.models",
-    "import keras_bert.layers",
-    "import keras_bert.config",  # imports TensorFlow, which loads Keras mid-import
-    "from keras_bert.models.encoder import BertEncoder",
-    "import keras_bert.tokenization\nimport tensorflow",
-])
+# However Keras gets loaded (directly, through TensorFlow, or by one of our modules), whichever of
+# our modules is imported, and however load_model is reached: (the imports, in order; the
+# load_model they leave in scope).
+LOAD_FORMS = [
+    ("import keras_bert\nimport keras", "keras.saving.load_model"),
+    ("import keras\nimport keras_bert", "keras.saving.load_model"),
+    ("import keras_bert\nfrom keras.saving import load_model", "load_model"),
+    ("import keras_bert\nfrom keras.models import load_model", "load_model"),
+    ("import keras_bert\nimport keras.saving", "keras.saving.load_model"),
+    ("from keras.saving import load_model\nimport keras_bert", "load_model"),
+    ("import keras_bert\nimport tensorflow as tf", "tf.keras.models.load_model"),
+    ("import keras_bert.models\nimport keras", "keras.saving.load_model"),
+    ("import keras_bert.layers\nimport keras", "keras.saving.load_model"),
+    # imports TensorFlow, which loads Keras mid-import
+    ("import keras_bert.config\nimport keras", "keras.saving.load_model"),
+    ("from keras_bert.models.encoder import BertEncoder\nimport keras", "keras.saving.load_model"),
+    ("import keras_bert.tokenization\nimport tensorflow\nimport keras", "keras.saving.load_model"),
+]
+
+
+@pytest.mark.parametrize("imports, load_model", LOAD_FORMS, ids=lambda x: x.replace("\n", "; "))
 @pytest.mark.slow
-def test_keras_load_model_finds_the_classes(saved_classifier, imports):
+def test_keras_load_model_finds_the_classes(saved_classifier, imports, load_model):
     out = _run(imports + f"""
+model = {load_model}("{saved_classifier}")
 import keras
-model = keras.saving.load_model("{saved_classifier}")
 registered = keras.saving.get_custom_objects()
 print(type(model).__name__, type(model.preprocessor).__name__,
       "keras_bert>BertAdamW" in registered, "keras_bert>WarmupPolynomialDecay" in registered)
@@ -93,11 +109,106 @@ print(type(model).__name__, type(model.preprocessor).__name__,
     assert out.strip().splitlines()[-1] == "BertClassifier BertPreprocessor True True"
 
 
+@pytest.mark.parametrize("keras_first", [False, True], ids=["keras-after", "keras-before"])
+@pytest.mark.slow
+def test_reloading_keras_bert_keeps_loading(saved_classifier, keras_first):
+    """IPython's autoreload and Colab users reload the package: no RecursionError, and saved
+    models still load."""
+    out = _run(f"""
+        import importlib
+        {"import keras" if keras_first else ""}
+        import keras_bert
+        keras_bert = importlib.reload(keras_bert)
+        keras_bert = importlib.reload(keras_bert)
+        print(keras_bert.BertTokenizer.__name__, keras_modules() != [])
+        from keras.saving import load_model
+        print(type(load_model("{saved_classifier}")).__name__)
+    """)
+    assert out.strip().splitlines() == [f"BertTokenizer {keras_first}", "BertClassifier"]
+
+
+@pytest.mark.slow
+def test_a_thread_importing_keras_while_another_loads_sees_all_of_it(saved_classifier):
+    """Two threads start together, each with `import keras`: one loads a saved model, the other
+    uses Keras. The second waits for the first's import, so neither sees a half-loaded keras, and
+    Keras arrives with our classes registered. (Keras itself cannot import two of its submodules
+    in two threads at once, with or without keras_bert: Python then imports the submodule while
+    its parent package is still running, so each thread starts with `import keras`.)"""
+    out = _run(f"""
+        import json, threading
+        import keras_bert
+        start, results = threading.Barrier(2), {{}}
+        def load():
+            start.wait()
+            import keras
+            results["load"] = type(keras.saving.load_model("{saved_classifier}")).__name__
+        def use():
+            start.wait()
+            import keras
+            results["use"] = (type(keras.layers.Dense(1)).__name__,
+                              "keras_bert>BertClassifier" in keras.saving.get_custom_objects())
+        threads = [threading.Thread(target=load), threading.Thread(target=use)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        print(json.dumps(results, sort_keys=True))
+    """)
+    assert json.loads(out.strip().splitlines()[-1]) == {
+        "load": "BertClassifier", "use": ["Dense", True]}
+
+
+@pytest.mark.slow
+def test_a_spawned_child_process_loads_a_saved_model(saved_classifier, tmp_path):
+    """multiprocessing's "spawn" start method: the child imports keras_bert afresh (with the
+    parent's main module) and loads a model; the parent never loads Keras."""
+    script = tmp_path / "spawn_load.py"
+    script.write_text(textwrap.dedent("""
+        import multiprocessing
+        import sys
+
+        import keras_bert  # noqa: F401  (what a user's script does first)
+
+
+        def load(path):
+            from keras.saving import load_model
+            return type(load_model(path)).__name__
+
+
+        if __name__ == "__main__":
+            with multiprocessing.get_context("spawn").Pool(1) as pool:
+                print(pool.apply(load, (sys.argv[1],)),
+                      [m for m in sys.modules if m.split(".")[0] in ("keras", "tensorflow")])
+    """))
+    result = _python([str(script), str(saved_classifier)])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "BertClassifier []"
+
+
+def test_assert_warns_in_a_tokenizer_only_process_loads_no_keras():
+    """unittest's assertWarns looks at every module in sys.modules; with only the pure-Python
+    tokenizer in use, that must not load Keras or TensorFlow."""
+    out = _run("""
+        import io, unittest, warnings
+        from keras_bert import BertTokenizer
+
+        class TokenizerWarnings(unittest.TestCase):
+            def test_warns(self):
+                tokenizer = BertTokenizer(vocabulary=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hi"])
+                with self.assertWarns(UserWarning):
+                    warnings.warn(str(tokenizer.encode("hi")["input_word_ids"]), UserWarning)
+
+        suite = unittest.defaultTestLoader.loadTestsFromTestCase(TokenizerWarnings)
+        result = unittest.TextTestRunner(stream=io.StringIO()).run(suite)
+        print(result.wasSuccessful(), result.testsRun, keras_modules())
+    """)
+    assert out.strip().splitlines()[-1] == "True 1 []"
+
+
 def test_public_names_load_on_first_use():
     out = _run("""
-        import sys
         import keras_bert
-        assert "tensorflow" not in sys.modules
+        assert keras_modules() == [], keras_modules()
         assert "BertClassifier" in dir(keras_bert)
         from keras_bert import BertClassifier, BertTokenizer, run_pretraining
         print(BertClassifier.__module__, BertTokenizer.__module__, "tensorflow" in sys.modules)
@@ -128,10 +239,9 @@ PURE_PYTHON = [
 def test_pure_python_names_import_no_tensorflow_or_keras(module, name):
     out = _run(f"""
         from {module} import {name}
-        print(keras_ran(), sorted(m for m in sys.modules
-                                  if m.split(".")[0] in ("tensorflow", "keras") and m != "keras"))
+        print(keras_modules())
     """)
-    assert out.strip().splitlines()[-1] == "False []"
+    assert out.strip().splitlines()[-1] == "[]"
 
 
 def test_the_tokenizer_works_with_keras_installed_but_no_tensorflow(tmp_path):
@@ -147,37 +257,141 @@ def test_the_tokenizer_works_with_keras_installed_but_no_tensorflow(tmp_path):
             keras.ops
         except ImportError as e:
             print("keras needs tensorflow:", type(e).__name__)
+        print(tokenizer.encode("world")["input_word_ids"])
     """)
     lines = out.strip().splitlines()
     assert lines[0] == "[2, 5, 6, 7, 3]"
     assert lines[1] == "keras needs tensorflow: ModuleNotFoundError"
+    assert lines[2] == "[2, 6, 3]"
+
+
+def test_import_keras_bert_needs_only_declared_packages():
+    """What `import keras_bert` imports beyond the standard library (wrapt, for the hook) is in
+    setup.py's install_requires: a Keras-only machine has no TensorFlow to bring it along."""
+    with open(os.path.join(REPO, "keras_bert", "__init__.py"), encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    imported = {alias.name.split(".")[0] for node in tree.body if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in tree.body
+                 if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+    third_party = imported - set(sys.stdlib_module_names) - {"__future__"}
+    with open(os.path.join(REPO, "setup.py"), encoding="utf-8") as f:
+        setup_call = next(node for node in ast.walk(ast.parse(f.read()))
+                          if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "setup")
+    requires = ast.literal_eval(next(k.value for k in setup_call.keywords
+                                     if k.arg == "install_requires"))
+    declared = {re.match(r"[\w.-]+", requirement).group() for requirement in requires}
+    assert "wrapt" in third_party
+    assert third_party <= declared, f"not in install_requires: {third_party - declared}"
 
 
 def test_the_registration_table_lists_every_registered_class():
-    """keras_bert.KERAS_CLASSES (what the stand-ins are made from) is exactly the set of classes
-    our modules register, each with the module that defines it."""
+    """keras_bert.keras_classes() (what the stand-ins are made from, read from the source) is
+    exactly the set of classes our modules register, each with the module that defines it."""
     out = _run("""
         import importlib, json, pkgutil
         import keras, keras_bert
+        table = keras_bert.keras_classes()
         for info in pkgutil.walk_packages(keras_bert.__path__, "keras_bert."):
             importlib.import_module(info.name)
         registered = {key.split(">", 1)[1]: value.__module__
                       for key, value in keras.saving.get_custom_objects().items()
                       if key.startswith("keras_bert>")}
-        print(json.dumps([registered, keras_bert.KERAS_CLASSES], sort_keys=True))
+        print(json.dumps([registered, table], sort_keys=True))
     """)
-    import json
     registered, table = json.loads(out.strip().splitlines()[-1])
     assert registered == table
+    assert {"BertClassifier", "BertEncoder", "BertAdamW", "FirstPieceAccuracy"} <= set(table)
+
+
+def test_keras_classes_keeps_its_old_name_for_a_release():
+    out = _run("""
+        import warnings
+        import keras_bert
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            table = keras_bert.KERAS_CLASSES
+        print(table == keras_bert.keras_classes(), [str(w.message) for w in caught
+                                                    if w.category is DeprecationWarning])
+    """)
+    assert out.strip().splitlines()[-1] == (
+        "True ['keras_bert.KERAS_CLASSES is deprecated and will be removed in the next release; "
+        "use keras_bert.keras_classes()']")
+
+
+def test_every_task_folders_public_names_are_public_names_of_the_package():
+    out = _run("""
+        import importlib, json, pkgutil
+        import keras_bert, keras_bert.tasks
+        public = {}
+        for folder in pkgutil.iter_modules(keras_bert.tasks.__path__):
+            if folder.ispkg:
+                task = importlib.import_module(f"keras_bert.tasks.{folder.name}")
+                public.update({name: getattr(task, name) is getattr(keras_bert, name)
+                               for name in task.__all__})
+        print(json.dumps([public, keras_bert.__all__]))
+    """)
+    public, package_all = json.loads(out.strip().splitlines()[-1])
+    assert set(public) >= {"BertClassifier", "BertTokenClassifier", "BertQuestionAnswerer",
+                           "BertMultipleChoice", "BertEmbedder"}
+    assert all(public.values()), public
+    assert set(public) <= set(package_all)
+
+
+TOY_TASK = {
+    "__init__.py": '''
+        """A toy task folder: one layer, no TensorFlow of its own."""
+        from keras_bert.tasks.toy.model import ToyDoubler
+
+        __all__ = ["ToyDoubler"]
+    ''',
+    "model.py": '''
+        import keras
+
+
+        @keras.saving.register_keras_serializable(package="keras_bert")
+        class ToyDoubler(keras.layers.Layer):
+            def call(self, inputs):
+                return 2 * inputs
+    ''',
+}
+
+
+@pytest.mark.slow
+def test_a_new_task_folder_is_enough(tmp_path):
+    """Adding tasks/toy/ to a copy of the package, and nothing else: keras_bert.ToyDoubler is a
+    public name, and a saved model with it loads after `import keras_bert` in a fresh process."""
+    shutil.copytree(os.path.join(REPO, "keras_bert"), tmp_path / "keras_bert",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "keras_bert" / "tasks" / "toy").mkdir()
+    for name, source in TOY_TASK.items():
+        (tmp_path / "keras_bert" / "tasks" / "toy" / name).write_text(textwrap.dedent(source))
+    path = tmp_path / "toy.keras"
+    out = _run(f"""
+        import keras_bert
+        print("ToyDoubler" in keras_bert.__all__, keras_modules())
+        import keras
+        print(keras.saving.get_custom_objects()["keras_bert>ToyDoubler"])
+        model = keras.Sequential([keras.Input((2,)), keras_bert.ToyDoubler()])
+        model.save("{path}")
+    """, cwd=str(tmp_path))
+    assert out.strip().splitlines() == [
+        "True []", "<keras_bert.tasks.toy.model.ToyDoubler, imported on first use>"]
+    out = _run(f"""
+        import numpy as np
+        import keras_bert
+        from keras.saving import load_model
+        model = load_model("{path}")
+        print(keras_bert.__file__.startswith("{tmp_path}"), type(model.layers[0]).__name__,
+              model(np.ones((1, 2))).numpy().tolist())
+    """, cwd=str(tmp_path))
+    assert out.strip().splitlines()[-1] == "True ToyDoubler [[2.0, 2.0]]"
 
 
 def test_loading_without_keras_bert_says_what_to_import(saved_classifier):
     """Keras' own error ("make sure they are all imported"), naming our module, and short: the
     vocabulary is an asset of the .keras file, not part of the config the message prints."""
-    result = subprocess.run(
-        [sys.executable, "-c", f"import keras; keras.saving.load_model({str(saved_classifier)!r})"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    result = _python(["-c", f"import keras; keras.saving.load_model({str(saved_classifier)!r})"])
     assert result.returncode != 0
     message = result.stderr.strip().splitlines()[-1]
     assert "Could not locate class 'BertClassifier'" in message

@@ -3,7 +3,10 @@ its export signatures and its ``keras-bert finetune`` wiring (``task.py``).
 
 The registry is the folders themselves: a folder with a ``task.py`` that lists ``TASKS`` (Task
 objects, see ``base.py``) is a task of ``keras-bert finetune``. Importing a task folder registers
-its model's export signatures (its ``__init__`` imports ``export.py``).
+its model's export signatures (its ``__init__`` imports ``export.py``). The names in a folder's
+``__all__`` are also public names of the package (``keras_bert.BertClassifier``), and its classes
+decorated with ``@keras.saving.register_keras_serializable(package="keras_bert")`` load with
+plain Keras after ``import keras_bert``: ``keras_bert/__init__.py`` reads both from the source.
 """
 
 from __future__ import annotations
