@@ -210,10 +210,9 @@ def test_keras_squeeze_of_a_last_axis_of_size_one_still_works():
 
 
 def test_check_rank_example_runs():
-    finder = doctest.DocTestFinder()
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    for test in finder.find(shapes.check_rank, "check_rank", globs={"TOKEN_IDS": shapes.TOKEN_IDS,
-                                                                   "check_rank": shapes.check_rank}):
+    for test in doctest.DocTestFinder().find(shapes.check_rank, "check_rank",
+                                             globs=vars(shapes).copy()):
         runner.run(test)
     result = runner.summarize(verbose=False)
     assert result.attempted == 3 and result.failed == 0
