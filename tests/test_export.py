@@ -9,9 +9,9 @@ import textwrap
 import numpy as np
 import pytest
 import tensorflow as tf
-from tensorflow.python.saved_model import loader_impl
 
-from keras_bert.export import check_ops, export_model, next_version, saved_model_op_types
+from keras_bert.export import (check_ops, export_model, next_version, saved_model_op_types,
+                               tf_internals)
 from keras_bert.export.ops import PYTHON_CALLBACK_OPS, is_core_op, tensorflow_text_ops
 from tests.serving.exports import SEQ_LENGTH, TEXTS, encoder_export, keras_encoder_outputs
 from tests.serving.graph_mode import GraphModeModel, saved_model_cli_run
@@ -23,7 +23,7 @@ def exported(minilm_dir):
 
 
 def signature_defs(path):
-    meta_graph = loader_impl.parse_saved_model(path).meta_graphs[0]
+    meta_graph = tf_internals.parse_saved_model(path).meta_graphs[0]
     return meta_graph.signature_def
 
 

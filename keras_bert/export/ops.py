@@ -7,8 +7,8 @@ import functools
 import sys
 
 import tensorflow as tf
-from tensorflow.python.framework import op_def_registry
-from tensorflow.python.saved_model import loader_impl
+
+from keras_bert.export import tf_internals
 
 # Core ops that call back into Python: they cannot run outside the exporting process.
 PYTHON_CALLBACK_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
@@ -16,7 +16,7 @@ PYTHON_CALLBACK_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
 
 def saved_model_op_types(export_dir: str) -> set[str]:
     """The op types in every graph and function of the SavedModel at ``export_dir``."""
-    saved_model = loader_impl.parse_saved_model(export_dir)
+    saved_model = tf_internals.parse_saved_model(export_dir)
     ops = set()
     for meta_graph in saved_model.meta_graphs:
         graph = meta_graph.graph_def
@@ -34,11 +34,11 @@ def tensorflow_text_ops() -> frozenset[str]:
     for name, module in list(sys.modules.items()):
         if name.startswith("tensorflow_text") and module is not None:
             for value in vars(module).values():
-                if getattr(value, "_IS_TENSORFLOW_PLUGIN", False):
+                if tf_internals.is_op_library(value):
                     libraries[id(value)] = value
     return frozenset(attr for library in libraries.values() for attr in dir(library)
                      if attr[:1].isupper() and not is_core_op(attr)
-                     and op_def_registry.get(attr) is not None)
+                     and tf_internals.op_def(attr) is not None)
 
 
 def is_core_op(op_type: str) -> bool:

@@ -6,6 +6,7 @@ from keras import ops
 from keras_bert.layers.dropout import BertDropout
 from keras_bert.layers.layer_normalization import BertLayerNormalization
 from keras_bert.layers.renamed_args import take_renamed
+from keras_bert.layers.shapes import TOKEN_IDS, check_rank
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -66,6 +67,8 @@ class BertEmbeddings(keras.layers.Layer):
         self.built = True
 
     def call(self, input_word_ids, input_type_ids, training=None):
+        check_rank("BertEmbeddings", "input_word_ids", input_word_ids, TOKEN_IDS)
+        check_rank("BertEmbeddings", "input_type_ids", input_type_ids, TOKEN_IDS)
         seq_length = ops.shape(input_word_ids)[1]
         if isinstance(seq_length, int) and seq_length > self.max_position_embeddings:
             raise ValueError(

@@ -24,6 +24,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert.layers.feature_columns import CATEGORICAL_MISSING, category_string
+from keras_bert.layers.shapes import check_rank
 
 logger = logging.getLogger(__name__)
 
@@ -199,6 +200,7 @@ class TabularFeatures(keras.layers.Layer):
         return keys
 
     def call(self, inputs):
+        self._check_ranks(inputs)
         parts = []
         if self.numeric_features:
             values = ops.stack([ops.cast(ops.reshape(inputs[name], (-1,)), "float32")
@@ -229,7 +231,16 @@ class TabularFeatures(keras.layers.Layer):
         return self._rows(name, values).numpy()
 
     def compute_output_shape(self, input_shape=None):
+        self._check_ranks(input_shape)
         return (None, self.output_width)
+
+    def _check_ranks(self, inputs) -> None:
+        """Each feature [batch] (or [batch, 1], as a column comes from a table)."""
+        if isinstance(inputs, Mapping):
+            for name in self.input_names:
+                if name in inputs:
+                    check_rank("TabularFeatures", name, inputs[name], ("batch",),
+                               allow_last_axis_squeeze=True)
 
     # ------------------------------------------------------------------------ adapt
     def unadapted(self) -> list[str]:

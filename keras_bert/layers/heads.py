@@ -9,6 +9,7 @@ from keras import ops
 
 from keras_bert.layers.activations import get_activation
 from keras_bert.layers.layer_normalization import BertLayerNormalization
+from keras_bert.layers.shapes import POOLED, SEQUENCE, check_rank
 
 
 def gather_positions(sequence, positions):
@@ -63,6 +64,9 @@ class MaskedLMHead(keras.layers.Layer):
         self.built = True
 
     def call(self, sequence_output, masked_positions):
+        check_rank("MaskedLMHead", "sequence_output", sequence_output, SEQUENCE)
+        check_rank("MaskedLMHead", "masked_positions", masked_positions,
+                   ("batch", "num_predictions"))
         batch, num_predictions = ops.shape(masked_positions)[0], ops.shape(masked_positions)[1]
         hidden = gather_positions(sequence_output, masked_positions)
         hidden = self.layer_norm(self.dense(hidden))
@@ -125,6 +129,7 @@ class NextSentenceHead(keras.layers.Layer):
         self.built = True
 
     def call(self, pooled_output):
+        check_rank("NextSentenceHead", "pooled_output", pooled_output, POOLED)
         weights = ops.cast(self.output_weights, self.compute_dtype)
         logits = ops.matmul(pooled_output, ops.transpose(weights))
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from keras_bert.layers.shapes import SEQUENCE, TOKEN_IDS, check_rank
+
 POOLING_MODES = ("cls", "mean")
 
 
@@ -45,6 +47,7 @@ class SentencePooling(keras.layers.Layer):
         self.normalize = normalize
 
     def call(self, sequence, mask):
+        self._check_ranks(sequence, mask)
         sequence = ops.cast(sequence, "float32")
         if self.mode == "cls":
             pooled = sequence[:, 0, :]
@@ -58,7 +61,13 @@ class SentencePooling(keras.layers.Layer):
         return pooled
 
     def compute_output_shape(self, sequence_shape, mask_shape=None):
+        self._check_ranks(sequence_shape, mask_shape)
         return (sequence_shape[0], sequence_shape[-1])
+
+    @staticmethod
+    def _check_ranks(sequence, mask) -> None:
+        check_rank("SentencePooling", "sequence", sequence, SEQUENCE)
+        check_rank("SentencePooling", "mask", mask, TOKEN_IDS)
 
     def get_config(self):
         config = super().get_config()

@@ -7,6 +7,8 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from keras_bert.layers.shapes import POOLED, SEQUENCE, check_rank
+
 
 def _dense(units: int, initializer_range: float, dtype, name: str) -> keras.layers.Dense:
     return keras.layers.Dense(
@@ -39,6 +41,9 @@ class ClassificationHead(keras.layers.Layer):
     (2, 3)
     """
 
+    # The input, as the rank check names it, and its axes.
+    input_name, input_axes = "pooled_output", POOLED
+
     def __init__(self, num_classes: int, dropout: float = 0.1, initializer_range: float = 0.02,
                  **kwargs):
         super().__init__(**kwargs)
@@ -52,9 +57,11 @@ class ClassificationHead(keras.layers.Layer):
         self.dense.build(input_shape)
 
     def call(self, pooled_output, training=None):
+        check_rank(type(self).__name__, self.input_name, pooled_output, self.input_axes)
         return ops.cast(self.dense(self.dropout(pooled_output, training=training)), "float32")
 
     def compute_output_shape(self, input_shape):
+        check_rank(type(self).__name__, self.input_name, input_shape, self.input_axes)
         return (*input_shape[:-1], self.num_classes)
 
     def get_config(self):
@@ -80,6 +87,8 @@ class TokenClassificationHead(ClassificationHead):
     >>> tuple(head(np.zeros((2, 7, 8), "float32")).shape)
     (2, 7, 5)
     """
+
+    input_name, input_axes = "sequence_output", SEQUENCE
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -112,10 +121,12 @@ class SpanHead(keras.layers.Layer):
         self.dense.build(input_shape)
 
     def call(self, sequence_output):
+        check_rank("SpanHead", "sequence_output", sequence_output, SEQUENCE)
         logits = ops.cast(self.dense(sequence_output), "float32")
         return logits[..., 0], logits[..., 1]
 
     def compute_output_shape(self, input_shape):
+        check_rank("SpanHead", "sequence_output", input_shape, SEQUENCE)
         return tuple(input_shape[:-1]), tuple(input_shape[:-1])
 
     def get_config(self):

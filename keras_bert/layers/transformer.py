@@ -7,6 +7,7 @@ from keras_bert.layers.activations import get_activation, get_training_activatio
 from keras_bert.layers.dropout import BertDropout
 from keras_bert.layers.layer_normalization import BertLayerNormalization
 from keras_bert.layers.renamed_args import take_renamed
+from keras_bert.layers.shapes import MASK_BIAS, SEQUENCE, check_rank
 
 # Added to attention scores at padded key positions, as google-research/bert does.
 MASK_ADDER = -10000.0
@@ -70,6 +71,8 @@ class BertSelfAttention(keras.layers.Layer):
         return ops.transpose(x, (0, 2, 1, 3))
 
     def call(self, hidden_states, mask_bias, training=None):
+        check_rank("BertSelfAttention", "hidden_states", hidden_states, SEQUENCE)
+        check_rank("BertSelfAttention", "mask_bias", mask_bias, MASK_BIAS)
         batch, seq = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
         flat = ops.reshape(hidden_states, (-1, self.hidden_size))             # [B*S, H]
         query = self._split_heads(self.query(flat), batch, seq)                # [B, N, S, D]
@@ -170,6 +173,8 @@ class TransformerBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, hidden_states, mask_bias, training=None):
+        check_rank("TransformerBlock", "hidden_states", hidden_states, SEQUENCE)
+        check_rank("TransformerBlock", "mask_bias", mask_bias, MASK_BIAS)
         batch, seq = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
         # Dense layers on [B*S, H] run as 2D MatMul + bias (+ GELU), which TF's oneDNN graph
         # rewrite fuses into one op; on [B, S, H] Keras emits a tensordot that it cannot fuse.

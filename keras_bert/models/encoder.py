@@ -10,6 +10,7 @@ from keras import ops
 
 from keras_bert.config import BertConfig
 from keras_bert.layers import BertEmbeddings, TransformerBlock, attention_mask_bias
+from keras_bert.layers.shapes import TOKEN_IDS, check_input_ranks
 from keras_bert.tokenization.packing import INPUT_NAMES  # noqa: F401  (re-exported)
 
 logger = logging.getLogger(__name__)
@@ -109,6 +110,11 @@ class BertEncoder(keras.Model):
         self.embeddings = embeddings
         self.transformer_layers = blocks
         self.pooler = pooler
+
+    def __call__(self, inputs, *args, **kwargs):
+        # Before Keras' own input handling, whose error names neither the input nor its axes.
+        check_input_ranks("BertEncoder", inputs, dict.fromkeys(INPUT_NAMES, TOKEN_IDS))
+        return super().__call__(inputs, *args, **kwargs)
 
     @property
     def word_embeddings(self) -> keras.layers.Embedding:

@@ -7,6 +7,7 @@ from typing import Any
 import keras
 
 from keras_bert.layers import MaskedLMHead, NextSentenceHead
+from keras_bert.layers.shapes import TOKEN_IDS, check_input_ranks
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
 
 
@@ -62,6 +63,13 @@ class BertPretrainer(keras.Model):
         self.masked_lm = masked_lm
         self.next_sentence = next_sentence
         self.dtype_policy = dtype
+
+    def __call__(self, inputs, *args, **kwargs):
+        # Before Keras' own input handling, whose error names neither the input nor its axes.
+        check_input_ranks("BertPretrainer", inputs, {
+            **dict.fromkeys(INPUT_NAMES, TOKEN_IDS),
+            "masked_lm_positions": ("batch", "max_predictions_per_seq")})
+        return super().__call__(inputs, *args, **kwargs)
 
     @classmethod
     def from_pretrained(cls, path: str, **kwargs) -> "BertPretrainer":

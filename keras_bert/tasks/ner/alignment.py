@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from keras_bert.tasks.examples import DataError, TaggedSentence, encode_label
+from keras_bert.tasks.examples import DataError, encode_label
 from keras_bert.tokenization.packing import INPUT_NAMES
 
 logger = logging.getLogger(__name__)
@@ -225,13 +225,6 @@ def merge_window_tags(probabilities: Sequence[np.ndarray], features: Sequence[Ta
             if score > best_scores[word]:
                 best_scores[word], tags[word] = score, label_names[best[start]]
     return tags
-
-
-def align_sentences(tokenizer, sentences: Sequence[TaggedSentence], label_names, seq_length: int,
-                    with_labels: bool = True) -> list[TaggedFeature]:
-    """``align_words`` for each sentence (tags used when ``with_labels``)."""
-    return [align_words(tokenizer, s.words, None, s.tags if with_labels else None, label_names,
-                        seq_length, s.path, s.line) for s in sentences]
 
 
 def stack_tagged(features: Sequence[TaggedFeature]) -> tuple[dict, np.ndarray]:

@@ -1,0 +1,118 @@
+"""keras_bert/export/tf_internals.py against the installed TensorFlow.
+
+Each private name the adapter reads must exist and mean what the adapter says; if a TensorFlow
+upgrade moves one, these tests fail naming it (instead of the op check of exports silently letting
+through, or refusing, ops that TF Serving can run). The adapter must also stay the only module
+that reads them.
+"""
+
+import ast
+import importlib
+import pathlib
+
+import pytest
+import tensorflow as tf
+
+from keras_bert.export import tf_internals
+from keras_bert.export.ops import check_ops, is_core_op, saved_model_op_types, tensorflow_text_ops
+
+PACKAGE = pathlib.Path(tf_internals.__file__).resolve().parent.parent
+ADAPTER = pathlib.Path(tf_internals.__file__).resolve()
+# The tensorflow-text ops in the graph of a raw-text export (the preprocessor's).
+EXPORTED_TEXT_OPS = {"FastWordpieceTokenizeWithOffsets", "FastBertNormalize", "CaseFoldUTF8",
+                     "NormalizeUTF8", "RegexSplitWithOffsets"}
+
+
+@pytest.mark.parametrize("name", [n for n in tf_internals.PRIVATE_NAMES if ":" in n])
+def test_every_private_function_exists_in_installed_tensorflow(name):
+    module, attribute = name.split(":")
+    assert callable(getattr(importlib.import_module(module), attribute, None)), (
+        f"{name} is gone (TensorFlow {tf.__version__}); update keras_bert/export/tf_internals.py")
+
+
+def test_load_op_library_marks_its_modules():
+    import tensorflow_text  # noqa: F401  (loads its op libraries)
+    library = next(path for path in
+                   (pathlib.Path(tensorflow_text.__file__).parent / "python" / "ops").glob("*.so")
+                   if "fast_wordpiece" in path.name)
+    module = tf.load_op_library(str(library))  # the public loader; already loaded, so cached
+    assert tf_internals.is_op_library(module), (
+        f"tf.load_op_library no longer sets {tf_internals.OP_LIBRARY_MARK} "
+        f"(TensorFlow {tf.__version__}); update keras_bert/export/tf_internals.py")
+    assert not tf_internals.is_op_library(tf) and not tf_internals.is_op_library(tf.raw_ops)
+    assert not tf_internals.is_op_library(tensorflow_text)
+
+
+def test_op_def_finds_core_and_library_ops_only():
+    import tensorflow_text  # noqa: F401  (registers its ops)
+    matmul = tf_internals.op_def("MatMul")
+    assert matmul.name == "MatMul" and [a.name for a in matmul.input_arg] == ["a", "b"]
+    assert tf_internals.op_def("FastWordpieceTokenizeWithOffsets").name == (
+        "FastWordpieceTokenizeWithOffsets")
+    # An op TensorFlow registers without a tf.raw_ops wrapper (oneDNN's int8 matmul) is found too.
+    assert tf_internals.op_def("_QuantizedMatMul") is not None
+    assert not hasattr(tf.raw_ops, "_QuantizedMatMul")
+    assert tf_internals.op_def("NoSuchOpAnywhere") is None
+
+
+def test_parse_saved_model_reads_graphs_and_signatures(tmp_path):
+    module = tf.Module()
+    module.f = tf.function(lambda x: tf.nn.softmax(tf.matmul(x, x)),
+                           input_signature=[tf.TensorSpec([2, 2], tf.float32, name="x")])
+    tf.saved_model.save(module, str(tmp_path / "m"), signatures=module.f)
+    saved_model = tf_internals.parse_saved_model(tmp_path / "m")  # os.PathLike works too
+    (meta_graph,) = saved_model.meta_graphs
+    assert set(meta_graph.meta_info_def.tags) == {"serve"}
+    assert list(meta_graph.signature_def["serving_default"].inputs) == ["x"]
+    function_ops = {node.op for f in meta_graph.graph_def.library.function for node in f.node_def}
+    assert {"MatMul", "Softmax"} <= function_ops
+    assert {"MatMul", "Softmax"} <= saved_model_op_types(str(tmp_path / "m"))
+    with pytest.raises(OSError, match="SavedModel file does not exist"):
+        tf_internals.parse_saved_model(tmp_path / "missing")
+
+
+def test_the_op_check_sorts_ops_as_before():
+    text_ops = tensorflow_text_ops()
+    assert EXPORTED_TEXT_OPS <= text_ops
+    assert all(tf_internals.op_def(op) is not None and not is_core_op(op) for op in text_ops)
+    # Wrapper-module names that are no ops (typing helpers, type variables) stay out.
+    assert not {name for name in text_ops if name.startswith("TV_") or name in {"Annotated", "Any"}}
+    assert is_core_op("BatchMatMulV2") and not is_core_op("FastWordpieceTokenizeWithOffsets")
+    # A registered TensorFlow op without a tf.raw_ops wrapper is still refused by the check.
+    assert not is_core_op("_QuantizedMatMul") and "_QuantizedMatMul" not in text_ops
+
+
+def test_check_ops_accepts_a_tensorflow_text_graph(tmp_path):
+    import tensorflow_text as tf_text
+    module = tf.Module()
+    module.f = tf.function(lambda text: tf_text.normalize_utf8(text, "NFD"),
+                           input_signature=[tf.TensorSpec([None], tf.string)])
+    tf.saved_model.save(module, str(tmp_path / "m"))
+    assert "NormalizeUTF8" in check_ops(str(tmp_path / "m"))
+
+
+def _private_reads(path: pathlib.Path) -> list[str]:
+    """'line: what' for each private TensorFlow name the file reads."""
+    source = path.read_text()
+    names = [name.split(":")[0].rpartition(".")[2] for name in tf_internals.PRIVATE_NAMES]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        modules = []
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            modules = [node.module or ""]
+        found += [f"{node.lineno}: imports {m}" for m in modules
+                  if m == "tensorflow.python" or m.startswith("tensorflow.python.")]
+    for number, line in enumerate(source.splitlines(), 1):
+        found += [f"{number}: names {name}" for name in names + ["__internal__", "tf.python"]
+                  if name in line]
+    return found
+
+
+def test_no_other_module_reads_a_private_tensorflow_name():
+    reads = {str(path.relative_to(PACKAGE.parent)): _private_reads(path)
+             for path in sorted(PACKAGE.rglob("*.py")) if path.resolve() != ADAPTER}
+    reads = {path: found for path, found in reads.items() if found}
+    assert not reads, f"private TensorFlow names outside tf_internals.py: {reads}"
+    assert _private_reads(ADAPTER), "the scan finds nothing even in the adapter"
