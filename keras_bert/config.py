@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from typing import Any
 
-import tensorflow as tf
+from keras_bert import fileio
 
 # Activations the encoder knows, in Google's naming ("gelu" = tanh approximation).
 ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear", "silu")
@@ -149,16 +150,16 @@ class BertConfig:
         return values
 
     @classmethod
-    def from_json_file(cls, path: str) -> "BertConfig":
+    def from_json_file(cls, path: fileio.PathLike) -> "BertConfig":
         """Reads Google's bert_config.json (local or gs://)."""
-        return cls.from_dict(_read_json(path), source=path)
+        return cls.from_dict(_read_json(path), source=os.fspath(path))
 
     def to_json_string(self) -> str:
         return json.dumps(self.to_google_dict(), indent=2, sort_keys=False) + "\n"
 
-    def to_json_file(self, path: str) -> None:
+    def to_json_file(self, path: fileio.PathLike) -> None:
         """Writes Google's bert_config.json."""
-        with tf.io.gfile.GFile(path, "w") as f:
+        with fileio.open_file(path, "w") as f:
             f.write(self.to_json_string())
 
     # ------------------------------------------------------------------ Hugging Face config.json
@@ -182,8 +183,8 @@ class BertConfig:
         return cls.from_dict(ours, source=source)
 
     @classmethod
-    def from_hf_json_file(cls, path: str) -> "BertConfig":
-        return cls.from_hf_dict(_read_json(path), source=path)
+    def from_hf_json_file(cls, path: fileio.PathLike) -> "BertConfig":
+        return cls.from_hf_dict(_read_json(path), source=os.fspath(path))
 
     def to_hf_dict(self, architectures: tuple[str, ...] = ("BertModel",)) -> dict[str, Any]:
         """A config.json that transformers.BertConfig reads."""
@@ -198,8 +199,9 @@ class BertConfig:
         })
         return values
 
-    def to_hf_json_file(self, path: str, architectures: tuple[str, ...] = ("BertModel",)) -> None:
-        with tf.io.gfile.GFile(path, "w") as f:
+    def to_hf_json_file(self, path: fileio.PathLike,
+                        architectures: tuple[str, ...] = ("BertModel",)) -> None:
+        with fileio.open_file(path, "w") as f:
             f.write(json.dumps(self.to_hf_dict(architectures), indent=2) + "\n")
 
     # ------------------------------------------------------------------ presets
@@ -217,10 +219,11 @@ class BertConfig:
         return tuple(PRESETS)
 
 
-def _read_json(path: str) -> dict[str, Any]:
-    if not tf.io.gfile.exists(path):
+def _read_json(path: fileio.PathLike) -> dict[str, Any]:
+    path = os.fspath(path)
+    if not fileio.exists(path):
         raise FileNotFoundError(f"config file {path!r} does not exist")
-    with tf.io.gfile.GFile(path, "r") as f:
+    with fileio.open_file(path, "r") as f:
         text = f.read()
     try:
         values = json.loads(text)

@@ -16,7 +16,8 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.config import BertConfig
-from keras_bert.io_utils import join
+from keras_bert import fileio
+from keras_bert.fileio import join
 
 logger = logging.getLogger(__name__)
 
@@ -25,21 +26,22 @@ VOCAB_NAME = "vocab.txt"
 CHECKPOINT_NAME = "bert_model.ckpt"
 
 
-def find_checkpoint_prefix(path: str) -> str:
+def find_checkpoint_prefix(path: fileio.PathLike) -> str:
     """The checkpoint prefix for a directory or a prefix (``.../bert_model.ckpt``).
 
     In a directory it takes the ``checkpoint`` state file's latest entry, else the single
     ``*.index`` bundle (``bert_model.ckpt`` preferred when there are several).
     """
-    if tf.io.gfile.exists(path + ".index"):
+    path = os.fspath(path)
+    if fileio.exists(path + ".index"):
         return path
-    if not tf.io.gfile.isdir(path):
+    if not fileio.isdir(path):
         raise FileNotFoundError(f"{path!r} is neither a checkpoint directory nor a checkpoint "
                                 "prefix (no .index file)")
     latest = tf.train.latest_checkpoint(path)
     if latest:
         return latest
-    indexes = sorted(tf.io.gfile.glob(join(path, "*.index")))
+    indexes = fileio.glob(join(path, "*.index"))
     if not indexes:
         raise FileNotFoundError(f"no TF1 checkpoint (*.index) in {path!r}")
     prefixes = [p[: -len(".index")] for p in indexes]
@@ -78,9 +80,9 @@ class CheckpointValues(collections.abc.Mapping):
 def read_google_checkpoint(path: str) -> tuple[BertConfig, CheckpointValues, str | None]:
     """Reads (config, variables, vocab path or None) from a directory or checkpoint prefix."""
     prefix = find_checkpoint_prefix(path)
-    directory = path if tf.io.gfile.isdir(path) else os.path.dirname(prefix)
+    directory = path if fileio.isdir(path) else os.path.dirname(prefix)
     config_path = join(directory, CONFIG_NAME)
-    if not tf.io.gfile.exists(config_path):
+    if not fileio.exists(config_path):
         raise FileNotFoundError(f"{directory!r} has a checkpoint but no {CONFIG_NAME}")
     config = BertConfig.from_json_file(config_path)
     values = CheckpointValues(prefix)
@@ -88,16 +90,16 @@ def read_google_checkpoint(path: str) -> tuple[BertConfig, CheckpointValues, str
         raise ValueError(f"{prefix!r} is a TF2 object-based checkpoint, not a Google TF1 BERT "
                          "checkpoint (no bert/... variables); load it with the code that wrote it")
     vocab_path = join(directory, VOCAB_NAME)
-    return config, values, vocab_path if tf.io.gfile.exists(vocab_path) else None
+    return config, values, vocab_path if fileio.exists(vocab_path) else None
 
 
 def write_google_checkpoint(directory: str, config: BertConfig, values: dict[str, np.ndarray],
                             vocab_file: str | None = None) -> None:
     """Writes bert_config.json, bert_model.ckpt.{index,data-*} and vocab.txt into ``directory``.
 
-    ``directory`` should be a fresh (scratch) directory; see io_utils.atomic_output_dir.
+    ``directory`` should be a fresh (scratch) directory; see fileio.atomic_output_dir.
     """
-    tf.io.gfile.makedirs(directory)
+    fileio.makedirs(directory)
     if config.hidden_act == "gelu_exact":
         # Google's format has one GELU, the tanh approximation; a reader of this directory gets it.
         logger.warning(
@@ -113,4 +115,4 @@ def write_google_checkpoint(directory: str, config: BertConfig, values: dict[str
         shape_and_slices=[""] * len(names),
         tensors=[tf.constant(np.asarray(values[n], dtype=np.float32)) for n in names])
     if vocab_file:
-        tf.io.gfile.copy(vocab_file, join(directory, VOCAB_NAME), overwrite=True)
+        fileio.copy(vocab_file, join(directory, VOCAB_NAME), overwrite=True)

@@ -15,13 +15,13 @@ from typing import Callable, Mapping
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_bert.checkpoints import google, huggingface
 from keras_bert.checkpoints.names import (WeightName, encoder_weight_names,
                                           is_ignored_google_name, is_ignored_hf_key,
                                           normalize_hf_key, pretraining_head_weight_names)
-from keras_bert.io_utils import join
+from keras_bert import fileio
+from keras_bert.fileio import join
 
 logger = logging.getLogger(__name__)
 
@@ -33,23 +33,24 @@ class CheckpointMismatchError(ValueError):
     """A checkpoint does not fit the model: lists missing variables and shape mismatches."""
 
 
-def detect_format(path: str) -> str:
+def detect_format(path: fileio.PathLike) -> str:
     """'google', 'hf' or 'keras' for a checkpoint directory, prefix or .keras file."""
-    if path.endswith(".keras") and tf.io.gfile.exists(path):
+    path = os.fspath(path)
+    if path.endswith(".keras") and fileio.exists(path):
         return "keras"
-    if tf.io.gfile.isdir(path):
-        if tf.io.gfile.exists(join(path, KERAS_MODEL_NAME)):
+    if fileio.isdir(path):
+        if fileio.exists(join(path, KERAS_MODEL_NAME)):
             return "keras"
         if huggingface.is_hf_directory(path):
             return "hf"
-        if tf.io.gfile.exists(join(path, google.CONFIG_NAME)) and (
-                tf.io.gfile.glob(join(path, "*.index"))):
+        if fileio.exists(join(path, google.CONFIG_NAME)) and (
+                fileio.glob(join(path, "*.index"))):
             return "google"
         raise ValueError(
             f"{path!r} is not a checkpoint directory: expected bert_config.json + *.ckpt.index "
             "(Google TF1), config.json + model.safetensors or pytorch_model.bin (Hugging Face), "
             f"or {KERAS_MODEL_NAME} (keras-bert)")
-    if tf.io.gfile.exists(path + ".index"):
+    if fileio.exists(path + ".index"):
         return "google"
     raise FileNotFoundError(f"checkpoint {path!r} does not exist")
 
@@ -130,8 +131,9 @@ def has_heads(values: Mapping[str, np.ndarray], fmt: str) -> bool:
     return "cls/predictions/output_bias" in values
 
 
-def read_checkpoint(path: str, fmt: str | None = None):
+def read_checkpoint(path: fileio.PathLike, fmt: str | None = None):
     """(config, values, vocab path, fmt) for a google or hf checkpoint."""
+    path = os.fspath(path)
     fmt = fmt or detect_format(path)
     if fmt == "google":
         config, values, vocab = google.read_google_checkpoint(path)
@@ -146,14 +148,14 @@ def read_checkpoint(path: str, fmt: str | None = None):
 
 def find_vocab(path: str) -> str | None:
     """The vocab.txt beside a checkpoint, if any."""
-    directory = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+    directory = path if fileio.isdir(path) else os.path.dirname(path)
     candidate = join(directory, "vocab.txt")
-    return candidate if tf.io.gfile.exists(candidate) else None
+    return candidate if fileio.exists(candidate) else None
 
 
 def infer_lower_case(vocab_file: str) -> bool:
     """True when a vocab looks uncased: almost no non-special entry has an upper-case letter."""
-    with tf.io.gfile.GFile(vocab_file) as f:
+    with fileio.open_file(vocab_file) as f:
         tokens = [line.rstrip("\n") for line in f]
     words = [t for t in tokens if not (t.startswith("[") and t.endswith("]"))]
     upper = sum(1 for t in words if any(c.isupper() for c in t))

@@ -10,7 +10,8 @@ import tempfile
 import tensorflow as tf
 
 from keras_bert.export import ops, signatures
-from keras_bert.io_utils import atomic_output_dir, check_writable_location, is_local, join
+from keras_bert import fileio
+from keras_bert.fileio import atomic_output_dir, check_writable_location, is_remote, join
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization import vocab as vocab_lib
 from keras_bert.tokenization.preprocessor import BertPreprocessor
@@ -78,9 +79,9 @@ def _unique(variables) -> list:
 
 def next_version(model_dir: str) -> int:
     """One more than the highest numeric version under ``model_dir`` (1 when there is none)."""
-    if not tf.io.gfile.isdir(model_dir):
+    if not fileio.isdir(model_dir):
         return 1
-    versions = [int(e.rstrip("/")) for e in tf.io.gfile.listdir(model_dir)
+    versions = [int(e.rstrip("/")) for e in fileio.listdir(model_dir)
                 if e.rstrip("/").isdigit()]
     return max(versions, default=0) + 1
 
@@ -101,7 +102,7 @@ def check_export_target(export_base: str, model_name: str, version: int | None =
     if int(version) < 1:
         raise ValueError(f"version must be a positive integer, got {version}")
     version_dir = join(model_dir, str(int(version)))
-    if tf.io.gfile.exists(version_dir):
+    if fileio.exists(version_dir):
         raise FileExistsError(f"{version_dir!r} exists; TF Serving versions are immutable, so "
                               "export as a new version (leave version unset for the next one)")
 
@@ -193,7 +194,7 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
         vocab_lib.save_vocab(list(preprocessor.vocabulary), vocab_path)
         functions = signatures.build_signatures(model, preprocessor, text_pair, dynamic_padding)
         module = ExportModule(model, functions, vocab_path, preprocessor.lower_case)
-        if is_local(version_dir):
+        if not is_remote(version_dir):
             with atomic_output_dir(version_dir) as out:
                 _save(module, functions, out)
         else:
@@ -224,6 +225,6 @@ def _upload_saved_model_last(local_dir: str, dst: str) -> None:
     files.sort(key=lambda rel: rel == "saved_model.pb")
     for rel in files:
         target = join(dst, *rel.split(os.sep))
-        tf.io.gfile.makedirs(os.path.dirname(target) if is_local(target)
-                             else target.rsplit("/", 1)[0])
-        tf.io.gfile.copy(os.path.join(local_dir, rel), target, overwrite=False)
+        fileio.makedirs(os.path.dirname(target) if not is_remote(target)
+                        else target.rsplit("/", 1)[0])
+        fileio.copy(os.path.join(local_dir, rel), target, overwrite=False)

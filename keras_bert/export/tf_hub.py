@@ -14,7 +14,8 @@ import tensorflow as tf
 
 from keras_bert.export import ops, signatures
 from keras_bert.export.saved_model import ExportModule
-from keras_bert.io_utils import atomic_output_dir, join
+from keras_bert import fileio
+from keras_bert.fileio import atomic_output_dir, join
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization import vocab as vocab_lib
 
@@ -77,7 +78,7 @@ def export_tf_hub(encoder: BertEncoder, preprocessor, export_dir: str) -> tuple[
     """
     if not isinstance(encoder, BertEncoder):
         raise TypeError(f"export_tf_hub exports a BertEncoder, got {type(encoder).__name__}")
-    if tf.io.gfile.exists(export_dir):
+    if fileio.exists(export_dir):
         raise FileExistsError(f"{export_dir!r} exists; export the TF Hub pair to a new directory")
     encoder_dir, preprocess_dir = join(export_dir, ENCODER_DIR), join(export_dir, PREPROCESS_DIR)
     with tempfile.TemporaryDirectory(prefix="keras_bert_hub-") as scratch:

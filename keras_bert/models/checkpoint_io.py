@@ -15,7 +15,6 @@ import tempfile
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_bert.checkpoints import google, huggingface
 from keras_bert.checkpoints.loader import (FORMATS, KERAS_MODEL_NAME, assign_weights,
@@ -23,7 +22,8 @@ from keras_bert.checkpoints.loader import (FORMATS, KERAS_MODEL_NAME, assign_wei
                                            read_checkpoint)
 from keras_bert.checkpoints.names import encoder_weight_names, pretraining_head_weight_names
 from keras_bert.config import BertConfig
-from keras_bert.io_utils import atomic_output_dir, join, local_copy
+from keras_bert import fileio
+from keras_bert.fileio import atomic_output_dir, join, local_copy
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.models.pretrainer import BertPretrainer
 
@@ -40,8 +40,9 @@ def _load_keras(path: str, **kwargs):
     return model
 
 
-def load_encoder(path: str, fmt: str | None = None, **kwargs) -> BertEncoder:
+def load_encoder(path: fileio.PathLike, fmt: str | None = None, **kwargs) -> BertEncoder:
     """A BertEncoder with the weights at ``path`` (any format; heads are ignored)."""
+    path = os.fspath(path)
     fmt = fmt or detect_format(path)
     if fmt == "keras":
         model = _load_keras(path, **kwargs)
@@ -56,8 +57,9 @@ def load_encoder(path: str, fmt: str | None = None, **kwargs) -> BertEncoder:
     return encoder
 
 
-def load_pretrainer(path: str, fmt: str | None = None, **kwargs) -> BertPretrainer:
+def load_pretrainer(path: fileio.PathLike, fmt: str | None = None, **kwargs) -> BertPretrainer:
     """A BertPretrainer with encoder and (when present) MLM/NSP head weights from ``path``."""
+    path = os.fspath(path)
     fmt = fmt or detect_format(path)
     if fmt == "keras":
         model = _load_keras(path, **kwargs)
@@ -74,8 +76,9 @@ def load_pretrainer(path: str, fmt: str | None = None, **kwargs) -> BertPretrain
     return pretrainer
 
 
-def load_model(path: str, fmt: str | None = None, **kwargs):
+def load_model(path: fileio.PathLike, fmt: str | None = None, **kwargs):
     """The model a checkpoint holds: a BertPretrainer when it has heads, else a BertEncoder."""
+    path = os.fspath(path)
     fmt = fmt or detect_format(path)
     if fmt == "keras":
         return _load_keras(path, **kwargs)
@@ -114,7 +117,7 @@ def save_checkpoint(model, dst: str, fmt: str, vocab_file: str | None = None,
                     do_lower_case: bool | None = None, overwrite: bool = False) -> None:
     """Saves a BertEncoder or BertPretrainer to ``dst`` in ``fmt`` ('google', 'hf', 'keras').
 
-    The directory appears only when everything was written (see io_utils.atomic_output_dir).
+    The directory appears only when everything was written (see fileio.atomic_output_dir).
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown checkpoint format {fmt!r}; expected one of {', '.join(FORMATS)}")
@@ -136,7 +139,7 @@ def save_checkpoint(model, dst: str, fmt: str, vocab_file: str | None = None,
             model.save(os.path.join(scratch, KERAS_MODEL_NAME))
             config.to_json_file(os.path.join(scratch, google.CONFIG_NAME))
             if vocab_file:
-                tf.io.gfile.copy(vocab_file, os.path.join(scratch, "vocab.txt"))
+                fileio.copy(vocab_file, os.path.join(scratch, "vocab.txt"))
     logger.info("saved %s as %s checkpoint %s", type(model).__name__, fmt, dst)
 
 
@@ -161,7 +164,7 @@ def save_preset(model, directory: str, vocab_file: str | None = None,
         encoder.bert_config.to_json_file(os.path.join(scratch, google.CONFIG_NAME))
         vocab_path = os.path.join(scratch, vocab_lib.VOCAB_FILENAME)
         if vocab_file:
-            tf.io.gfile.copy(vocab_file, vocab_path)
+            fileio.copy(vocab_file, vocab_path)
             lower_case = infer_lower_case(vocab_file)
         elif preprocessor is not None:
             vocab_lib.save_vocab(list(preprocessor.vocabulary), vocab_path)

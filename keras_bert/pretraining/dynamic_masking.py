@@ -14,6 +14,8 @@ from collections.abc import Sequence
 import keras
 import tensorflow as tf
 
+from keras_bert import fileio
+
 _INT32_MAX = 2**31 - 1
 
 
@@ -143,7 +145,7 @@ class DynamicMasker(keras.layers.Layer):
         super().__init__(**kwargs)
         tokens = vocabulary
         if isinstance(vocabulary, str):
-            with tf.io.gfile.GFile(vocabulary) as f:
+            with fileio.open_file(vocabulary) as f:
                 tokens = [line.rstrip("\n").strip() for line in f]
         tokens = list(tokens)
         if mask_token not in tokens:

@@ -24,7 +24,6 @@ import dataclasses
 import json
 import logging
 import time
-import uuid
 
 import keras
 import tensorflow as tf
@@ -32,7 +31,8 @@ import tqdm
 from tensorflow.core.framework import summary_pb2
 
 from keras_bert.pretraining.dynamic_masking import DynamicMasker
-from keras_bert.io_utils import join
+from keras_bert import fileio
+from keras_bert.fileio import join
 from keras_bert.config import BertConfig
 from keras_bert.models import BertEncoder, BertPretrainer
 from keras_bert.training.distribute import get_strategy, num_local_replicas, worker_role
@@ -72,9 +72,9 @@ def _checkpoint_step(path: str) -> int:
 
 def _check_same_model(config: PretrainingConfig, saved_path: str) -> None:
     """Raises ValueError when resuming a run whose saved architecture differs from ``config``'s."""
-    if config.bert_config is None or not tf.io.gfile.exists(saved_path):
+    if config.bert_config is None or not fileio.exists(saved_path):
         return
-    with tf.io.gfile.GFile(saved_path) as f:
+    with fileio.open_file(saved_path) as f:
         saved = json.load(f).get("bert_config") or {}
     wanted = config.bert_config.to_dict()
     changed = [f"{k}: {saved[k]!r} -> {wanted[k]!r}" for k in wanted
@@ -86,10 +86,8 @@ def _check_same_model(config: PretrainingConfig, saved_path: str) -> None:
 
 
 def _write_text_atomically(path: str, text: str) -> None:
-    temp = f"{path}.tmp-{uuid.uuid4().hex}"
-    with tf.io.gfile.GFile(temp, "w") as f:
+    with fileio.atomic_write(path) as f:
         f.write(text)
-    tf.io.gfile.rename(temp, path, overwrite=True)
 
 
 EVAL_RESULTS_NAME = "eval_results.txt"
@@ -103,7 +101,7 @@ def pretraining_run_checkpoint(path: str) -> str | None:
     """The latest training checkpoint when ``path`` is an earlier pretraining run (its
     output_dir, or that run's checkpoints/), else None."""
     for directory in (join(path, "checkpoints"), path):
-        if tf.io.gfile.isdir(directory) and tf.io.gfile.exists(
+        if fileio.isdir(directory) and fileio.exists(
                 join(directory, "checkpoint")):
             return tf.train.latest_checkpoint(directory)
     return None
@@ -113,8 +111,8 @@ def _run_bert_config(run_dir: str) -> BertConfig | None:
     """The architecture an earlier pretraining run saved in its pretraining_config.json."""
     for path in (join(run_dir, "pretraining_config.json"),
                  join(run_dir, "..", "pretraining_config.json")):
-        if tf.io.gfile.exists(path):
-            with tf.io.gfile.GFile(path) as f:
+        if fileio.exists(path):
+            with fileio.open_file(path) as f:
                 saved = json.load(f).get("bert_config")
             if saved:
                 return BertConfig.from_dict(saved)
@@ -187,7 +185,7 @@ def run_pretraining(config: PretrainingConfig,
     checkpoint_dir = join(config.output_dir, "checkpoints")
     if not is_chief:
         checkpoint_dir = join(checkpoint_dir, f"worker_{worker_index}")
-    tf.io.gfile.makedirs(checkpoint_dir)
+    fileio.makedirs(checkpoint_dir)
     latest = tf.train.latest_checkpoint(checkpoint_dir)
     config_path = join(config.output_dir, "pretraining_config.json")
     if latest:

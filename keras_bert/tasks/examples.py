@@ -7,8 +7,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Union
 
-import tensorflow as tf
-
+from keras_bert import fileio
 from keras_bert.errors import DataError  # noqa: F401  (the readers' error, raised here too)
 
 Label = Union[str, float, int, None]
@@ -74,9 +73,9 @@ def read_text_lines(path: str) -> list[str]:
         FileNotFoundError: no such file.
         DataError: the file is not UTF-8 (with the line).
     """
-    if not tf.io.gfile.exists(path):
+    if not fileio.exists(path):
         raise FileNotFoundError(f"input file {path!r} does not exist")
-    with tf.io.gfile.GFile(path, "rb") as f:
+    with fileio.open_file(path, "rb") as f:
         data = f.read()
     try:
         text = data.decode("utf-8-sig")

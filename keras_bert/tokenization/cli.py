@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-import tensorflow as tf
-
+from keras_bert import fileio
 from keras_bert.cli_flags import add_lower_case_flag
 from keras_bert.tokenization import vocab as vocab_lib
 from keras_bert.tokenization.vocab_learning import learn_vocab
@@ -35,7 +34,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if tf.io.gfile.exists(args.output) and not args.overwrite:
+    if fileio.exists(args.output) and not args.overwrite:
         raise FileExistsError(f"{args.output} exists; pass --overwrite to replace it")
     tokens = learn_vocab(args.input, args.vocab_size, lower_case=args.do_lower_case,
                          num_unused=args.num_unused, progress=not args.no_progress)

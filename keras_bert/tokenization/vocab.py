@@ -110,10 +110,8 @@ def save_vocab(tokens: list[str], path: str) -> None:
         path: the output file, local or ``gs://``.
     """
     validate_vocab(tokens, source=path)
-    partial = path + ".partial"
-    with fileio.open_file(partial, "w") as f:
+    with fileio.atomic_write(path) as f:
         f.write("".join(token + "\n" for token in tokens))
-    fileio.rename(partial, path, overwrite=True)
 
 
 def resolve_pretrained(path: str) -> tuple[str, bool]:

@@ -15,6 +15,7 @@ import tensorflow as tf
 import tqdm
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
+from keras_bert import fileio
 from keras_bert.tokenization import vocab as vocab_lib
 from keras_bert.tokenization.graph_normalizer import GraphNormalizer
 from keras_bert.tokenization.wordpiece import SUFFIX_INDICATOR
@@ -38,7 +39,7 @@ def reserved_tokens(num_unused: int = 0) -> list[str]:
 def expand_inputs(patterns: list[str] | str) -> list[str]:
     """Expands file patterns (local or ``gs://``) into a sorted list of files."""
     patterns = [patterns] if isinstance(patterns, str) else list(patterns)
-    files = sorted({path for pattern in patterns for path in tf.io.gfile.glob(pattern)})
+    files = sorted({path for pattern in patterns for path in fileio.glob(pattern)})
     if not files:
         raise FileNotFoundError(f"no input files match {patterns}")
     return files

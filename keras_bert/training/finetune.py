@@ -26,7 +26,8 @@ from collections.abc import Sequence
 import keras
 import tensorflow as tf
 
-from keras_bert.io_utils import atomic_output_dir, join
+from keras_bert import fileio
+from keras_bert.fileio import atomic_output_dir, atomic_write, join
 from keras_bert.tasks import get_task
 from keras_bert.tasks.base import TaskOptions
 from keras_bert.training.finetune_loop import distribute_global_batches, fit_distributed
@@ -90,10 +91,8 @@ class FinetuneConfig:
 
 def write_json(path: str, value) -> None:
     """Writes JSON to a temporary name and renames it, so the file never appears half-written."""
-    temp = f"{path}.tmp"
-    with tf.io.gfile.GFile(temp, "w") as f:
+    with atomic_write(path) as f:
         f.write(json.dumps(value, indent=2) + "\n")
-    tf.io.gfile.rename(temp, path, overwrite=True)
 
 
 def save_task_model(model, directory: str, vocab_file: str | None) -> None:
@@ -102,7 +101,7 @@ def save_task_model(model, directory: str, vocab_file: str | None) -> None:
         model.save(os.path.join(scratch, "model.keras"))
         model.encoder.bert_config.to_json_file(os.path.join(scratch, "bert_config.json"))
         if vocab_file:
-            tf.io.gfile.copy(vocab_file, os.path.join(scratch, "vocab.txt"), overwrite=True)
+            fileio.copy(vocab_file, os.path.join(scratch, "vocab.txt"), overwrite=True)
 
 
 class DevEvaluation(keras.callbacks.Callback):
@@ -170,7 +169,7 @@ def run_finetune(config: FinetuneConfig) -> dict:
 
     task = get_task(config.task)
     results_path = join(config.output_dir, RESULTS_NAME)
-    if tf.io.gfile.exists(results_path) and not config.overwrite:
+    if fileio.exists(results_path) and not config.overwrite:
         raise FileExistsError(f"{results_path} exists; pass --overwrite to replace that run")
     strategy = get_strategy(config.strategy, config.tpu)
     multi_worker = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
@@ -209,7 +208,7 @@ def run_finetune(config: FinetuneConfig) -> dict:
     evaluation = DevEvaluation(config, dev, find_vocab(config.init_checkpoint),
                                write_outputs=is_chief)
     if is_chief:
-        tf.io.gfile.makedirs(config.output_dir)
+        fileio.makedirs(config.output_dir)
     if multi_worker:
         _fit_multi_worker(model, strategy, train_data, config, evaluation, steps_per_epoch,
                           progress=is_chief and config.verbose in (1, "auto"))

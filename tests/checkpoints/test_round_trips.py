@@ -195,3 +195,19 @@ def test_remote_filesystem_paths_work(tiny_config, fmt):
                                   model.masked_lm.output_bias.numpy())
     np.testing.assert_array_equal(reloaded.encoder.pooler.kernel.numpy(),
                                   model.encoder.pooler.kernel.numpy())
+
+
+@pytest.mark.parametrize("fmt", ["google", "hf", "keras"])
+def test_pathlib_paths_work(tiny_config, tmp_path, fmt):
+    """Every path goes through keras_bert.fileio, so a pathlib.Path works as a str does."""
+    model = _tiny_pretrainer(tiny_config, seed=5)
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("".join(f"[unused{i}]\n" for i in range(tiny_config.vocab_size)))
+    save_checkpoint(model, tmp_path / fmt, fmt, vocab_file=vocab)
+    assert detect_format(tmp_path / fmt) == fmt
+    assert (tmp_path / fmt / "vocab.txt").read_text() == vocab.read_text()
+    reloaded = load_pretrainer(tmp_path / fmt)
+    np.testing.assert_array_equal(reloaded.masked_lm.output_bias.numpy(),
+                                  model.masked_lm.output_bias.numpy())
+    encoder = BertEncoder.from_pretrained(tmp_path / fmt)
+    assert encoder.bert_config == tiny_config

@@ -77,6 +77,6 @@ def test_cli_writes_a_cased_vocab(corpus, tmp_path, capsys):
     vocab = load_vocab(str(output))
     assert len(vocab) == 400 and vocab["[PAD]"] == 0 and vocab["[UNK]"] == 1
     assert "The" in vocab
-    assert not (tmp_path / "vocab.txt.partial").exists()
+    assert [p.name for p in tmp_path.glob("vocab.txt*")] == ["vocab.txt"]  # no temporary left
     assert cli.main(argv) == 2  # Refuses to overwrite without --overwrite.
     assert "exists; pass --overwrite" in capsys.readouterr().err

@@ -11,9 +11,9 @@ import re
 from collections.abc import Sequence
 
 import numpy as np
-import tensorflow as tf
 from tqdm.auto import tqdm
 
+from keras_bert.fileio import atomic_write
 from keras_bert.tasks.examples import DataError, read_text_lines
 
 logger = logging.getLogger(__name__)
@@ -85,28 +85,22 @@ def extract_features(init_checkpoint: str, input_file: str, output_file: str,
     tokenizer = BertTokenizer.from_pretrained(init_checkpoint, lower_case=lower_case)
     embedder = BertEmbedder(load_encoder(init_checkpoint), feature_layers=list(layers))
     hidden = embedder.encoder.bert_config.hidden_size
-    temp = f"{output_file}.tmp"
-    try:
-        with tf.io.gfile.GFile(temp, "w") as writer, tqdm(
-                total=len(examples), disable=not progress, unit="example") as bar:
-            for start in range(0, len(examples), batch_size):
-                chunk = examples[start:start + batch_size]
-                rows = [tokenizer.encode(a, b, seq_length=max_seq_length) for a, b in chunk]
-                packed = {name: np.asarray([r[name] for r in rows], dtype=np.int32)
-                          for name in rows[0]}
-                values = embedder.predict(packed, verbose=0)["token_features"]
-                for row, index in enumerate(range(start, start + len(chunk))):
-                    length = int(packed["input_mask"][row].sum())
-                    tokens = tokenizer.convert_ids_to_tokens(
-                        packed["input_word_ids"][row, :length])
-                    per_layer = values[row, :length].reshape(length, len(layers), hidden)
-                    writer.write(json.dumps(feature_record(index, tokens, per_layer, layers))
-                                 + "\n")
-                bar.update(len(chunk))
-        tf.io.gfile.rename(temp, output_file, overwrite=True)
-    finally:
-        if tf.io.gfile.exists(temp):
-            tf.io.gfile.remove(temp)
+    with atomic_write(output_file) as writer, tqdm(
+            total=len(examples), disable=not progress, unit="example") as bar:
+        for start in range(0, len(examples), batch_size):
+            chunk = examples[start:start + batch_size]
+            rows = [tokenizer.encode(a, b, seq_length=max_seq_length) for a, b in chunk]
+            packed = {name: np.asarray([r[name] for r in rows], dtype=np.int32)
+                      for name in rows[0]}
+            values = embedder.predict(packed, verbose=0)["token_features"]
+            for row, index in enumerate(range(start, start + len(chunk))):
+                length = int(packed["input_mask"][row].sum())
+                tokens = tokenizer.convert_ids_to_tokens(
+                    packed["input_word_ids"][row, :length])
+                per_layer = values[row, :length].reshape(length, len(layers), hidden)
+                writer.write(json.dumps(feature_record(index, tokens, per_layer, layers))
+                             + "\n")
+            bar.update(len(chunk))
     logger.info("wrote features of %d examples to %s", len(examples), output_file)
     return len(examples)
 

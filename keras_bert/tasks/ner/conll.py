@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import re
 
-import tensorflow as tf
-
+from keras_bert.fileio import atomic_write
 from keras_bert.tasks.examples import DataError, TaggedSentence, read_text_lines
 
 # O, or a chunk prefix (IOB1, IOB2/BIO, IOBES) and an entity type: B-PER, I-LOC, E-ORG, S-MISC.
@@ -85,7 +84,5 @@ def write_conll(path: str, sentences: list[TaggedSentence], predicted: list[list
     for sentence, tags in zip(sentences, predicted):
         gold = sentence.tags or ["O"] * len(sentence.words)
         lines += [f"{w} {g} {p}" for w, g, p in zip(sentence.words, gold, tags)] + [""]
-    temp = f"{path}.tmp"
-    with tf.io.gfile.GFile(temp, "w") as f:
+    with atomic_write(path) as f:
         f.write("\n".join(lines) + "\n")
-    tf.io.gfile.rename(temp, path, overwrite=True)

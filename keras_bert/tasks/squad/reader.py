@@ -7,8 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-import tensorflow as tf
-
+from keras_bert import fileio
 from keras_bert.tasks.examples import DataError
 
 
@@ -82,9 +81,9 @@ def read_squad(path: str, with_answers: bool = True) -> list[SquadExample]:
     >>> read_squad(path)[0].answers[0].end
     3
     """
-    if not tf.io.gfile.exists(path):
+    if not fileio.exists(path):
         raise FileNotFoundError(f"SQuAD file {path!r} does not exist")
-    with tf.io.gfile.GFile(path, "rb") as f:
+    with fileio.open_file(path, "rb") as f:
         raw = f.read().decode("utf-8-sig")
     try:
         data = json.loads(raw)
