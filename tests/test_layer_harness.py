@@ -20,7 +20,7 @@ float32 and under ``mixed_float16``). Four checks run over every row:
   subject's with the same weights.
 
 Adding a layer is adding a row. Subjects are imported through the package's stable public names
-only (``keras_bert.layers`` and the top-level ``keras_bert``)."""
+only (``keras_bert.layers``, ``keras_bert.tokenization`` and the top-level ``keras_bert``)."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ import tensorflow as tf
 
 import keras_bert
 from keras_bert import layers as bert_layers
+from keras_bert import tokenization as bert_tokenization
 
 # Tiny sizes: every subject builds and saves in well under a second.
 VOCAB, HIDDEN, HEADS, INTERMEDIATE, LAYERS, MAX_POSITIONS = 60, 32, 2, 64, 2, 32
@@ -101,10 +102,17 @@ def assert_outputs(outputs, expected, mixed: bool = False):
         assert _dtype(out) == spec.dtype_under(mixed), (_dtype(out), spec, mixed)
 
 
+def as_array(x) -> np.ndarray:
+    """A NumPy array of an output; a ragged one padded with -1 (which no id equals)."""
+    if isinstance(x, tf.RaggedTensor):
+        x = x.to_tensor(default_value=-1)
+    return np.asarray(x)
+
+
 def assert_same_outputs(actual, desired, atol=1e-5, rtol=0.0):
     keras.tree.assert_same_structure(actual, desired)
     for a, d in zip(keras.tree.flatten(actual), keras.tree.flatten(desired)):
-        a, d = np.asarray(a), np.asarray(d)
+        a, d = as_array(a), as_array(d)
         assert a.shape == d.shape and a.dtype == d.dtype, (a.shape, a.dtype, d.shape, d.dtype)
         if a.dtype.kind in "fc":
             np.testing.assert_allclose(a.astype(np.float32), d.astype(np.float32),
@@ -307,7 +315,7 @@ def run_precision_test(factory, args, expected, copy_state=copy_weights,
     copy_state(reference_subject, subject)
     outputs = call_subject(subject, args)
     for mixed, full in zip(keras.tree.flatten(outputs), keras.tree.flatten(reference)):
-        mixed, full = np.asarray(mixed), np.asarray(full)
+        mixed, full = as_array(mixed), as_array(full)
         if full.dtype.kind == "f":
             scale = max(float(np.abs(full).max()), 1.0)
             np.testing.assert_allclose(mixed.astype(np.float32), full, atol=atol * scale)
@@ -361,6 +369,14 @@ def text_pairs():
             np.array(["on the mat . the dog ran", ""], dtype=object))
 
 
+def token_ids(length=5, seed=4):
+    """Dense token ids [batch, length]. A dense input has no padding: the last row's trailing
+    zeros are packed as tokens."""
+    ids = _rng(seed).integers(5, len(VOCABULARY), size=(BATCH, length)).astype(np.int32)
+    ids[-1, length - 2:] = 0
+    return ids
+
+
 def tabular_inputs():
     return {"age": np.array([31.0, np.nan], np.float32),
             "country": np.array(["fr", "zz"], dtype=object)}
@@ -380,8 +396,8 @@ def seeded_table(**kwargs):
 
 
 def copy_vocabulary(source, target):
-    """A preprocessor's state is its vocabulary, which its config names but does not hold
-    (a .keras asset)."""
+    """A preprocessor's or tokenizer's state is its vocabulary, which its config names but does
+    not hold (a .keras asset)."""
     assert not target.weights
     target.set_vocabulary(list(source.vocabulary))
 
@@ -389,7 +405,9 @@ def copy_vocabulary(source, target):
 def same_vocabulary(original, reloaded):
     original = getattr(original, "preprocessor", original)
     reloaded = getattr(reloaded, "preprocessor", reloaded)
-    assert type(reloaded) is keras_bert.BertPreprocessor
+    assert type(reloaded) is type(original)
+    assert isinstance(reloaded, (keras_bert.BertPreprocessor,
+                                 bert_tokenization.BertTokenizerLayer))
     assert reloaded.vocabulary == original.vocabulary == VOCABULARY
     text = tf.constant(texts().tolist())
     assert_same_outputs(reloaded(text), original(text))
@@ -522,6 +540,22 @@ LAYER_SUBJECTS = [
             dict(PREPROCESSOR_KWARGS, lower_case=False, keep_special_tokens=True),
             lambda: (text_pairs(),), PACKED, copy_state=copy_vocabulary,
             check_reloaded=same_vocabulary, not_in_config=("vocabulary",)),
+    Subject("BertTokenizerLayer", bert_tokenization.BertTokenizerLayer,
+            dict(vocabulary=VOCABULARY, lower_case=True, name="tokenizer"), lambda: (texts(),),
+            _int(BATCH, None), copy_state=copy_vocabulary, check_reloaded=same_vocabulary,
+            not_in_config=("vocabulary",)),
+    Subject("BertTokenizerLayer-cased-keep_special_tokens", bert_tokenization.BertTokenizerLayer,
+            dict(vocabulary=VOCABULARY, lower_case=False, keep_special_tokens=True,
+                 name="tokenizer"),
+            lambda: (np.array(["The [MASK] sat!", "[CLS] dogs"], dtype=object),),
+            _int(BATCH, None), copy_state=copy_vocabulary, check_reloaded=same_vocabulary,
+            not_in_config=("vocabulary",)),
+    Subject("BertPackerLayer", bert_tokenization.BertPackerLayer,
+            dict(seq_length=SEQ, cls_id=2, sep_id=3, pad_id=0, name="packer"),
+            lambda: (token_ids(),), PACKED),
+    Subject("BertPackerLayer-pairs", bert_tokenization.BertPackerLayer,
+            dict(seq_length=SEQ, cls_id=2, sep_id=3, pad_id=0, name="packer"),
+            lambda: ((token_ids(), token_ids(3, seed=5)),), PACKED),
 ]
 
 MODEL_SUBJECTS = [

@@ -1,8 +1,11 @@
 """The in-graph BertPreprocessor: the same ids as the Python tokenizer on the hard cases and the
-real vocabulary, Google's pair truncation, tf.data, Keras saving, SavedModel and XLA marking."""
+real vocabulary, Google's pair truncation, tf.data, Keras saving (in memory, in files, in files
+saved before it was split into a tokenizer and a packer layer), SavedModel and XLA marking."""
 
 import gc
 import itertools
+import pathlib
+import zipfile
 
 import keras
 import numpy as np
@@ -11,10 +14,12 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_bert import BertPreprocessor as TopLevelPreprocessor
-from keras_bert.tokenization import BertPreprocessor, BertTokenizer
+from keras_bert.tokenization import (BertPackerLayer, BertPreprocessor, BertTokenizer,
+                                     BertTokenizerLayer, tokenizer_layer)
 from keras_bert.tokenization.packing import pack_ids
 from tests.tokenization.hard_cases import HARD_CASES, VOCABULARY
 
+FIXTURE_BEFORE_SPLIT = pathlib.Path(__file__).parent / "preprocessors_saved_before_split.keras"
 TEXTS = ["Hello world!", "Héllo wörld — ΟΔΟΣ 中文 \x00ß", "", "a" * 300,
          "Tokenization isn't unaffable.", "  \t  ", "naïve café résumé"]
 
@@ -129,6 +134,13 @@ def test_works_in_tf_data(minilm_preprocessor, minilm_tokenizer):
     assert next(iter(ragged)).to_list()[0] == [7592, 2088, 999]
 
 
+@pytest.fixture
+def another_process(monkeypatch):
+    """This process as another one sees it: no config made here has named a vocabulary, so
+    only a .keras file's assets (or set_vocabulary) can bring one."""
+    monkeypatch.setattr(tokenizer_layer, "_NAMED_VOCABULARIES", {})
+
+
 def test_keras_model_saves_and_reloads(tmp_path, hard_preprocessors):
     preprocessor = hard_preprocessors[True]
     config = preprocessor.get_config()
@@ -138,19 +150,6 @@ def test_keras_model_saves_and_reloads(tmp_path, hard_preprocessors):
     # In memory (clone_model, from_config(get_config())) the copy is complete.
     clone = BertPreprocessor.from_config(config)
     assert clone.get_config() == config and clone.vocabulary == VOCABULARY
-    # A config whose preprocessor is gone (another process) waits for its vocabulary.
-    other = BertPreprocessor(vocabulary=VOCABULARY + ["zebra"], seq_length=16)
-    other_config = other.get_config()
-    del other
-    gc.collect()
-    pending = BertPreprocessor.from_config(other_config)
-    assert pending.get_config() == other_config
-    with pytest.raises(ValueError, match=r"names its vocabulary \(67 tokens\) but does not "
-                                         r"hold it: load the whole model"):
-        pending(tf.constant(["hello"]))
-    pending.set_vocabulary(VOCABULARY + ["zebra"])
-    np.testing.assert_array_equal(pending(tf.constant(["Hello worlds!"]))["input_word_ids"],
-                                  preprocessor(tf.constant(["Hello worlds!"]))["input_word_ids"])
     # A config from before the vocabulary became an asset holds the tokens, and is complete.
     old = BertPreprocessor.from_config({**config, "vocabulary": VOCABULARY})
     assert old.vocabulary == VOCABULARY
@@ -166,6 +165,112 @@ def test_keras_model_saves_and_reloads(tmp_path, hard_preprocessors):
     model.save(path)
     reloaded = keras.saving.load_model(path)
     np.testing.assert_array_equal(reloaded(texts)["input_word_ids"], expected)
+
+
+def test_in_memory_copies_do_not_depend_on_what_is_alive():
+    """from_config finds a vocabulary that a config made in this process named, whether or not
+    the preprocessor it came from is still alive."""
+    config = BertPreprocessor(vocabulary=VOCABULARY + ["zebra"], seq_length=16).get_config()
+    gc.collect()
+    clone = BertPreprocessor.from_config(config)
+    assert clone.vocabulary == VOCABULARY + ["zebra"] and clone.get_config() == config
+    assert keras.models.clone_model(keras.Sequential([clone])).layers[0].vocabulary == \
+        VOCABULARY + ["zebra"]
+
+
+def test_a_config_from_another_process_waits_for_its_vocabulary(hard_preprocessors,
+                                                                 another_process):
+    other_config = BertPreprocessor(vocabulary=VOCABULARY + ["zebra"],
+                                    seq_length=16).get_config()
+    tokenizer_layer._NAMED_VOCABULARIES.clear()  # the config travelled; the tokens did not
+    pending = BertPreprocessor.from_config(other_config)
+    assert pending.get_config() == other_config
+    with pytest.raises(ValueError, match=r"names its vocabulary \(67 tokens\) but does not "
+                                         r"hold it: load the whole model"):
+        pending(tf.constant(["hello"]))
+    with pytest.raises(ValueError, match="names its vocabulary"):
+        pending.with_seq_length(8)
+    pending.set_vocabulary(VOCABULARY + ["zebra"])
+    np.testing.assert_array_equal(
+        pending(tf.constant(["Hello worlds!"]))["input_word_ids"],
+        hard_preprocessors[True](tf.constant(["Hello worlds!"]))["input_word_ids"])
+
+
+def test_keras_file_loads_in_another_process(tmp_path, another_process):
+    """The .keras file carries the vocabulary as the tokenizer's asset; loading reads it, and
+    the packer takes its [CLS], [SEP] and [PAD] ids (here not the usual ones)."""
+    vocabulary = ["[UNK]", "hello", "[SEP]", "world", "[PAD]", "[CLS]", "!"]
+    preprocessor = BertPreprocessor(vocabulary=vocabulary, seq_length=8, name="shuffled")
+    inputs = keras.Input(shape=(), dtype="string")
+    model = keras.Model(inputs, preprocessor(inputs))
+    path = str(tmp_path / "shuffled.keras")
+    model.save(path)
+    assert "assets/layers/bert_preprocessor/tokenizer/vocab.txt" in \
+        zipfile.ZipFile(path).namelist()
+    tokenizer_layer._NAMED_VOCABULARIES.clear()
+    reloaded = keras.saving.load_model(path)
+    assert reloaded.get_layer("shuffled").vocabulary == vocabulary
+    assert reloaded(tf.constant(["Hello world!"]))["input_word_ids"].numpy().tolist() == [
+        [5, 1, 3, 6, 2, 4, 4, 4]]
+
+
+def test_keras_files_saved_before_the_split_still_load(another_process):
+    """preprocessors_saved_before_split.keras was saved by BertPreprocessor before it was split
+    into a tokenizer and a packer layer (commit 33d3138): its vocabulary is assets/.../vocab.txt
+    beside the preprocessor's config. A model of two preprocessors on the hard-case
+    vocabulary: "single" (uncased, one text) and "pairs" (cased, keep_special_tokens)."""
+    model = keras.saving.load_model(str(FIXTURE_BEFORE_SPLIT))
+    texts_a = tf.constant(["Hello worlds!", "ΟΔΟΣ ß [MASK]"])
+    texts_b = tf.constant(["[SEP] the", ""])
+    out = model([texts_a, texts_b])
+    single = BertPreprocessor(vocabulary=VOCABULARY, seq_length=16)
+    pairs = BertPreprocessor(vocabulary=VOCABULARY, lower_case=False, seq_length=16,
+                             keep_special_tokens=True)
+    for name, fresh, args in (("single", single, texts_a), ("pairs", pairs, (texts_a, texts_b))):
+        assert model.get_layer(name).vocabulary == VOCABULARY
+        for key, value in fresh(args).items():
+            np.testing.assert_array_equal(out[name][key], value)
+    # What the commit before the split gave (printed when the file was made).
+    assert out["pairs"]["input_word_ids"].numpy()[0].tolist()[:9] == [2, 1, 7, 64, 35, 3, 3,
+                                                                       1, 3]
+
+
+def test_a_vocabulary_that_does_not_match_its_config_is_refused(tmp_path, another_process):
+    config = BertPreprocessor(vocabulary=VOCABULARY, seq_length=16).get_config()
+    tokenizer_layer._NAMED_VOCABULARIES.clear()
+    pending = BertPreprocessor.from_config(config)
+    (tmp_path / "tokenizer").mkdir()
+    (tmp_path / "tokenizer" / "vocab.txt").write_text("".join(
+        t + "\n" for t in VOCABULARY + ["zebra"]), encoding="utf-8")
+    with pytest.raises(ValueError, match="does not match the one the model was saved with"):
+        pending.load_assets(str(tmp_path))
+    with pytest.raises(ValueError, match="names its vocabulary"):  # still waiting for it
+        pending(tf.constant(["hello"]))
+
+
+def test_composed_of_a_tokenizer_and_a_packer(hard_preprocessors):
+    preprocessor = hard_preprocessors[False]
+    assert isinstance(preprocessor.tokenizer, BertTokenizerLayer)
+    assert isinstance(preprocessor.packer, BertPackerLayer)
+    texts = tf.constant(TEXTS)
+    assert preprocessor.tokenizer(texts).to_list() == preprocessor.tokenize(texts).to_list()
+    packed = preprocessor.packer(preprocessor.tokenizer(texts))
+    for name, value in preprocessor(texts).items():
+        np.testing.assert_array_equal(packed[name], value)
+    # set_vocabulary moves the packer to the new vocabulary's special ids.
+    copy = BertPreprocessor(vocabulary=VOCABULARY, seq_length=4)
+    copy.set_vocabulary(["[UNK]", "[SEP]", "[CLS]", "[PAD]", "a"])
+    assert (copy.cls_id, copy.sep_id, copy.pad_id) == (2, 1, 3)
+    assert copy(tf.constant(["a"]))["input_word_ids"].numpy().tolist() == [[2, 4, 1, 3]]
+
+
+def test_vocabulary_fingerprint_moved_with_a_warning():
+    from keras_bert.tokenization.preprocessor import vocabulary_fingerprint
+    with pytest.warns(DeprecationWarning, match="moved to keras_bert.tokenization."
+                                                "tokenizer_layer"):
+        fingerprint = vocabulary_fingerprint(VOCABULARY)
+    assert fingerprint == tokenizer_layer.vocabulary_fingerprint(VOCABULARY) == \
+        BertPreprocessor(vocabulary=VOCABULARY).vocabulary_sha256
 
 
 def test_not_xla_compilable(hard_preprocessors):
