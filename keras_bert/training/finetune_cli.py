@@ -41,7 +41,7 @@ def add_parser(subparsers) -> None:
     data.add_argument("--labels", type=_comma_list,
                       help="comma-separated label names, in output order (default: the task's, "
                            "such as the GLUE layout's or the training file's, sorted)")
-    data.add_argument("--max_seq_length", dest="seq_length", type=int,
+    data.add_argument("--max_seq_length", dest="seq_length", metavar="MAX_SEQ_LENGTH", type=int,
                       help=f"packed length (default: {_seq_length_defaults()})")
     data.add_argument("--bucket_lengths", type=int_list,
                       help="padded lengths for batching by length (default: max_seq_length/4, "
