@@ -3,8 +3,8 @@
 ``make_pretraining_train_loop`` returns a ``tf.function`` that runs N steps per call (fewer host
 round trips; TPUs need this), each ``strategy.run(replica_step)``. A step splits each replica's
 batch into ``gradient_accumulation_steps`` micro-batches, sums their gradients, all-reduces the
-sum once and applies it; the loss of every part is normalised by the *global* batch's totals, so the
-update equals that of one big batch on one device whatever the replica and micro-batch split.
+sum once and applies it; the loss of every part is normalised by the *global* batch's totals, so
+the update equals that of one big batch on one device whatever the replica and micro-batch split.
 """
 
 from __future__ import annotations
