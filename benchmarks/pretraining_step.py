@@ -4,8 +4,8 @@ One step = forward, loss, backward, global-norm clipping and an AdamW update, on
 L-4_H-256_A-4 (vocab 30522) with sequence length 128, batch 32 and 20 masked positions, on
 2 intra-op threads and 1 inter-op thread. Contenders:
 
-  ours-fp32       keras_bert's pretraining loop step (make_train_loop: MLM + NSP, BertAdamW with
-                  weight-decay exclusions, clipping after the all-reduce), float32
+  ours-fp32       keras_bert's pretraining loop step (make_pretraining_train_loop: MLM + NSP,
+                  BertAdamW with weight-decay exclusions, clipping after the all-reduce), float32
   ours-bf16       the same with the mixed_bfloat16 policy
   ours-xla-fp32   (only when named in --contenders) ours-fp32 with jit_compile=True: the
                   forward and backward pass compiled with XLA (`keras-bert pretrain --jit_compile`)
@@ -65,10 +65,14 @@ def _ours(w: dict, batch: dict, dtype: str | None, jit_compile: bool = False):
     from keras_bert import BertEncoder, BertPretrainer
     try:
         from keras_bert.optimization.optimizers import create_optimizer
-        from keras_bert.pretraining.step import make_train_loop
-    except ImportError:  # a --baseline-root checkout from before the package layout of issue 13
-        from keras_bert.training.optimization import create_optimizer
-        from keras_bert.training.pretraining_step import make_train_loop
+        from keras_bert.pretraining.step import make_pretraining_train_loop as make_train_loop
+    except ImportError:  # a --baseline-root checkout from before issue 22 or issue 13's layout
+        try:
+            from keras_bert.optimization.optimizers import create_optimizer
+            from keras_bert.pretraining.step import make_train_loop
+        except ImportError:
+            from keras_bert.training.optimization import create_optimizer
+            from keras_bert.training.pretraining_step import make_train_loop
 
     keras.utils.set_random_seed(0)
     encoder = BertEncoder(vocab_size=w["vocab"], hidden_size=w["hidden"],

@@ -5,10 +5,11 @@ from Python lists, NumPy arrays or tf.data datasets of strings."""
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import warnings
-from typing import Any
+from typing import Any, Self
 
 import keras
 import numpy as np
@@ -32,8 +33,9 @@ class BertTask(keras.Model):
     """Base class of the task models: encoder + head as a functional model, plus a preprocessor.
 
     Subclasses build their functional graph, call ``super().__init__(inputs=..., outputs=...,
-    encoder=..., preprocessor=...)``, and override ``_to_arrays`` (raw examples -> arrays) and,
-    when needed, ``_preprocess`` (a batch of raw tensors -> packed ids, in tf.data).
+    encoder=..., preprocessor=...)``, and override ``to_arrays`` (raw examples -> arrays) and,
+    when needed, ``_preprocess`` (a batch of raw tensors -> packed ids, in tf.data). They set
+    ``head_arguments`` and ``default_seq_length`` for ``from_pretrained``, which they inherit.
 
     ``compile()`` without an optimizer uses BERT's: AdamW (weight decay 0.01, not on LayerNorm
     and biases), lr 3e-5 with 10% linear warmup then linear decay to 0, clipped at global norm
@@ -47,6 +49,10 @@ class BertTask(keras.Model):
     """
 
     token_level_labels = False  # labels with a sequence axis (tagging) in bucketed batches
+    # The constructor arguments that from_pretrained also takes by position, after the path and
+    # before seq_length: the settings of a new head, e.g. ("num_classes",).
+    head_arguments: tuple[str, ...] = ()
+    default_seq_length = 128  # the preprocessor's length when from_pretrained is given none
 
     def __init__(self, *, inputs, outputs, encoder, preprocessor=None, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
@@ -72,9 +78,81 @@ class BertTask(keras.Model):
         from keras_bert.models.checkpoint_io import save_preset
         return save_preset(self, directory, overwrite=overwrite)
 
+    @classmethod
+    def from_pretrained(cls, path: str, *args, **kwargs) -> Self:
+        """A task model with a new head on the encoder at ``path``, or the task model saved there.
+
+        ``path`` is a Google TF1, Hugging Face or keras-bert checkpoint (a directory or a
+        preset): its encoder is loaded and a BertPreprocessor is built from the vocab.txt beside
+        it (without one, a warning, and the model takes packed ids only). The other arguments
+        go to the constructor: by position the class's ``head_arguments`` then ``seq_length``
+        (``BertClassifier.from_pretrained(path, 3, 64)``), by keyword any constructor argument.
+        A head argument left None takes the constructor's default.
+
+        When ``path`` holds a saved model of this class (``save_to_preset``, or a fine-tuning
+        run's ``best_model``), that model is returned as it is; an argument that would change
+        it is a ValueError naming it.
+
+        Args:
+            path: the checkpoint directory or preset.
+            seq_length: the preprocessor's packed length (None: ``default_seq_length``).
+            lower_case: overrides the checkpoint's casing (None: read from the checkpoint).
+            dtype: the encoder's dtype policy when it is built from a checkpoint.
+        """
+        from keras_bert.models.pretrained import load_task_parts
+        positional = (*cls.head_arguments, "seq_length")
+        if len(args) > len(positional):
+            raise TypeError(f"{cls.__name__}.from_pretrained takes the path and at most "
+                            f"{len(positional)} more positional arguments "
+                            f"({', '.join(positional)}); got {len(args) + 1}")
+        for name, value in zip(positional, args):
+            if name in kwargs:
+                raise TypeError(f"{cls.__name__}.from_pretrained got multiple values for "
+                                f"argument {name!r}")
+            kwargs[name] = value
+        asked = {name: kwargs.pop(name, None) for name in (*positional, "lower_case")}
+        dtype = kwargs.pop("dtype", None)
+        asked.update(kwargs)
+        saved, encoder, preprocessor = load_task_parts(
+            cls, path, asked["seq_length"] or cls.default_seq_length, dtype=dtype,
+            lower_case=asked["lower_case"])
+        if saved is not None:
+            saved._keep_saved(path, asked)
+            return saved
+        required = inspect.signature(cls.__init__).parameters
+        for name in cls.head_arguments:
+            if asked[name] is None and required[name].default is inspect.Parameter.empty:
+                raise ValueError(f"{name} is required for a new {cls.__name__} ({path!r} holds "
+                                 f"no saved one)")
+        arguments = {name: value for name, value in asked.items()
+                     if name not in ("seq_length", "lower_case")
+                     and not (name in cls.head_arguments and value is None)}
+        return cls(encoder, preprocessor=preprocessor, **arguments)
+
+    def _keep_saved(self, path: str, asked: dict[str, Any]) -> None:
+        """ValueError naming each of ``from_pretrained``'s arguments (``asked``; None asks for
+        nothing) that this saved model, loaded from ``path``, does not have."""
+        from keras_bert.models.pretrained import keep_saved
+        keep_saved(self, path, **asked)
+
     # ------------------------------------------------------------------------ hooks
-    def _to_arrays(self, x, y=None):
-        """(x, y) as arrays with one row per example; subclasses turn raw examples into these."""
+    def to_arrays(self, x, y=None):
+        """In-memory inputs and labels as arrays with one row per model input: ``(x, y)``.
+
+        ``fit``, ``evaluate``, ``predict`` and ``make_dataset`` call it on in-memory inputs
+        (not on tf.data datasets); the tf.data pipeline then packs ``x`` with the preprocessor.
+        Each task model documents the forms it takes (texts, pairs, read examples...); packed
+        ids pass through unchanged. One example may give several rows (the windows of a long
+        text).
+
+        Args:
+            x: the task's raw inputs, or packed ids (a dict of int32 [rows, seq] arrays).
+            y: labels, one per example, or None (examples that carry labels give theirs).
+
+        Returns:
+            ``(x, y)``: ``x`` as string arrays [rows] (a tuple of them for text pairs) or packed
+            int32 ids [rows, seq]; ``y`` an array [rows, ...] (or a dict of them), or None.
+        """
         return x, y
 
     def _preprocess(self, x):
@@ -118,7 +196,7 @@ class BertTask(keras.Model):
                 return x
             return x.map(lambda *e: (self._preprocess(e[0]), *e[1:]) if len(e) > 1
                          else self._preprocess(e[0]), num_parallel_calls=tf.data.AUTOTUNE)
-        x, y = self._to_arrays(x, y)
+        x, y = self.to_arrays(x, y)
         data = (x,) if y is None else ((x, y) if sample_weight is None else (x, y, sample_weight))
         return make_task_dataset(data, self._preprocess, batch_size or DEFAULT_BATCH_SIZE,
                                  shuffle=shuffle, seed=seed, bucket_lengths=bucket_lengths,
@@ -199,7 +277,7 @@ class BertTask(keras.Model):
                                     bucket_lengths=bucket_lengths)
         if self._auto_optimizer is not None:
             num_examples = None if isinstance(x, tf.data.Dataset) else _num_rows(
-                self._to_arrays(x, None)[0])
+                self.to_arrays(x, None)[0])
             self._make_auto_optimizer(dataset, epochs, kwargs.get("steps_per_epoch"),
                                       num_examples, batch_size, len(bucket_lengths or ()))
         with warnings.catch_warnings():
@@ -240,7 +318,7 @@ class BertTask(keras.Model):
         if is_packed(x):
             return {name: np.asarray(value) for name, value in x.items()}
         # A 1-tuple, so that x given as a tuple of arrays (pairs) reaches _preprocess whole.
-        dataset = tf.data.Dataset.from_tensor_slices((self._to_arrays(x, None)[0],))
+        dataset = tf.data.Dataset.from_tensor_slices((self.to_arrays(x, None)[0],))
         parts = [{k: v.numpy() for k, v in batch.items()}
                  for batch in dataset.batch(PACK_BATCH_SIZE).map(self._preprocess)]
         if not parts:
@@ -296,7 +374,7 @@ def _num_rows(x) -> int | None:
 
 
 def is_text_arrays(x) -> bool:
-    """Whether ``x`` is already the output of ``_to_arrays``: a tuple of string arrays."""
+    """Whether ``x`` is already the output of ``to_arrays``: a tuple of string arrays."""
     return isinstance(x, tuple) and bool(x) and all(isinstance(a, np.ndarray) for a in x)
 
 

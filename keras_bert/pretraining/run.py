@@ -40,7 +40,7 @@ from keras_bert.optimization.optimizers import create_optimizer
 from keras_bert.pretraining.config import MIXED_PRECISION, PretrainingConfig
 from keras_bert.pretraining.input import check_record_lengths, pretraining_dataset
 from keras_bert.pretraining.loss import summarize
-from keras_bert.pretraining.step import make_eval_loop, make_train_loop
+from keras_bert.pretraining.step import make_eval_loop, make_pretraining_train_loop
 
 logger = logging.getLogger(__name__)
 
@@ -252,9 +252,9 @@ def run_pretraining(config: PretrainingConfig,
                              f"num_train_steps={config.num_train_steps} leaves nothing to "
                              "train (it counts both phases' steps)")
 
-    train_loop = make_train_loop(model, optimizer, strategy, config.gradient_accumulation_steps,
-                                 split_worker_batch=config.checkpoint_input_pipeline,
-                                 jit_compile=config.jit_compile)
+    train_loop = make_pretraining_train_loop(
+        model, optimizer, strategy, config.gradient_accumulation_steps,
+        split_worker_batch=config.checkpoint_input_pipeline, jit_compile=config.jit_compile)
     writer = tf.summary.create_file_writer(join(config.output_dir, "summaries")) if is_chief \
         else tf.summary.create_noop_writer()
     eval_writer = tf.summary.create_file_writer(join(config.output_dir, "summaries", "eval")) \

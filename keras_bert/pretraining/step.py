@@ -1,14 +1,15 @@
 """The distributed pretraining step: forward, backward, all-reduce and update on every replica.
 
-``make_train_loop`` returns a ``tf.function`` that runs N steps per call (fewer host round trips;
-TPUs need this), each ``strategy.run(replica_step)``. A step splits each replica's batch into
-``gradient_accumulation_steps`` micro-batches, sums their gradients, all-reduces the sum once
-and applies it; the loss of every part is normalised by the *global* batch's totals, so the
-update equals that of one big batch on one device whatever the replica and micro-batch split.
+``make_pretraining_train_loop`` returns a ``tf.function`` that runs N steps per call (fewer host
+round trips; TPUs need this), each ``strategy.run(replica_step)``. A step splits each replica's
+batch into ``gradient_accumulation_steps`` micro-batches, sums their gradients, all-reduces the
+sum once and applies it; the loss of every part is normalised by the *global* batch's totals, so
+the update equals that of one big batch on one device whatever the replica and micro-batch split.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import keras
@@ -25,10 +26,11 @@ def _inner_optimizer(optimizer: keras.optimizers.Optimizer) -> keras.optimizers.
     return getattr(optimizer, "inner_optimizer", optimizer)
 
 
-def make_train_loop(model: keras.Model, optimizer: keras.optimizers.Optimizer,
-                    strategy: tf.distribute.Strategy, gradient_accumulation_steps: int = 1,
-                    split_worker_batch: bool = False, jit_compile: bool = False
-                    ) -> Callable[[object, tf.Tensor], tuple[dict, tf.Tensor]]:
+def make_pretraining_train_loop(model: keras.Model, optimizer: keras.optimizers.Optimizer,
+                                strategy: tf.distribute.Strategy,
+                                gradient_accumulation_steps: int = 1,
+                                split_worker_batch: bool = False, jit_compile: bool = False
+                                ) -> Callable[[object, tf.Tensor], tuple[dict, tf.Tensor]]:
     """A tf.function ``train_loop(iterator, num_steps) -> (sums, grad_norm_sum)``.
 
     Args:
@@ -121,6 +123,14 @@ def make_train_loop(model: keras.Model, optimizer: keras.optimizers.Optimizer,
         return totals, grad_norm_sum
 
     return train_loop
+
+
+def make_train_loop(*args, **kwargs):
+    """Deprecated name of ``make_pretraining_train_loop``, to be removed in the next release."""
+    warnings.warn("keras_bert.pretraining.step.make_train_loop is deprecated and will be removed "
+                  "in the next release; use make_pretraining_train_loop", DeprecationWarning,
+                  stacklevel=2)
+    return make_pretraining_train_loop(*args, **kwargs)
 
 
 def make_eval_loop(model: keras.Model, strategy: tf.distribute.Strategy

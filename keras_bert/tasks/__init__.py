@@ -7,13 +7,22 @@ its model's export signatures (its ``__init__`` imports ``export.py``). The name
 ``__all__`` are also public names of the package (``keras_bert.BertClassifier``), and its classes
 decorated with ``@keras.saving.register_keras_serializable(package="keras_bert")`` load with
 plain Keras after ``import keras_bert``: ``keras_bert/__init__.py`` reads both from the source.
+
+Another installed package adds its tasks with an entry point in the ``keras_bert.tasks`` group
+that names its list of Task objects; in its pyproject.toml:
+
+    [project.entry-points."keras_bert.tasks"]
+    my_tasks = "my_package.task:TASKS"
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import importlib.metadata
 import pkgutil
+
+ENTRY_POINT_GROUP = "keras_bert.tasks"
 
 
 @functools.cache
@@ -28,6 +37,12 @@ def _registry() -> dict:
         for task in importlib.import_module(f"{package.__name__}.task").TASKS:
             if task.name in tasks:
                 raise ValueError(f"two tasks are named {task.name!r}")
+            tasks[task.name] = task
+    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        for task in entry_point.load():
+            if task.name in tasks:
+                raise ValueError(f"two tasks are named {task.name!r}: entry point "
+                                 f"{entry_point.name} = {entry_point.value!r} adds another")
             tasks[task.name] = task
     return tasks
 

@@ -1,12 +1,14 @@
-"""What a fine-tuning task is: the ``Task`` interface that ``keras-bert finetune`` runs (read the
-files, name the labels, build the model on a pretrained encoder, score the dev set) and the
-options the tasks share. Each task implements it in its own folder (``tasks/<name>/task.py``)."""
+"""What a fine-tuning task is: the ``Task`` interface that ``keras-bert finetune`` runs (its
+options and flags, read the files, name the labels, build the model on a pretrained encoder, score
+the dev set) and ``CommonOptions``, the settings every task has. Each task implements it in its
+own folder (``tasks/<name>/task.py``), or in another package (see ``keras_bert.tasks``)."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,28 +18,47 @@ from keras_bert.tasks.examples import label_names_of
 
 
 @dataclasses.dataclass
-class TaskOptions:
-    """Task settings beyond the common ones (see FinetuneConfig)."""
-    data_format: str = "auto"
-    labels: Sequence[str] | None = None
-    seq_length: int | None = None  # None: the task's default_seq_length
-    doc_stride: int = 128
-    max_query_length: int = 64
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    version_2_with_negative: bool | None = None
-    null_score_diff_threshold: float = 0.0
-    numeric_features: Sequence[str] = ()  # classification/regression: columns beside the text
-    categorical_features: Sequence[str] = ()
+class CommonOptions:
+    """The settings every task has (``keras-bert finetune``'s ``--labels`` and
+    ``--max_seq_length``). A task with more settings extends it with its own dataclass, one
+    field per flag it adds (see ``Task.options_class``).
 
-    @property
-    def feature_columns(self) -> list[str]:
-        return [*self.numeric_features, *self.categorical_features]
+    Args:
+        labels: label names in output order (None: the task's own, such as the training file's,
+            sorted); tasks without labels ignore them.
+        seq_length: the packed length (None: the task's ``default_seq_length``).
+    """
+    labels: Sequence[str] | None = None
+    seq_length: int | None = None
+
+
+class TaskOptions:
+    """Deprecated, to be removed in the next release: every task's settings in one object, by
+    keyword. Pass the task's own options instead, ``get_task(name).options_class(...)``;
+    ``run_finetune`` still converts this one (``Task.make_options``)."""
+
+    def __init__(self, **settings: Any):
+        warnings.warn("TaskOptions is deprecated and will be removed in the next release; pass "
+                      "the task's own options, keras_bert.tasks.get_task(name).options_class("
+                      "...)", DeprecationWarning, stacklevel=2)
+        self.settings = settings
+
+    def __repr__(self) -> str:
+        given = ", ".join(f"{name}={value!r}" for name, value in self.settings.items())
+        return f"TaskOptions({given})"
+
+
+def option_defaults(options_class: type) -> dict[str, Any]:
+    """{field: default} of an options dataclass (a field made by a factory: a fresh value)."""
+    return {field.name: field.default if field.default is not dataclasses.MISSING
+            else field.default_factory() for field in dataclasses.fields(options_class)}
 
 
 class Task:
     """A fine-tuning task. Subclasses set ``name`` and ``primary_metric`` (it picks the best
-    epoch) and implement ``read_examples``, ``build_model`` and ``evaluate``.
+    epoch) and implement ``read_examples``, ``build_model`` and ``evaluate``. A task with
+    settings of its own sets ``options_class`` to a dataclass that extends CommonOptions and
+    adds one flag per new field in ``add_arguments``.
 
     Artifacts returned by ``evaluate`` are written beside the results: a value is written as
     JSON, a callable is called with the path.
@@ -46,47 +67,54 @@ class Task:
     primary_metric: str = ""
     default_seq_length: int = 128
     help: str = ""
+    options_class: type[CommonOptions] = CommonOptions
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """Adds the task's own flags to ``keras-bert finetune`` (their dest names are
-        TaskOptions fields)."""
+        """Adds the task's own flags to ``keras-bert finetune``, in an argument group of its
+        own: one per field that ``options_class`` adds to CommonOptions, named as the field
+        (``--doc_stride`` sets ``doc_stride``) and defaulting to the field's default."""
 
-    def read_examples(self, path: str, options: TaskOptions, with_labels: bool = True) -> list:
+    def make_options(self, settings: Mapping[str, Any]) -> CommonOptions:
+        """The task's options from settings named as their fields (the others keep their
+        defaults); ValueError naming any setting the task does not take."""
+        fields = list(option_defaults(self.options_class))
+        foreign = [name for name in settings if name not in fields]
+        if foreign:
+            raise ValueError(f"the {self.name} task takes no {', '.join(foreign)} (its options: "
+                             f"{', '.join(fields)})")
+        return self.options_class(**settings)
+
+    def read_examples(self, path: str, options: CommonOptions, with_labels: bool = True) -> list:
         raise NotImplementedError
 
-    def check_options(self, options: TaskOptions) -> None:
-        """Raises ValueError for options that do not apply to the task."""
-        if options.feature_columns:
-            raise ValueError(f"numeric and categorical features are for the classification and "
-                             f"regression tasks, not {self.name}")
-
-    def resolve_options(self, options: TaskOptions, example_lists: Sequence[Sequence]
-                        ) -> TaskOptions:
+    def resolve_options(self, options: CommonOptions, example_lists: Sequence[Sequence]
+                        ) -> CommonOptions:
         """The options with the task's defaults filled in, once the data is read."""
         if options.seq_length is None:
             options = dataclasses.replace(options, seq_length=self.default_seq_length)
         return options
 
-    def label_names(self, train_examples: Sequence, options: TaskOptions) -> list[str] | None:
+    def label_names(self, train_examples: Sequence, options: CommonOptions) -> list[str] | None:
         """The label vocabulary, or None when the task has none."""
         return None
 
-    def build_model(self, init_checkpoint: str, labels, train_examples, options: TaskOptions,
+    def build_model(self, init_checkpoint: str, labels, train_examples, options: CommonOptions,
                     lower_case: bool | None = None):
-        """The task model on ``init_checkpoint``'s encoder, with a preprocessor from its vocab
-        (``lower_case`` overrides the checkpoint's casing)."""
+        """The task model (a ``keras_bert.models.task.BertTask``) on ``init_checkpoint``'s
+        encoder, with a preprocessor from its vocab (``lower_case`` overrides the checkpoint's
+        casing)."""
         raise NotImplementedError
 
     def num_train_rows(self, model, examples) -> int:
-        """Rows the training set yields (examples; windows for SQuAD and NER)."""
+        """Rows the training set yields (its examples, or the windows of long ones)."""
         return len(examples)
 
-    def evaluate(self, model, examples, options: TaskOptions, batch_size: int = 32
+    def evaluate(self, model, examples, options: CommonOptions, batch_size: int = 32
                  ) -> tuple[dict[str, float], dict[str, Any]]:
         """(metrics, artifacts) on labelled dev examples."""
         raise NotImplementedError
 
-    def result_fields(self, options: TaskOptions) -> dict[str, Any]:
+    def result_fields(self, options: CommonOptions) -> dict[str, Any]:
         """Extra fields of the run's eval_results.json."""
         return {}
 
@@ -99,7 +127,7 @@ def require_vocabulary(model, init_checkpoint: str):
     return model
 
 
-def collected_label_names(train_examples: Sequence, options: TaskOptions,
+def collected_label_names(train_examples: Sequence, options: CommonOptions,
                           attribute: str = "label") -> list[str]:
     """The given labels, or those of the training file, sorted."""
     if options.labels:

@@ -29,7 +29,7 @@ import tensorflow as tf
 from keras_bert import fileio
 from keras_bert.fileio import atomic_output_dir, atomic_write, join
 from keras_bert.tasks import get_task
-from keras_bert.tasks.base import TaskOptions
+from keras_bert.tasks.base import CommonOptions, Task, TaskOptions
 from keras_bert.training.finetune_loop import distribute_global_batches, fit_distributed
 
 logger = logging.getLogger(__name__)
@@ -43,15 +43,15 @@ class FinetuneConfig:
     """Everything a fine-tuning run needs; the defaults are BERT's recipe.
 
     Args:
-        task: one of ``classification``, ``regression``, ``ner``, ``squad``,
-            ``multiple-choice``.
+        task: a task name (``keras_bert.tasks.task_names()``).
         init_checkpoint: a Google TF1 directory, a Hugging Face directory, or ours
             (a keras-bert checkpoint or a previous run's ``best_model``); its vocab.txt is used.
         train_file, dev_file: the task's files (dev_file may be None: no evaluation, the last
             epoch is kept).
         output_dir: where the results go (local or gs://).
-        options: task settings: data format (a GLUE task name, ``jsonl`` or ``auto``), labels,
-            seq_length (128; 384 for SQuAD), SQuAD's window and answer settings.
+        options: the task's settings, an instance of its ``options_class`` (labels and
+            seq_length, which every task has, and its own; None: its defaults). A TaskOptions
+            (deprecated) is converted.
         learning_rate, batch_size, epochs, warmup_fraction, weight_decay: AdamW with linear
             warmup then decay (3e-5, 32, 3, 0.1, 0.01); the batch size is global (all
             replicas of all workers together).
@@ -64,8 +64,9 @@ class FinetuneConfig:
         lower_case: overrides the casing read from init_checkpoint (None: read it).
 
     Example:
+    >>> from keras_bert.tasks.classification.task import ClassificationOptions
     >>> config = FinetuneConfig("classification", "uncased_L-12_H-768_A-12", "train.tsv",
-    ...                         "dev.tsv", "out", TaskOptions(data_format="mrpc"))
+    ...                         "dev.tsv", "out", ClassificationOptions(data_format="mrpc"))
     >>> config.learning_rate, config.batch_size, config.epochs, config.warmup_fraction
     (3e-05, 32, 3, 0.1)
     """
@@ -74,7 +75,7 @@ class FinetuneConfig:
     train_file: str
     dev_file: str | None
     output_dir: str
-    options: TaskOptions = dataclasses.field(default_factory=TaskOptions)
+    options: CommonOptions | TaskOptions | None = None
     learning_rate: float = 3e-5
     batch_size: int = 32
     epochs: int = 3
@@ -155,6 +156,19 @@ def _bucket_lengths(config: FinetuneConfig) -> list[int]:
     return sorted({max(length // 4, 8), max(length // 2, 8), length})
 
 
+def _task_options(task: Task, options: CommonOptions | TaskOptions | None) -> CommonOptions:
+    """``options`` as the task's own (None: its defaults; a deprecated TaskOptions: converted);
+    ValueError when they are another task's."""
+    if options is None:
+        return task.options_class()
+    if isinstance(options, TaskOptions):
+        return task.make_options(options.settings)
+    if not isinstance(options, task.options_class):
+        raise ValueError(f"the {task.name} task takes {task.options_class.__name__}, not "
+                         f"{type(options).__name__}")
+    return options
+
+
 def run_finetune(config: FinetuneConfig) -> dict:
     """Fine-tunes, evaluates after every epoch, keeps the best model; returns the results.
 
@@ -174,10 +188,10 @@ def run_finetune(config: FinetuneConfig) -> dict:
     strategy = get_strategy(config.strategy, config.tpu)
     multi_worker = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
     is_chief = worker_role(strategy)[0]
-    task.check_options(config.options)
-    train = task.read_examples(config.train_file, config.options)
-    dev = task.read_examples(config.dev_file, config.options) if config.dev_file else None
-    options = task.resolve_options(config.options, [train, dev or []])
+    options = _task_options(task, config.options)
+    train = task.read_examples(config.train_file, options)
+    dev = task.read_examples(config.dev_file, options) if config.dev_file else None
+    options = task.resolve_options(options, [train, dev or []])
     config = dataclasses.replace(config, options=options)
     labels = task.label_names(train, options)
     keras.utils.set_random_seed(config.seed)
@@ -195,7 +209,7 @@ def run_finetune(config: FinetuneConfig) -> dict:
         train_data = (distribute_global_batches(strategy, make_train_data) if multi_worker
                       else make_train_data())
         if dev is not None:
-            model._to_arrays(dev)  # bad dev labels fail now, with file and line, not after epoch 1
+            model.to_arrays(dev)  # bad dev labels fail now, with file and line, not after epoch 1
         rows = task.num_train_rows(model, train)
         steps_per_epoch = math.ceil(rows / config.batch_size) + len(buckets)
         total_steps = steps_per_epoch * config.epochs
@@ -220,7 +234,6 @@ def run_finetune(config: FinetuneConfig) -> dict:
         "best_epoch": evaluation.best["epoch"], "best": evaluation.best.get("dev"),
         "epochs": evaluation.history, "train_rows": rows,
         "dev_examples": None if dev is None else len(dev), "labels": labels,
-        "squad_version_2": None,
         "best_model": join(config.output_dir, BEST_MODEL_DIR),
         "config": {k: v for k, v in dataclasses.asdict(config).items() if k != "options"},
         "options": dataclasses.asdict(options),

@@ -1,14 +1,19 @@
-"""`keras-bert finetune`: the common flags, each task's own (from its folder), then the run."""
+"""`keras-bert finetune`: the common flags, each task's own (from its folder), then the run.
+
+A task's flags are named as the fields of its options dataclass (``--doc_stride`` sets
+``doc_stride``); every task's flags are on the command line, and one of another task than the
+one run is an error naming it.
+"""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 
 from keras_bert.cli_flags import add_lower_case_flag, int_list
 from keras_bert.training.distribute import STRATEGIES
 from keras_bert.tasks import get_task, task_names
+from keras_bert.tasks.base import CommonOptions, Task, option_defaults
 
 
 def add_parser(subparsers) -> None:
@@ -26,25 +31,26 @@ def add_parser(subparsers) -> None:
                     help="Google TF1 directory, Hugging Face directory, or a keras-bert checkpoint "
                          "(with vocab.txt)")
     io.add_argument("--train_file", required=True,
-                    help="the training data (TSV/CSV/JSONL, CoNLL, SQuAD JSON or SWAG CSV)")
+                    help="the training data, in the task's format (see --task)")
     io.add_argument("--dev_file", help="evaluated after every epoch (omit to keep the last epoch)")
     io.add_argument("--output_dir", required=True,
                     help="best_model/, eval_results.json and predictions go here")
     io.add_argument("--overwrite", action="store_true", help="replace an earlier run's results")
     add_lower_case_flag(io)
     data = finetune.add_argument_group("data")
-    data.add_argument("--data_format", default="auto",
-                      help="classification/regression files: a GLUE layout (cola, sst-2, mrpc, "
-                           "sts-b, qqp, mnli, qnli, rte, wnli), 'jsonl', or 'auto' (JSONL by "
-                           "extension, else a TSV/CSV with text, text_pair, label columns)")
-    data.add_argument("--labels", help="comma-separated label names, in output order (default: "
-                                       "the GLUE layout's or the training file's, sorted)")
-    data.add_argument("--max_seq_length", type=int, help="the task's default: 128; 384 for squad")
+    data.add_argument("--labels", type=_comma_list,
+                      help="comma-separated label names, in output order (default: the task's, "
+                           "such as the GLUE layout's or the training file's, sorted)")
+    data.add_argument("--max_seq_length", dest="seq_length", metavar="MAX_SEQ_LENGTH", type=int,
+                      help=f"packed length (default: {_seq_length_defaults()})")
     data.add_argument("--bucket_lengths", type=int_list,
                       help="padded lengths for batching by length (default: max_seq_length/4, "
                            "/2 and max_seq_length)")
     for name in task_names():
-        get_task(name).add_arguments(finetune)
+        try:
+            get_task(name).add_arguments(finetune)
+        except argparse.ArgumentError as e:
+            raise ValueError(f"the {name} task adds a flag that another task has: {e}") from e
     train = finetune.add_argument_group("optimization (BERT's recipe by default)")
     train.add_argument("--learning_rate", type=float, default=3e-5,
                        help="peak learning rate (default: %(default)s)")
@@ -69,18 +75,38 @@ def add_parser(subparsers) -> None:
     finetune.set_defaults(run=run_finetune_command)
 
 
+def _comma_list(text: str) -> list[str] | None:
+    return [x.strip() for x in text.split(",")] if text else None
+
+
+def _seq_length_defaults() -> str:
+    """'128' and each task with another default, e.g. '128; squad: 384'."""
+    others = [f"{name}: {get_task(name).default_seq_length}" for name in task_names()
+              if get_task(name).default_seq_length != Task.default_seq_length]
+    return "; ".join([str(Task.default_seq_length), *others])
+
+
+def _options_from_flags(task: Task, args: argparse.Namespace) -> CommonOptions:
+    """The task's options from the flags; ValueError naming a flag of another task that was
+    given (set to other than its default)."""
+    own = option_defaults(task.options_class)
+    for name in task_names():
+        for field, default in option_defaults(get_task(name).options_class).items():
+            if field not in own and getattr(args, field, default) != default:
+                owners = [n for n in task_names()
+                          if field in option_defaults(get_task(n).options_class)]
+                raise ValueError(f"--{field} is a flag of --task {' or '.join(owners)}, not "
+                                 f"{task.name}")
+    return task.make_options({field: getattr(args, field) for field in own
+                              if hasattr(args, field)})
+
+
 def run_finetune_command(args: argparse.Namespace) -> int:
     if args.num_cpu_devices:
         from keras_bert.training.distribute import use_logical_cpu_devices
         use_logical_cpu_devices(args.num_cpu_devices)
     from keras_bert.training.finetune import FinetuneConfig, run_finetune
-    from keras_bert.tasks.base import TaskOptions
-    # Every TaskOptions field has a flag of the same name (the tasks add theirs), except these.
-    given = {field.name: getattr(args, field.name) for field in dataclasses.fields(TaskOptions)
-             if hasattr(args, field.name)}
-    given.update(labels=[x.strip() for x in args.labels.split(",")] if args.labels else None,
-                 seq_length=args.max_seq_length)
-    options = TaskOptions(**given)
+    options = _options_from_flags(get_task(args.task), args)
     results = run_finetune(FinetuneConfig(
         task=args.task, init_checkpoint=args.init_checkpoint, train_file=args.train_file,
         dev_file=args.dev_file, output_dir=args.output_dir, options=options,

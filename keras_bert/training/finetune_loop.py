@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from collections.abc import Callable
 
 import keras
@@ -72,8 +73,8 @@ def distribute_global_batches(strategy: tf.distribute.Strategy,
     return strategy.distribute_datasets_from_function(dataset_fn)
 
 
-def make_train_loop(model: keras.Model, strategy: tf.distribute.Strategy
-                    ) -> Callable[[object, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]:
+def make_finetune_train_loop(model: keras.Model, strategy: tf.distribute.Strategy
+                             ) -> Callable[[object, tf.Tensor], tuple[tf.Tensor, tf.Tensor]]:
     """A tf.function ``train_loop(iterator, max_steps) -> (sums, steps)``.
 
     Each step is Keras' own train step without the metrics: forward pass in training mode, the
@@ -134,6 +135,14 @@ def make_train_loop(model: keras.Model, strategy: tf.distribute.Strategy
     return train_loop
 
 
+def make_train_loop(*args, **kwargs):
+    """Deprecated name of ``make_finetune_train_loop``, to be removed in the next release."""
+    warnings.warn("keras_bert.training.finetune_loop.make_train_loop is deprecated and will be "
+                  "removed in the next release; use make_finetune_train_loop", DeprecationWarning,
+                  stacklevel=2)
+    return make_finetune_train_loop(*args, **kwargs)
+
+
 def fit_distributed(model: keras.Model, strategy: tf.distribute.Strategy,
                     dataset: tf.distribute.DistributedDataset, epochs: int,
                     on_epoch_end: Callable[[int, dict], None], steps_per_epoch: int | None = None,
@@ -152,7 +161,7 @@ def fit_distributed(model: keras.Model, strategy: tf.distribute.Strategy,
         progress: show a progress bar (else one log line per epoch).
         steps_per_loop: steps per ``tf.function`` call (fewer host round trips).
     """
-    train_loop = make_train_loop(model, strategy)
+    train_loop = make_finetune_train_loop(model, strategy)
     for epoch in range(epochs):
         started = time.perf_counter()
         iterator = iter(dataset)

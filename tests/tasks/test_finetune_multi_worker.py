@@ -46,7 +46,7 @@ import numpy as np
 import tensorflow as tf
 from keras_bert.training.distribute import get_strategy
 strategy = get_strategy("multi_worker_mirrored")
-from keras_bert.training.finetune_loop import distribute_global_batches, make_train_loop
+from keras_bert.training.finetune_loop import distribute_global_batches, make_finetune_train_loop
 from tests.tasks.test_finetune_multi_worker import step_batch, step_model
 
 with strategy.scope():
@@ -54,7 +54,7 @@ with strategy.scope():
     dataset = distribute_global_batches(strategy, lambda: model.make_dataset(
         *step_batch(), batch_size=8, bucket_lengths=[16]))
 before = [v.numpy() for v in model.trainable_variables]
-sums, steps = make_train_loop(model, strategy)(iter(dataset), tf.constant(5))
+sums, steps = make_finetune_train_loop(model, strategy)(iter(dataset), tf.constant(5))
 after = [v.numpy() for v in model.trainable_variables]
 np.savez(sys.argv[1], *before, *after)
 print(json.dumps({"steps": int(steps), "loss": float(sums[0] / sums[1]),

@@ -12,7 +12,7 @@ from keras_bert import BertConfig, BertEncoder, BertPretrainer
 from keras_bert.pretraining.run import PretrainingConfig, run_pretraining
 from keras_bert.optimization.optimizers import create_optimizer
 from keras_bert.pretraining.input import pretraining_dataset
-from keras_bert.pretraining.step import make_train_loop
+from keras_bert.pretraining.step import make_pretraining_train_loop
 from tests.training.records import write_records
 
 
@@ -132,8 +132,9 @@ def _train_three_steps(files, accumulation=1, jit_compile=False):
         BertConfig.from_json_file(files["config"][0.0])))
     optimizer = create_optimizer(1e-3, num_train_steps=3, num_warmup_steps=0)
     optimizer.build(model.trainable_variables)
-    loop = make_train_loop(model, optimizer, tf.distribute.get_strategy(), accumulation,
-                           split_worker_batch=True, jit_compile=jit_compile)
+    loop = make_pretraining_train_loop(model, optimizer, tf.distribute.get_strategy(),
+                                       accumulation, split_worker_batch=True,
+                                       jit_compile=jit_compile)
     iterator = iter(pretraining_dataset(files["pattern"], 16, 32, 5, seed=1))
     totals, grad_norm_sum = loop(iterator, tf.constant(3))
     return (float(totals["mlm_loss_sum"]), float(grad_norm_sum),

@@ -63,6 +63,9 @@ class BertClassifier(BertTask):
 
     Outputs: float32 [batch, num_classes]: probabilities (softmax), logits or scores.
 
+    ``from_pretrained(path, num_classes=2, seq_length=128, **kwargs)`` builds one on a
+    checkpoint's encoder, or loads a saved one (see ``BertTask.from_pretrained``).
+
     Example:
     >>> import numpy as np
     >>> encoder = BertEncoder(vocab_size=50, hidden_size=16, num_hidden_layers=1,
@@ -74,6 +77,8 @@ class BertClassifier(BertTask):
     >>> probabilities.shape, round(float(probabilities.sum()), 4)
     ((1, 3), 1.0)
     """
+
+    head_arguments = ("num_classes",)
 
     def __init__(self, encoder: BertEncoder, num_classes: int = 2, preprocessor=None,
                  label_names: Sequence[str] | None = None, dropout: float = 0.1,
@@ -149,29 +154,16 @@ class BertClassifier(BertTask):
     def is_regression(self) -> bool:
         return self.num_classes == 1
 
-    @classmethod
-    def from_pretrained(cls, path: str, num_classes: int | None = None,
-                        seq_length: int | None = None, **kwargs) -> "BertClassifier":
-        """A classifier on the encoder at ``path`` (Google, Hugging Face or keras-bert) with a
-        fresh head and a BertPreprocessor from the checkpoint's vocab.txt; or, when ``path``
-        holds a saved BertClassifier, that classifier."""
-        from keras_bert.models.pretrained import keep_saved, load_task_parts
-        lower_case = kwargs.pop("lower_case", None)
-        saved, encoder, preprocessor = load_task_parts(
-            cls, path, seq_length or 128, dtype=kwargs.pop("dtype", None), lower_case=lower_case)
-        if saved is not None:
-            features = {name: kwargs.pop(name, None)
-                        for name in ("numeric_features", "categorical_features")}
-            keep_saved(saved, path, num_classes=num_classes, seq_length=seq_length,
-                       lower_case=lower_case, **kwargs)
-            asked = [*(features["numeric_features"] or []),
+    def _keep_saved(self, path: str, asked: dict[str, Any]) -> None:
+        asked = dict(asked)
+        features = {name: asked.pop(name, None)
+                    for name in ("numeric_features", "categorical_features")}
+        super()._keep_saved(path, asked)
+        requested = [*(features["numeric_features"] or []),
                      *(features["categorical_features"] or [])]
-            if any(features.values()) and asked != saved.feature_names:
-                raise ValueError(f"{path!r} holds a saved BertClassifier with the features "
-                                 f"{saved.feature_names}, but was asked for {asked}")
-            return saved
-        return cls(encoder, 2 if num_classes is None else num_classes, preprocessor=preprocessor,
-                   **kwargs)
+        if any(features.values()) and requested != self.feature_names:
+            raise ValueError(f"{path!r} holds a saved BertClassifier with the features "
+                             f"{self.feature_names}, but was asked for {requested}")
 
     # ------------------------------------------------------------------------ task hooks
     def default_loss(self):
@@ -206,7 +198,23 @@ class BertClassifier(BertTask):
             () if features is None else tuple(features.numeric_features),
             () if features is None else tuple(features.categorical_features))
 
-    def _to_arrays(self, x, y=None):
+    def to_arrays(self, x, y=None):
+        """Inputs and labels as arrays, one row per example (see ``BertTask.to_arrays``).
+
+        Args:
+            x: a text, a list of texts, of (text, text_pair) pairs or of TextExamples (whose
+                labels serve when ``y`` is None); with features, a dict of columns or a
+                DataFrame with "text" (and "text_pair") and the feature columns; or packed ids
+                (and the features by name).
+            y: label names (of ``label_names``) or class indices; scores for regression.
+
+        Returns:
+            ``(x, y)``: ``x`` a str array [rows] (a tuple of two for pairs); with features, a
+            dict of "text" (and "text_pair") str [rows] and each feature (numeric float32
+            [rows], NaN for missing; categorical str [rows], "" for missing); packed ids stay
+            int32 [rows, seq]. ``y`` int32 class indices [rows] (float32 [rows, 1] for
+            regression), or None.
+        """
         return self._classifier_inputs().to_arrays(x, y)
 
     def _preprocess(self, x):
@@ -229,7 +237,7 @@ class BertClassifier(BertTask):
         if isinstance(x, tf.data.Dataset):
             columns = self._classifier_inputs().dataset_feature_columns(x, self.features.unadapted())
         else:
-            columns = self._to_arrays(x)[0]
+            columns = self.to_arrays(x)[0]
             if not isinstance(columns, dict):
                 raise ValueError(f"this classifier takes the features "
                                  f"{', '.join(self.feature_names)}; the training inputs have none")

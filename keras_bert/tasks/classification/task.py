@@ -4,9 +4,12 @@ categorical features), scored with the GLUE metrics."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+
 import numpy as np
 
-from keras_bert.tasks.base import Task, TaskOptions, collected_label_names, require_vocabulary
+from keras_bert.tasks.base import CommonOptions, Task, collected_label_names, require_vocabulary
 from keras_bert.tasks.classification import glue, jsonl
 from keras_bert.tasks.classification.metrics import classification_scores, regression_scores
 from keras_bert.tasks.classification.model import BertClassifier
@@ -16,27 +19,52 @@ def _name_list(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
+@dataclasses.dataclass
+class ClassificationOptions(CommonOptions):
+    """The classification and regression settings (``--data_format``, ``--numeric_features``,
+    ``--categorical_features``).
+
+    Args:
+        data_format: a GLUE layout (cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli),
+            "jsonl", or "auto" (JSONL by extension, else a TSV/CSV with text, text_pair, label
+            columns).
+        numeric_features, categorical_features: columns (JSONL keys) read beside the text.
+    """
+    data_format: str = "auto"
+    numeric_features: Sequence[str] = ()
+    categorical_features: Sequence[str] = ()
+
+    @property
+    def feature_columns(self) -> list[str]:
+        return [*self.numeric_features, *self.categorical_features]
+
+
 class ClassificationTask(Task):
     name = "classification"
     primary_metric = "accuracy"
     help = "one label per text or text pair (GLUE layouts, TSV/CSV with a header, JSONL)"
+    options_class = ClassificationOptions
     regression = False
 
     def add_arguments(self, parser) -> None:
         group = parser.add_argument_group("classification and regression")
-        group.add_argument("--numeric_features", type=_name_list, default=[],
+        group.add_argument("--data_format", default=ClassificationOptions.data_format,
+                           help="a GLUE layout (cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, "
+                                "wnli), 'jsonl', or 'auto' (JSONL by extension, else a TSV/CSV "
+                                "with text, text_pair, label columns)")
+        group.add_argument("--numeric_features", type=_name_list,
+                           default=ClassificationOptions.numeric_features,
                            help="comma-separated numeric columns (JSONL keys) joined with the "
                                 "text, normalised with the training set's mean and variance; an "
                                 "empty field is missing")
-        group.add_argument("--categorical_features", type=_name_list, default=[],
+        group.add_argument("--categorical_features", type=_name_list,
+                           default=ClassificationOptions.categorical_features,
                            help="comma-separated categorical columns, embedded with the training "
                                 "set's 100 most frequent values; empty is missing, an unseen "
                                 "value unknown (each has a learned embedding)")
 
-    def check_options(self, options: TaskOptions) -> None:
-        pass  # features are this task's
-
-    def read_examples(self, path: str, options: TaskOptions, with_labels: bool = True) -> list:
+    def read_examples(self, path: str, options: ClassificationOptions,
+                      with_labels: bool = True) -> list:
         if path.lower().endswith((".jsonl", ".json")) or options.data_format == "jsonl":
             return jsonl.read_jsonl(path, with_labels=with_labels,
                                     feature_keys=options.feature_columns)
@@ -44,7 +72,7 @@ class ClassificationTask(Task):
         return glue.read_glue(path, layout, with_labels=with_labels,
                               feature_columns=options.feature_columns)
 
-    def label_names(self, train_examples, options: TaskOptions) -> list[str] | None:
+    def label_names(self, train_examples, options: ClassificationOptions) -> list[str] | None:
         if self.regression:
             return None
         if not options.labels and options.data_format not in ("auto", "jsonl", "csv", "tsv"):
@@ -53,8 +81,8 @@ class ClassificationTask(Task):
                 return list(names)
         return collected_label_names(train_examples, options)
 
-    def build_model(self, init_checkpoint: str, labels, train_examples, options: TaskOptions,
-                    lower_case: bool | None = None):
+    def build_model(self, init_checkpoint: str, labels, train_examples,
+                    options: ClassificationOptions, lower_case: bool | None = None):
         num_classes = 1 if self.regression else len(labels)
         model = BertClassifier.from_pretrained(
             init_checkpoint, num_classes, options.seq_length, label_names=labels,
@@ -69,8 +97,8 @@ class ClassificationTask(Task):
         model.adapt_features(train_examples)  # statistics and vocabularies from the train set
         return require_vocabulary(model, init_checkpoint)
 
-    def evaluate(self, model, examples, options: TaskOptions, batch_size: int = 32):
-        y = model._to_arrays(examples)[1]
+    def evaluate(self, model, examples, options: ClassificationOptions, batch_size: int = 32):
+        y = model.to_arrays(examples)[1]
         outputs = model.predict(examples, batch_size=batch_size, verbose=0)
         if self.regression:
             return regression_scores(y.reshape(-1), outputs.reshape(-1)), {}

@@ -40,6 +40,9 @@ class BertEmbedder(BertTask):
         token_features: float32 [batch, seq, hidden * len(feature_layers)], layers in
             ``feature_layers`` order.
 
+    ``from_pretrained(path, seq_length=128, **kwargs)`` builds one on a checkpoint's encoder
+    (see ``BertTask.from_pretrained``).
+
     Example:
     >>> import numpy as np
     >>> encoder = BertEncoder(vocab_size=50, hidden_size=16, num_hidden_layers=4,
@@ -86,24 +89,20 @@ class BertEmbedder(BertTask):
         self.normalize = normalize
         self.feature_layers = [int(i) for i in feature_layers]
 
-    @classmethod
-    def from_pretrained(cls, path: str, seq_length: int | None = None, **kwargs
-                        ) -> "BertEmbedder":
-        """An embedder on the encoder at ``path`` (any checkpoint format) with a BertPreprocessor
-        from its vocab.txt."""
-        from keras_bert.models.pretrained import keep_saved, load_task_parts
-        lower_case = kwargs.pop("lower_case", None)
-        saved, encoder, preprocessor = load_task_parts(
-            cls, path, seq_length or 128, dtype=kwargs.pop("dtype", None), lower_case=lower_case)
-        if saved is not None:
-            return keep_saved(saved, path, seq_length=seq_length, lower_case=lower_case, **kwargs)
-        return cls(encoder, preprocessor=preprocessor, **kwargs)
-
     def default_loss(self):
         raise ValueError("BertEmbedder computes fixed features and is not trained with fit; "
                          "fine-tune a task model (e.g. BertClassifier) on the same encoder")
 
-    def _to_arrays(self, x, y=None):
+    def to_arrays(self, x, y=None):
+        """Texts as arrays, one row per text (see ``BertTask.to_arrays``).
+
+        Args:
+            x: a text, a list of texts or of (text, text_pair) pairs; or packed ids.
+            y: passed through (the embedder is not trained).
+
+        Returns:
+            ``(x, y)``: a str array [rows] (a tuple of two for pairs), or the packed ids.
+        """
         if isinstance(x, dict) or is_text_arrays(x):
             return x, y
         x = [x] if isinstance(x, str) else list(x)

@@ -32,6 +32,9 @@ class BertMultipleChoice(BertTask):
 
     Outputs: float32 probabilities [batch, num_choices].
 
+    ``from_pretrained(path, num_choices=4, seq_length=128, **kwargs)`` builds one on a
+    checkpoint's encoder, or loads a saved one (see ``BertTask.from_pretrained``).
+
     Example:
     >>> import numpy as np
     >>> encoder = BertEncoder(vocab_size=50, hidden_size=16, num_hidden_layers=1,
@@ -42,6 +45,8 @@ class BertMultipleChoice(BertTask):
     ...                "input_type_ids": np.zeros_like(ids)}, verbose=0).shape
     (2, 3)
     """
+
+    head_arguments = ("num_choices",)
 
     def __init__(self, encoder: BertEncoder, num_choices: int = 4, preprocessor=None,
                  dropout: float = 0.1, **kwargs):
@@ -67,28 +72,24 @@ class BertMultipleChoice(BertTask):
         self.num_choices = num_choices
         self.dropout = dropout
 
-    @classmethod
-    def from_pretrained(cls, path: str, num_choices: int | None = None,
-                        seq_length: int | None = None, **kwargs) -> "BertMultipleChoice":
-        """A multiple-choice model on the encoder at ``path`` (any format) with a preprocessor
-        from its vocab.txt, or the saved one at ``path``."""
-        from keras_bert.models.pretrained import keep_saved, load_task_parts
-        lower_case = kwargs.pop("lower_case", None)
-        saved, encoder, preprocessor = load_task_parts(
-            cls, path, seq_length or 128, dtype=kwargs.pop("dtype", None), lower_case=lower_case)
-        if saved is not None:
-            return keep_saved(saved, path, num_choices=num_choices, seq_length=seq_length,
-                              lower_case=lower_case, **kwargs)
-        return cls(encoder, 4 if num_choices is None else num_choices, preprocessor=preprocessor,
-                   **kwargs)
-
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy()
 
     def default_metrics(self):
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
-    def _to_arrays(self, x, y=None):
+    def to_arrays(self, x, y=None):
+        """Examples as text arrays, one row per example (see ``BertTask.to_arrays``).
+
+        Args:
+            x: MultipleChoiceExamples (their labels serve when ``y`` is None) or (context,
+                [choice, ...]) pairs with ``num_choices`` choices each; or packed ids.
+            y: the index of the right choice of each example.
+
+        Returns:
+            ``(x, y)``: ``(contexts, choices)``, str arrays [rows] and [rows, num_choices]
+            (packed ids stay int32 [rows, num_choices, seq]), and int32 [rows] or None.
+        """
         if isinstance(x, dict) or is_text_arrays(x):
             return x, (None if y is None else np.asarray(y, dtype=np.int32))
         items = list(x)

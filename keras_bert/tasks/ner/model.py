@@ -55,6 +55,9 @@ class BertTokenClassifier(BertTask):
 
     Outputs: float32 tag probabilities [batch, seq, num_labels].
 
+    ``from_pretrained(path, label_names, seq_length=128, **kwargs)`` builds one on a
+    checkpoint's encoder, or loads a saved one (see ``BertTask.from_pretrained``).
+
     Example:
     >>> import numpy as np
     >>> encoder = BertEncoder(vocab_size=50, hidden_size=16, num_hidden_layers=1,
@@ -67,6 +70,7 @@ class BertTokenClassifier(BertTask):
     """
 
     token_level_labels = True
+    head_arguments = ("label_names",)
 
     def __init__(self, encoder: BertEncoder, label_names: Sequence[str], preprocessor=None,
                  dropout: float = 0.1, window_stride: int | None = None, **kwargs):
@@ -91,22 +95,6 @@ class BertTokenClassifier(BertTask):
         if window_stride is not None and window_stride < 1:
             raise ValueError(f"window_stride must be at least 1, got {window_stride}")
         self.window_stride = window_stride
-
-    @classmethod
-    def from_pretrained(cls, path: str, label_names: Sequence[str] | None = None,
-                        seq_length: int | None = None, **kwargs) -> "BertTokenClassifier":
-        """A tagger on the encoder at ``path`` (any format) with a preprocessor from its
-        vocab.txt, or the saved BertTokenClassifier at ``path``."""
-        from keras_bert.models.pretrained import keep_saved, load_task_parts
-        lower_case = kwargs.pop("lower_case", None)
-        saved, encoder, preprocessor = load_task_parts(
-            cls, path, seq_length or 128, dtype=kwargs.pop("dtype", None), lower_case=lower_case)
-        if saved is not None:
-            return keep_saved(saved, path, label_names=label_names, seq_length=seq_length,
-                              lower_case=lower_case, **kwargs)
-        if label_names is None:
-            raise ValueError("label_names is required for a new tagger")
-        return cls(encoder, label_names, preprocessor=preprocessor, **kwargs)
 
     @property
     def seq_length(self) -> int:
@@ -157,7 +145,20 @@ class BertTokenClassifier(BertTask):
         spans = [(first, end) for _, first, end in grouped.values()]
         return words, pieces, spans
 
-    def _to_arrays(self, x, y=None):
+    def to_arrays(self, x, y=None):
+        """Sentences as packed rows, one per window (see ``BertTask.to_arrays``).
+
+        Args:
+            x: a raw text, or a list of TaggedSentences (``read_conll``; their tags serve
+                when ``y`` is None), of word lists or of raw texts; or packed ids.
+            y: one tag list per sentence, of ``label_names``.
+
+        Returns:
+            ``(x, y)``: packed int32 ids [windows, seq] (one row per window of
+            ``seq_length`` WordPieces; ``align`` gives the windows) and int32 tag indices
+            [windows, seq], IGNORED_LABEL (-1) where a position is not a word's first piece;
+            y is None when the sentences have no tags.
+        """
         if isinstance(x, dict):
             return x, y
         x = [x] if isinstance(x, str) else list(x)

@@ -38,6 +38,9 @@ class BertQuestionAnswerer(BertTask):
     Outputs (a dict): ``start_logits`` and ``end_logits``, float32 [batch, seq]. The loss is
     the mean of the start and end cross-entropies, as in Google's run_squad.py.
 
+    ``from_pretrained(path, seq_length=384, **kwargs)`` builds one on a checkpoint's encoder,
+    or loads a saved one (see ``BertTask.from_pretrained``).
+
     Example:
     >>> import numpy as np
     >>> encoder = BertEncoder(vocab_size=50, hidden_size=16, num_hidden_layers=1,
@@ -49,6 +52,8 @@ class BertQuestionAnswerer(BertTask):
     >>> out["start_logits"].shape, out["end_logits"].shape
     ((1, 6), (1, 6))
     """
+
+    default_seq_length = 384  # from_pretrained's, as Google's run_squad.py
 
     def __init__(self, encoder: BertEncoder, preprocessor=None, doc_stride: int = 128,
                  max_query_length: int = 64, **kwargs):
@@ -69,22 +74,10 @@ class BertQuestionAnswerer(BertTask):
         self.doc_stride = doc_stride
         self.max_query_length = max_query_length
 
-    @classmethod
-    def from_pretrained(cls, path: str, seq_length: int | None = None, **kwargs
-                        ) -> "BertQuestionAnswerer":
-        """A question answerer on the encoder at ``path`` (any format) with a preprocessor from
-        its vocab.txt (seq_length 384, as for SQuAD), or the saved one at ``path``."""
-        from keras_bert.models.pretrained import keep_saved, load_task_parts
-        lower_case = kwargs.pop("lower_case", None)
-        saved, encoder, preprocessor = load_task_parts(
-            cls, path, seq_length or 384, dtype=kwargs.pop("dtype", None), lower_case=lower_case)
-        if saved is not None:
-            return keep_saved(saved, path, seq_length=seq_length, lower_case=lower_case, **kwargs)
-        return cls(encoder, preprocessor=preprocessor, **kwargs)
-
     @property
     def seq_length(self) -> int:
-        return self.preprocessor.seq_length if self.preprocessor is not None else 384
+        return (self.preprocessor.seq_length if self.preprocessor is not None
+                else self.default_seq_length)
 
     def default_loss(self):
         return {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -99,7 +92,19 @@ class BertQuestionAnswerer(BertTask):
         return make_squad_features(examples, self.tokenizer, self.seq_length, self.doc_stride,
                                    self.max_query_length)
 
-    def _to_arrays(self, x, y=None):
+    def to_arrays(self, x, y=None):
+        """Questions as packed windows of their contexts (see ``BertTask.to_arrays``).
+
+        Args:
+            x: SquadExamples (``read_squad``) or (question, context) pairs; or packed ids.
+            y: ignored for examples: their answers are the labels.
+
+        Returns:
+            ``(x, y)``: packed int32 ids [windows, seq] (``make_features``; a long context
+            gives several windows) and ``{"start_logits": int32 [windows], "end_logits":
+            int32 [windows]}``, the answer's first and last token (0, [CLS], where the window
+            holds no answer), or None when an example has no answer and is not impossible.
+        """
         if isinstance(x, dict):
             return x, y
         examples = _as_examples(x)

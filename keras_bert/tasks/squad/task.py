@@ -6,11 +6,32 @@ from __future__ import annotations
 
 import dataclasses
 
-from keras_bert.tasks.base import Task, TaskOptions, require_vocabulary
+from keras_bert.tasks.base import CommonOptions, Task, require_vocabulary
 from keras_bert.tasks.squad.answers import nbest_to_json
 from keras_bert.tasks.squad.metrics import squad_scores
 from keras_bert.tasks.squad.model import BertQuestionAnswerer
 from keras_bert.tasks.squad.reader import read_squad
+
+
+@dataclasses.dataclass
+class SquadOptions(CommonOptions):
+    """The SQuAD settings, as Google's run_squad.py flags.
+
+    Args:
+        doc_stride: tokens between the starts of a long context's windows.
+        max_query_length: questions are cut to this many tokens.
+        n_best_size: start and end candidates per window.
+        max_answer_length: longest answer in tokens.
+        version_2_with_negative: SQuAD 2.0 (None: when the data has is_impossible questions).
+        null_score_diff_threshold: SQuAD 2.0: answer only when the best span beats the null
+            score by this.
+    """
+    doc_stride: int = 128
+    max_query_length: int = 64
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    version_2_with_negative: bool | None = None
+    null_score_diff_threshold: float = 0.0
 
 
 class SquadTask(Task):
@@ -18,36 +39,40 @@ class SquadTask(Task):
     primary_metric = "f1"
     default_seq_length = 384
     help = "extractive question answering (SQuAD 1.1 and 2.0 JSON)"
+    options_class = SquadOptions
 
     def add_arguments(self, parser) -> None:
         squad = parser.add_argument_group("squad")
-        squad.add_argument("--doc_stride", type=int, default=128,
+        squad.add_argument("--doc_stride", type=int, default=SquadOptions.doc_stride,
                            help="tokens between the starts of a long context's windows "
                                 "(default: %(default)s)")
-        squad.add_argument("--max_query_length", type=int, default=64,
+        squad.add_argument("--max_query_length", type=int, default=SquadOptions.max_query_length,
                            help="questions are cut to this many tokens (default: %(default)s)")
-        squad.add_argument("--n_best_size", type=int, default=20,
+        squad.add_argument("--n_best_size", type=int, default=SquadOptions.n_best_size,
                            help="start and end candidates per window (default: %(default)s)")
-        squad.add_argument("--max_answer_length", type=int, default=30,
+        squad.add_argument("--max_answer_length", type=int,
+                           default=SquadOptions.max_answer_length,
                            help="longest answer in tokens (default: %(default)s)")
-        squad.add_argument("--version_2_with_negative", action="store_true", default=None,
+        squad.add_argument("--version_2_with_negative", action="store_true",
+                           default=SquadOptions.version_2_with_negative,
                            help="SQuAD 2.0 (default: when the data has is_impossible "
                                 "questions)")
-        squad.add_argument("--null_score_diff_threshold", type=float, default=0.0,
+        squad.add_argument("--null_score_diff_threshold", type=float,
+                           default=SquadOptions.null_score_diff_threshold,
                            help="SQuAD 2.0: answer only when the best span beats the null score "
                                 "by this (default: %(default)s)")
 
-    def read_examples(self, path: str, options: TaskOptions, with_labels: bool = True) -> list:
+    def read_examples(self, path: str, options: SquadOptions, with_labels: bool = True) -> list:
         return read_squad(path, with_answers=with_labels)
 
-    def resolve_options(self, options: TaskOptions, example_lists) -> TaskOptions:
+    def resolve_options(self, options: SquadOptions, example_lists) -> SquadOptions:
         options = super().resolve_options(options, example_lists)
         if options.version_2_with_negative is None:  # SQuAD 2.0 when a question has no answer
             options = dataclasses.replace(options, version_2_with_negative=any(
                 e.is_impossible for examples in example_lists for e in examples))
         return options
 
-    def build_model(self, init_checkpoint: str, labels, train_examples, options: TaskOptions,
+    def build_model(self, init_checkpoint: str, labels, train_examples, options: SquadOptions,
                     lower_case: bool | None = None):
         return require_vocabulary(BertQuestionAnswerer.from_pretrained(
             init_checkpoint, options.seq_length, doc_stride=options.doc_stride,
@@ -56,7 +81,7 @@ class SquadTask(Task):
     def num_train_rows(self, model, examples) -> int:
         return len(model.make_features(examples))
 
-    def evaluate(self, model, examples, options: TaskOptions, batch_size: int = 32):
+    def evaluate(self, model, examples, options: SquadOptions, batch_size: int = 32):
         squad_v2 = bool(options.version_2_with_negative)
         answers, nbest, null_diffs = model.predict_answers(
             examples, options.n_best_size, options.max_answer_length, squad_v2,
@@ -67,7 +92,7 @@ class SquadTask(Task):
             artifacts["null_odds.json"] = null_diffs
         return squad_scores(gold, answers, squad_v2), artifacts
 
-    def result_fields(self, options: TaskOptions) -> dict:
+    def result_fields(self, options: SquadOptions) -> dict:
         return {"squad_version_2": bool(options.version_2_with_negative)}
 
 
