@@ -23,6 +23,7 @@ import os
 import re
 
 import keras
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -118,6 +119,7 @@ class BertTokenizerLayer(keras.layers.Layer):
         self._special_ids = [vocab[t] for t in specials]
         self._special_pattern = "|".join(re.escape(t) for t in specials)
         self.vocabulary_sha256 = vocabulary_fingerprint(self.vocabulary)
+        self._continuation = np.array([t.startswith(SUFFIX_INDICATOR) for t in self.vocabulary])
         self._vocabulary_pending = False
 
     def get_vocabulary(self) -> list[str]:
@@ -142,6 +144,30 @@ class BertTokenizerLayer(keras.layers.Layer):
         if self.keep_special_tokens and self._special_tokens:
             return self._tokenize_keeping_special_tokens(texts)
         return self._tokenize_text(texts)
+
+    @tf.autograph.experimental.do_not_convert
+    def group_words(self, ids: tf.RaggedTensor) -> tf.RaggedTensor:
+        """Groups token ids by word: int32 [batch, (tokens)] -> int32 [batch, (words),
+        (tokens)], the shape of TF Hub's BERT ``tokenize``.
+
+        A word is a basic-tokenizer word (split at whitespace and punctuation) or a kept
+        special token. Every word starts with a token that is not a ``##`` continuation (words
+        hold no "#", punctuation splits it off, and a word WordPiece cannot cover is one
+        [UNK]), and every continuation belongs to the word before it, so the words can be
+        found from the ids alone, after tokenizing, at the cost of one lookup per token.
+
+        >>> tokenizer = BertTokenizerLayer(vocabulary=["[PAD]", "[UNK]", "[CLS]", "[SEP]",
+        ...                                            "[MASK]", "new", "york", "##er", "!"])
+        >>> tokenizer.group_words(tokenizer(["New Yorker!"])).to_list()
+        [[[5], [6, 7], [8]]]
+        """
+        tokens = ids.flat_values
+        starts = tf.logical_not(tf.gather(tf.constant(self._continuation), tokens))
+        words = tf.RaggedTensor.from_row_starts(
+            tokens, tf.cast(tf.where(starts)[:, 0], ids.row_splits.dtype), validate=False)
+        words_before = tf.concat([[0], tf.cumsum(tf.cast(starts, ids.row_splits.dtype))], 0)
+        return tf.RaggedTensor.from_row_splits(words, tf.gather(words_before, ids.row_splits),
+                                               validate=False)
 
     def _tokenize_text(self, texts: tf.Tensor) -> tf.RaggedTensor:
         clean = tf.strings.regex_full_match(texts, _CLEAN_ASCII)
