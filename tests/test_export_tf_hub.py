@@ -84,6 +84,24 @@ def test_tokenize_gives_the_wordpieces_of_each_word(exported, consumed):
 
 
 @pytest.mark.slow
+def test_tokenize_with_offsets_gives_each_tokens_bytes(exported, consumed):
+    _, _, preprocessor = exported
+    _, facts = consumed
+    python = BertTokenizer(vocabulary=preprocessor.vocabulary, lower_case=True)
+    tokens, starts, limits = facts["tokens_with_offsets"]
+    assert tokens == facts["tokens"]
+    assert facts["offsets_dtypes"] == ["int32", "int64", "int64"]
+    for row, text in enumerate(TEXTS):
+        offsets = python.tokenize_with_offsets(text).offsets
+        to_bytes = [len(text[:i].encode("utf-8")) for i in range(len(text) + 1)]
+        assert [s for word in starts[row] for s in word] == [to_bytes[s] for s, _ in offsets]
+        assert [e for word in limits[row] for e in word] == [to_bytes[e] for _, e in offsets]
+    # "Héllo": the token "hello" spans the six bytes of the original word.
+    assert (starts[1][0], limits[1][0]) == ([0], [6])
+    assert facts["special_tokens_with_offsets"] == facts["special_tokens"]
+
+
+@pytest.mark.slow
 def test_get_special_tokens_dict(exported, consumed):
     _, _, preprocessor = exported
     _, facts = consumed

@@ -50,6 +50,11 @@ if mode != "no-text":
                                preprocess.tokenize.get_special_tokens_dict().items()}
     facts["special_tokens_dtypes"] = sorted({v.dtype.name for v in
                                              preprocess.tokenize.get_special_tokens_dict().values()})
+    with_offsets = preprocess.tokenize_with_offsets
+    facts["tokens_with_offsets"] = [part.to_list() for part in with_offsets(batch)]
+    facts["offsets_dtypes"] = [part.dtype.name for part in with_offsets(batch)]
+    facts["special_tokens_with_offsets"] = {
+        k: int(v) for k, v in with_offsets.get_special_tokens_dict().items()}
 
     # --- bert_pack_inputs: 1 or 2 segments, ragged rank 1 or 2, seq_length omitted, a Python
     # int or a scalar tensor, and through hub.KerasLayer(arguments=...) as the API page shows

@@ -4,8 +4,8 @@ preprocessing SavedModel that turns raw text into those ids. ``hub.load`` and ``
 then work on them as on https://tfhub.dev/tensorflow/bert_en_uncased_preprocess and its
 encoders, without keras_bert: the API of tensorflow.org/hub/common_saved_model_apis/text
 (Transformer encoders), including the optional parts Google's exporter
-(official/nlp/tools/export_tfhub_lib.py) writes: ``encoder.mlm`` and
-``tokenize.get_special_tokens_dict``."""
+(official/nlp/tools/export_tfhub_lib.py) writes: ``encoder.mlm``,
+``tokenize.get_special_tokens_dict`` and ``tokenize_with_offsets``."""
 
 from __future__ import annotations
 
@@ -44,19 +44,31 @@ class TokenizeModule(tf.Module):
     """``preprocessor.tokenize``: string [batch] -> int32 [batch, (words), (tokens)], the shape
     Google's BERT preprocessing models give; ``get_special_tokens_dict()`` -> {name: int32
     scalar}: ``vocab_size``, ``start_of_sequence_id``, ``end_of_segment_id``, ``padding_id``,
-    ``mask_id``."""
+    ``mask_id``.
 
-    def __init__(self, tokenizer):
-        super().__init__(name="tokenize")
+    With ``with_offsets``, ``preprocessor.tokenize_with_offsets``: the tokens and each one's
+    ``start_offsets`` and ``limit_offsets``, int64 [batch, (words), (tokens)], its byte span in
+    the input (see ``BertTokenizerLayer.tokenize_with_offsets``).
+    """
+
+    def __init__(self, tokenizer, with_offsets: bool = False):
+        super().__init__(name="tokenize_with_offsets" if with_offsets else "tokenize")
         special_ids = special_tokens_dict(tokenizer.vocabulary)
 
         def tokenize(texts):
             return tokenizer.group_words(tokenizer.tokenize(texts))
 
+        def tokenize_with_offsets(texts):
+            ids, starts, limits = tokenizer.tokenize_with_offsets(texts)
+            words = tokenizer.group_words(ids)
+            return (words, words.with_flat_values(starts.flat_values),
+                    words.with_flat_values(limits.flat_values))
+
         def get_special_tokens_dict():
             return {name: tf.constant(value, tf.int32) for name, value in special_ids.items()}
 
-        self.__call__ = tf.function(tokenize, input_signature=[tf.TensorSpec([None], tf.string)],
+        self.__call__ = tf.function(tokenize_with_offsets if with_offsets else tokenize,
+                                    input_signature=[tf.TensorSpec([None], tf.string)],
                                     autograph=False)
         self.get_special_tokens_dict = tf.function(get_special_tokens_dict, input_signature=[],
                                                    autograph=False)
@@ -93,7 +105,8 @@ class PreprocessModule(tf.Module):
 
     ``__call__(strings)``: string [batch] -> ``input_word_ids``, ``input_mask``,
     ``input_type_ids`` int32 [batch, seq_length] (the exported length);
-    ``tokenize`` (see ``TokenizeModule``); ``bert_pack_inputs`` (see ``PackInputsModule``).
+    ``tokenize`` and ``tokenize_with_offsets`` (see ``TokenizeModule``); ``bert_pack_inputs``
+    (see ``PackInputsModule``).
     Also ``vocab_file`` (an asset) and ``do_lower_case``.
     """
 
@@ -106,6 +119,7 @@ class PreprocessModule(tf.Module):
                                     input_signature=[tf.TensorSpec([None], tf.string)],
                                     autograph=False)
         self.tokenize = TokenizeModule(preprocessor.tokenizer)
+        self.tokenize_with_offsets = TokenizeModule(preprocessor.tokenizer, with_offsets=True)
         self.bert_pack_inputs = PackInputsModule(preprocessor.packer)
 
 
