@@ -190,6 +190,8 @@ def test_fill_the_mask_with_encoder_mlm(exported, consumed):
                                          "pooled_output", "sequence_output"]
     assert facts["mlm_trainable_variables"] == (len(pretrainer.encoder.trainable_weights)
                                                 + len(pretrainer.masked_lm.trainable_weights))
+    assert facts["mlm_keras_layer_trainable_weights"] == facts["mlm_trainable_variables"]
+    np.testing.assert_allclose(arrays["mlm_keras_layer"], logits, **FLOATS)
     assert facts["mlm_regularization_losses"] == 0
 
 

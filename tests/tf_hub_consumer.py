@@ -127,6 +127,9 @@ if mode == "mlm":
         vocabulary = [line.rstrip("\n") for line in f]
     facts["filled"] = vocabulary[int(tf.argmax(mlm_outputs["mlm_logits"][0, 0]))]
     facts["mlm_output_names"] = sorted(mlm_outputs)
+    mlm_layer = hub.KerasLayer(encoder.mlm, trainable=True)
+    arrays["mlm_keras_layer"] = mlm_layer(mlm_inputs, training=False)["mlm_logits"]
+    facts["mlm_keras_layer_trainable_weights"] = len(mlm_layer.trainable_weights)
     facts["mlm_trainable_variables"] = len(encoder.mlm.trainable_variables)
     facts["mlm_regularization_losses"] = len(encoder.mlm.regularization_losses)
 
