@@ -126,21 +126,21 @@ def keeping_offsets_pair(keeping_pair, minilm_dir):
     return tokenizer, offsets_function(minilm_dir, tokenizer.lower_case, True)
 
 
-@SETTINGS
-@given(batch=st.lists(texts, min_size=1, max_size=8))
-def test_graph_offsets_equal_python_offsets(offsets_pair, batch):
+def assert_graph_offsets_are_pythons(pair, batch):
     assume(not any(reorders_spacing_marks(text) for text in batch))
-    tokenizer, tokenize_with_offsets = offsets_pair
+    tokenizer, tokenize_with_offsets = pair
     ids, starts, limits = tokenize_with_offsets(tf.constant(batch, dtype=tf.string))
     got = list(zip(ids.to_list(), starts.to_list(), limits.to_list()))
     assert got == [python_byte_offsets(tokenizer, text) for text in batch]
+
+
+@SETTINGS
+@given(batch=st.lists(texts, min_size=1, max_size=8))
+def test_graph_offsets_equal_python_offsets(offsets_pair, batch):
+    assert_graph_offsets_are_pythons(offsets_pair, batch)
 
 
 @SETTINGS
 @given(batch=st.lists(special_texts, min_size=1, max_size=8))
 def test_keep_special_tokens_graph_offsets_equal_python_offsets(keeping_offsets_pair, batch):
-    assume(not any(reorders_spacing_marks(text) for text in batch))
-    tokenizer, tokenize_with_offsets = keeping_offsets_pair
-    ids, starts, limits = tokenize_with_offsets(tf.constant(batch, dtype=tf.string))
-    got = list(zip(ids.to_list(), starts.to_list(), limits.to_list()))
-    assert got == [python_byte_offsets(tokenizer, text) for text in batch]
+    assert_graph_offsets_are_pythons(keeping_offsets_pair, batch)

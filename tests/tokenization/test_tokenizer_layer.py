@@ -130,3 +130,25 @@ def test_group_words_gives_the_python_tokenizers_words():
         assert words.ragged_rank == 2 and words.dtype == tf.int32
         assert words.to_list() == [_python_words(python, t) for t in texts]
     assert words.to_list()[-2:] == [[[15], [15, 16, 17], [9]], [[4], [15]]]
+
+
+def _python_byte_offsets(python, text):
+    """The Python tokenizer's ids and offsets, characters turned into UTF-8 bytes."""
+    result = python.tokenize_with_offsets(text)
+    to_bytes = [len(text[:i].encode("utf-8")) for i in range(len(text) + 1)]
+    return (result.ids, [to_bytes[start] for start, _ in result.offsets],
+            [to_bytes[end] for _, end in result.offsets])
+
+
+def test_tokenize_with_offsets_gives_the_python_tokenizers_offsets_in_bytes():
+    texts = [case[1] for case in HARD_CASES] + TEXTS + ["é" * 250 + " ab", "ab " + "a" * 201]
+    for lower, keep in ((True, False), (False, False), (True, True), (False, True)):
+        layer = BertTokenizerLayer(vocabulary=VOCABULARY, lower_case=lower,
+                                   keep_special_tokens=keep)
+        python = BertTokenizer(vocabulary=VOCABULARY, lower_case=lower, keep_special_tokens=keep)
+        ids, starts, limits = layer.tokenize_with_offsets(tf.constant(texts))
+        assert (ids.dtype, starts.dtype, limits.dtype) == (tf.int32, tf.int64, tf.int64)
+        assert list(zip(ids.to_list(), starts.to_list(), limits.to_list())) == [
+            _python_byte_offsets(python, text) for text in texts], (lower, keep)
+    # [UNK] for a word too long to look up covers the whole word: 250 two-byte characters.
+    assert (starts[-2].numpy()[0], limits[-2].numpy()[0]) == (0, 500)
