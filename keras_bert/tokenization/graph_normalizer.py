@@ -191,9 +191,8 @@ class GraphNormalizer:
         Returns:
             (code_points, starts, limits): int32 [batch, (chars)], the normalized text; int64
             [batch, (chars)] each, the byte span in ``texts`` of the input character that
-            gave each one. Where NFD reorders spacing marks across characters (a run of a base
-            character and two or more such marks), every character of the run gets the run's
-            span.
+            gave each one. In a run of a base character and two or more spacing marks (where
+            NFD may reorder them across characters), every character gets the run's span.
         """
         decoded, byte_starts = tf.strings.unicode_decode_with_offsets(
             texts, "UTF-8", errors="replace", replacement_char=0xFFFD)
@@ -221,7 +220,8 @@ class GraphNormalizer:
     def _normalize_code_points(self, texts: tf.Tensor):
         """Valid UTF-8 string [batch] -> (output code points [m], their row splits [batch + 1],
         source [m]: the index of the input code point each came from, and for uncased
-        normalization the (positions, run ids) of the reordered spacing-mark runs, else None).
+        normalization the (positions, run ids) of the runs holding two or more spacing marks,
+        else None).
         """
         if self.lower_case:
             texts = self._resolve_final_sigma(texts)  # sigmas stay one code point each

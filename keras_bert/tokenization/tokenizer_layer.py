@@ -14,6 +14,11 @@ Special-token text such as "[MASK]" is tokenized as ordinary text, as Google doe
 ``keep_special_tokens=True`` (the Python tokenizer's switch of the same name) each literal special
 token becomes its own id: the texts are split around the special tokens (``regex_split``, keeping
 them), the other pieces are tokenized as above, and the rows are put back together.
+
+``tokenize_with_offsets`` also gives each token's byte span in its text (tensorflow-text's
+offsets on the ASCII path; on the other path, offsets carried through the normalization), and
+``group_words`` groups ids by word, as TF Hub's BERT ``tokenize`` returns them; ``tokenize``
+itself does neither.
 """
 
 from __future__ import annotations

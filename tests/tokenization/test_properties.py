@@ -144,3 +144,13 @@ def test_graph_offsets_equal_python_offsets(offsets_pair, batch):
 @given(batch=st.lists(special_texts, min_size=1, max_size=8))
 def test_keep_special_tokens_graph_offsets_equal_python_offsets(keeping_offsets_pair, batch):
     assert_graph_offsets_are_pythons(keeping_offsets_pair, batch)
+
+
+@SETTINGS
+@given(batch=st.lists(st.binary(max_size=30), min_size=1, max_size=8))
+def test_offsets_of_random_bytes_stay_in_the_text(offsets_pair, batch):
+    tokenizer, tokenize_with_offsets = offsets_pair
+    ids, starts, limits = tokenize_with_offsets(tf.constant(batch, dtype=tf.string))
+    assert ids.to_list() == [python_ids(tokenizer, raw) for raw in batch]
+    for raw, row_starts, row_limits in zip(batch, starts.to_list(), limits.to_list()):
+        assert all(0 <= s < e <= len(raw) for s, e in zip(row_starts, row_limits))
