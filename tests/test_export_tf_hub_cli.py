@@ -80,3 +80,19 @@ def test_serving_flags_are_refused_before_loading(tmp_path, capsys, monkeypatch)
     assert "exists; export the TF Hub pair to a new directory" in capsys.readouterr().err
     assert cli.main(["export", checkpoint, str(tmp_path / "models")]) == 2
     assert "--model_name is required" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_saved_task_model_exports_its_encoder_and_preprocessor(pretrainer, vocab_file, tmp_path):
+    from keras_bert import BertClassifier
+    checkpoint = str(tmp_path / "hf")
+    save_checkpoint(pretrainer.encoder, checkpoint, "hf", vocab_file=vocab_file)
+    classifier = BertClassifier.from_pretrained(checkpoint, num_classes=2, seq_length=12)
+    classifier.save(str(tmp_path / "classifier.keras"))
+    out = str(tmp_path / "hub")
+    assert cli.main(["export", str(tmp_path / "classifier.keras"), out, "--tf_hub"]) == 0
+    packed = tf.saved_model.load(f"{out}/preprocess")(tf.constant(["hello abab"]))
+    assert packed["input_word_ids"].shape == (1, 12)  # the classifier's own preprocessor
+    pooled = tf.saved_model.load(f"{out}/encoder")(packed)["pooled_output"]
+    expected = classifier.encoder(packed, training=False)["pooled_output"]
+    np.testing.assert_allclose(pooled, expected, atol=1e-5, rtol=0)
