@@ -25,7 +25,11 @@ def add_parser(subparsers) -> None:
     export.add_argument("checkpoint", metavar="CHECKPOINT",
                         help="a Google, Hugging Face or keras-bert checkpoint (or saved task model)")
     export.add_argument("export_base", metavar="EXPORT_BASE", help="the models directory")
-    export.add_argument("--model_name", required=True, help="the name the model is served as")
+    export.add_argument("--model_name", help="the name the model is served as (required unless "
+                                             "--tf_hub)")
+    export.add_argument("--tf_hub", action="store_true",
+                        help="write TF Hub's pair instead: EXPORT_BASE/encoder (with mlm when "
+                             "the checkpoint has its masked-LM head) and EXPORT_BASE/preprocess")
     export.add_argument("--version", type=int, help="version number (default: the next one)")
     export.add_argument("--vocab", help="vocab.txt (default: the checkpoint's)")
     add_lower_case_flag(export)
@@ -69,9 +73,14 @@ def run_export(args: argparse.Namespace) -> int:
     from keras_bert.models import BertPretrainer
     if not os.path.exists(args.checkpoint) and "://" not in args.checkpoint:
         raise FileNotFoundError(f"checkpoint {args.checkpoint!r} does not exist")
-    check_export_target(args.export_base, args.model_name, args.version)  # before loading
+    if args.tf_hub:
+        _check_tf_hub_flags(args)
+    elif not args.model_name:
+        raise ValueError("--model_name is required (the name the model is served as)")
+    else:
+        check_export_target(args.export_base, args.model_name, args.version)  # before loading
     model = load_model(args.checkpoint)
-    if isinstance(model, BertPretrainer):
+    if isinstance(model, BertPretrainer) and not args.tf_hub:
         logger.info("%s has pretraining heads; exporting its encoder", args.checkpoint)
         model = model.encoder
     vocab = args.vocab
@@ -83,12 +92,35 @@ def run_export(args: argparse.Namespace) -> int:
         if lower_case is None:
             from keras_bert.tokenization.vocab import resolve_pretrained
             lower_case = resolve_pretrained(args.checkpoint)[1]
+    if args.tf_hub:
+        from keras_bert.export.tf_hub import export_tf_hub
+        encoder_dir, preprocess_dir = export_tf_hub(model, None, args.export_base,
+                                                    vocab_file=vocab, lower_case=lower_case,
+                                                    seq_length=args.seq_length)
+        print(f"exported a TF Hub encoder to {encoder_dir} and its preprocessing to "
+              f"{preprocess_dir}")
+        return 0
     path = export_model(model, args.export_base, args.model_name, args.version,
                         vocab_file=vocab, lower_case=lower_case, seq_length=args.seq_length,
                         text_pair=args.text_pair, mixed_precision=args.mixed_precision,
                         dynamic_padding=args.dynamic_padding)
     print(f"exported {args.model_name} to {path}")
     return 0
+
+
+def _check_tf_hub_flags(args: argparse.Namespace) -> None:
+    """--tf_hub writes a new directory of two SavedModels: refuses the TF Serving-only flags,
+    and an existing EXPORT_BASE, before the checkpoint loads."""
+    serving_only = [f"--{name}" for name in ("model_name", "version", "text_pair",
+                                             "mixed_precision")
+                    if getattr(args, name) is not None]
+    if serving_only:
+        raise ValueError(f"{', '.join(serving_only)} do not apply to --tf_hub, which writes "
+                         f"EXPORT_BASE/encoder and EXPORT_BASE/preprocess")
+    from keras_bert import fileio
+    if fileio.exists(args.export_base):
+        raise FileExistsError(f"{args.export_base!r} exists; export the TF Hub pair to a new "
+                              f"directory")
 
 
 def _jsonable(value):

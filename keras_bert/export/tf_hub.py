@@ -1,8 +1,11 @@
 """TF Hub's split of a BERT, as Google's published pairs: an encoder SavedModel that takes packed
 ids and holds core TensorFlow ops only (a user of it needs no tensorflow-text), and a
-preprocessing SavedModel that turns raw text into those ids (``tokenize``, ``bert_pack_inputs``
-and a default call). ``hub.load(preprocess)`` + ``hub.load(encoder)`` then work as with
-https://tfhub.dev/tensorflow/bert_en_uncased_preprocess and its encoders."""
+preprocessing SavedModel that turns raw text into those ids. ``hub.load`` and ``hub.KerasLayer``
+then work on them as on https://tfhub.dev/tensorflow/bert_en_uncased_preprocess and its
+encoders, without keras_bert: the API of tensorflow.org/hub/common_saved_model_apis/text
+(Transformer encoders), including the optional parts Google's exporter
+(official/nlp/tools/export_tfhub_lib.py) writes: ``encoder.mlm``,
+``tokenize.get_special_tokens_dict`` and ``tokenize_with_offsets``."""
 
 from __future__ import annotations
 
@@ -12,27 +15,99 @@ import tempfile
 
 import tensorflow as tf
 
-from keras_bert.export import ops, signatures
-from keras_bert.export.saved_model import ExportModule
 from keras_bert import fileio
+from keras_bert.export import ops, signatures
+from keras_bert.export.saved_model import ExportModule, resolve_preprocessor
 from keras_bert.fileio import atomic_output_dir, join
-from keras_bert.models.encoder import BertEncoder
+from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
+from keras_bert.models.pretrainer import BertPretrainer
 from keras_bert.tokenization import vocab as vocab_lib
+from keras_bert.tokenization.packer_layer import pack_segments
 
 logger = logging.getLogger(__name__)
 
 ENCODER_DIR, PREPROCESS_DIR = "encoder", "preprocess"
+# TF Hub's names for the special tokens' ids (Model Garden's get_special_tokens_dict).
+SPECIAL_TOKEN_NAMES = {"start_of_sequence_id": vocab_lib.CLS, "end_of_segment_id": vocab_lib.SEP,
+                       "padding_id": vocab_lib.PAD, "mask_id": vocab_lib.MASK}
+
+
+def special_tokens_dict(vocabulary: list[str]) -> dict[str, int]:
+    """``vocab_size`` and the ids of [CLS], [SEP], [PAD] and [MASK] under TF Hub's names; a
+    token the vocabulary lacks is left out, as Google's preprocessing models do."""
+    ids = {token: index for index, token in enumerate(vocabulary)}
+    found = {name: ids[token] for name, token in SPECIAL_TOKEN_NAMES.items() if token in ids}
+    return {"vocab_size": len(vocabulary), **found}
+
+
+class TokenizeModule(tf.Module):
+    """``preprocessor.tokenize``: string [batch] -> int32 [batch, (words), (tokens)], the shape
+    Google's BERT preprocessing models give; ``get_special_tokens_dict()`` -> {name: int32
+    scalar}: ``vocab_size``, ``start_of_sequence_id``, ``end_of_segment_id``, ``padding_id``,
+    ``mask_id``.
+
+    With ``with_offsets``, ``preprocessor.tokenize_with_offsets``: the tokens and each one's
+    ``start_offsets`` and ``limit_offsets``, int64 [batch, (words), (tokens)], its byte span in
+    the input (see ``BertTokenizerLayer.tokenize_with_offsets``).
+    """
+
+    def __init__(self, tokenizer, with_offsets: bool = False):
+        super().__init__(name="tokenize_with_offsets" if with_offsets else "tokenize")
+        special_ids = special_tokens_dict(tokenizer.vocabulary)
+
+        def tokenize(texts):
+            return tokenizer.group_words(tokenizer.tokenize(texts))
+
+        def tokenize_with_offsets(texts):
+            ids, starts, limits = tokenizer.tokenize_with_offsets(texts)
+            words = tokenizer.group_words(ids)
+            return (words, words.with_flat_values(starts.flat_values),
+                    words.with_flat_values(limits.flat_values))
+
+        def get_special_tokens_dict():
+            return {name: tf.constant(value, tf.int32) for name, value in special_ids.items()}
+
+        self.__call__ = tf.function(tokenize_with_offsets if with_offsets else tokenize,
+                                    input_signature=[tf.TensorSpec([None], tf.string)],
+                                    autograph=False)
+        self.get_special_tokens_dict = tf.function(get_special_tokens_dict, input_signature=[],
+                                                   autograph=False)
+
+
+class PackInputsModule(tf.Module):
+    """``preprocessor.bert_pack_inputs(segments, seq_length=...)``: a list of one or two
+    tokenized segments, each int32 ragged [batch, (tokens)] or [batch, (words), (tokens)],
+    packed as ``[CLS] a [SEP] (b [SEP])`` and truncated as Google does -> ``input_word_ids``,
+    ``input_mask``, ``input_type_ids`` int32 [batch, seq_length]. ``seq_length`` is any length
+    of at least 2 (3 for a pair), a Python int or an int32 scalar tensor; by default the
+    exported one."""
+
+    def __init__(self, packer):
+        super().__init__(name="bert_pack_inputs")
+        ids = dict(cls_id=packer.cls_id, sep_id=packer.sep_id, pad_id=packer.pad_id)
+
+        def bert_pack_inputs(segments, seq_length=packer.seq_length):
+            if not 1 <= len(segments) <= 2:
+                raise ValueError(f"bert_pack_inputs packs one or two segments, got "
+                                 f"{len(segments)}")
+            flat = [s.merge_dims(1, 2) if s.ragged_rank == 2 else s for s in segments]
+            return pack_segments(flat[0], flat[1] if len(flat) == 2 else None, seq_length, **ids)
+
+        self.__call__ = tf.function(bert_pack_inputs, autograph=False)
+        for ragged_rank in (1, 2):
+            spec = tf.RaggedTensorSpec([None] * (ragged_rank + 1), tf.int32, ragged_rank)
+            for count in (1, 2):
+                self.__call__.get_concrete_function([spec] * count, tf.TensorSpec([], tf.int32))
 
 
 class PreprocessModule(tf.Module):
     """TF Hub's BERT preprocessing object.
 
     ``__call__(strings)``: string [batch] -> ``input_word_ids``, ``input_mask``,
-    ``input_type_ids`` int32 [batch, seq_length]; ``tokenize(strings)``: int32 [batch, (tokens)];
-    ``bert_pack_inputs(segments, seq_length)``: a list of one or two tokenized segments (ragged
-    [batch, (tokens)] or [batch, (words), (tokens)]) packed as ``[CLS] a [SEP] (b [SEP])``,
-    truncated as Google does; ``seq_length`` must be the exported one (a SavedModel keeps only
-    traced values). Also ``vocab_file`` (an asset) and ``do_lower_case``.
+    ``input_type_ids`` int32 [batch, seq_length] (the exported length);
+    ``tokenize`` and ``tokenize_with_offsets`` (see ``TokenizeModule``); ``bert_pack_inputs``
+    (see ``PackInputsModule``).
+    Also ``vocab_file`` (an asset) and ``do_lower_case``.
     """
 
     def __init__(self, preprocessor, vocab_path: str):
@@ -40,46 +115,107 @@ class PreprocessModule(tf.Module):
         self.vocab_file = tf.saved_model.Asset(vocab_path)
         self.do_lower_case = tf.Variable(bool(preprocessor.lower_case), trainable=False,
                                          name="do_lower_case")
-        text = tf.TensorSpec([None], tf.string)
-        self.__call__ = tf.function(preprocessor.__call__, input_signature=[text],
+        self.__call__ = tf.function(preprocessor.__call__,
+                                    input_signature=[tf.TensorSpec([None], tf.string)],
                                     autograph=False)
-        self.tokenize = tf.function(preprocessor.tokenize, input_signature=[text],
-                                    autograph=False)
-
-        def bert_pack_inputs(segments, seq_length=preprocessor.seq_length):
-            if seq_length != preprocessor.seq_length:
-                raise ValueError(f"this preprocessing model packs to seq_length="
-                                 f"{preprocessor.seq_length}, got {seq_length}")
-            flat = [s.merge_dims(1, 2) if s.ragged_rank == 2 else s for s in segments]
-            return preprocessor.pack(*flat)
-
-        self.bert_pack_inputs = tf.function(bert_pack_inputs, autograph=False)
-        for ragged_rank in (1, 2):
-            spec = tf.RaggedTensorSpec([None] * (ragged_rank + 1), tf.int32, ragged_rank)
-            for count in (1, 2):
-                self.bert_pack_inputs.get_concrete_function([spec] * count)
-                self.bert_pack_inputs.get_concrete_function([spec] * count,
-                                                            preprocessor.seq_length)
+        self.tokenize = TokenizeModule(preprocessor.tokenizer)
+        self.tokenize_with_offsets = TokenizeModule(preprocessor.tokenizer, with_offsets=True)
+        self.bert_pack_inputs = PackInputsModule(preprocessor.packer)
 
 
-def export_tf_hub(encoder: BertEncoder, preprocessor, export_dir: str) -> tuple[str, str]:
+class MaskedLMModule(tf.Module):
+    """``encoder.mlm``: ``__call__(inputs, training=False)`` on the encoder's three int32
+    [batch, seq] inputs plus ``masked_lm_positions`` (int32 [batch, num_predictions]) ->
+    the encoder's outputs plus ``mlm_logits`` (float32 [batch, num_predictions, vocab_size]),
+    with ``variables`` (the encoder's and the masked-LM head's), ``trainable_variables`` and
+    ``regularization_losses``."""
+
+    # Plain attributes instead of tf.Module's properties: TF Hub reads them off the SavedModel.
+    variables = None
+    trainable_variables = None
+    regularization_losses = None
+
+    def __init__(self, pretrainer: BertPretrainer):
+        super().__init__(name="mlm")
+
+        def mlm(inputs, training=False):
+            outputs = dict(pretrainer.encoder({name: inputs[name] for name in INPUT_NAMES},
+                                              training=training))
+            outputs["default"] = outputs["pooled_output"]
+            outputs["mlm_logits"] = pretrainer.masked_lm(outputs["sequence_output"],
+                                                         inputs["masked_lm_positions"])
+            return outputs
+
+        spec = {**signatures.ids_input_signature(),
+                "masked_lm_positions": tf.TensorSpec([None, None], tf.int32,
+                                                     name="masked_lm_positions")}
+        self.__call__ = tf.function(mlm, autograph=False)
+        concrete = [self.__call__.get_concrete_function(spec, training=training)
+                    for training in (False, True)]
+        self.variables = _unique(v for function in concrete for v in function.variables)
+        self.trainable_variables = _unique(v for function in concrete
+                                           for v in function.trainable_variables)
+        self.regularization_losses = []
+
+
+class EncoderModule(ExportModule):
+    """TF Hub's encoder object: ``ExportModule``'s (``__call__``, ``serving_default``,
+    ``variables``, ``trainable_variables``, ``vocab_file``, ``do_lower_case``) plus
+    ``regularization_losses`` (empty: BERT regularizes through the optimizer's weight decay,
+    not through loss terms) and, for a BertPretrainer, ``mlm`` (see ``MaskedLMModule``)."""
+
+    regularization_losses = None
+
+    def __init__(self, model: BertEncoder | BertPretrainer, functions: dict, vocab_path: str,
+                 lower_case: bool):
+        encoder = model.encoder if isinstance(model, BertPretrainer) else model
+        super().__init__(encoder, functions, vocab_path, lower_case)
+        self.regularization_losses = []
+        if isinstance(model, BertPretrainer):
+            self.mlm = MaskedLMModule(model)
+
+
+def export_tf_hub(model, preprocessor, export_dir: str | os.PathLike, *,
+                  vocab_file: str | None = None, lower_case: bool | None = None,
+                  seq_length: int | None = None) -> tuple[str, str]:
     """Writes ``<export_dir>/encoder`` and ``<export_dir>/preprocess`` and returns their paths.
 
     The encoder SavedModel: ``__call__(inputs, training=False)`` on TF Hub's int32 inputs ->
-    ``sequence_output``, ``pooled_output``, ``default`` and ``encoder_outputs`` (a list);
-    ``serving_default`` on the same inputs (``encoder_outputs`` stacked [batch, layers, seq,
-    hidden]); ``variables``, ``trainable_variables``, ``vocab_file``, ``do_lower_case``. Core
-    TensorFlow ops only. The preprocessing SavedModel: see ``PreprocessModule``.
+    ``sequence_output``, ``pooled_output``, ``default`` and ``encoder_outputs`` (a list), with
+    dropout when ``training=True``; ``serving_default`` on the same inputs (``encoder_outputs``
+    stacked [batch, layers, seq, hidden]); ``variables``, ``trainable_variables``,
+    ``regularization_losses``, ``vocab_file``, ``do_lower_case``; for a BertPretrainer also
+    ``mlm`` (see ``MaskedLMModule``). Core TensorFlow ops only. The preprocessing SavedModel:
+    see ``PreprocessModule``.
+
+    Args:
+        model: a BertEncoder; a BertPretrainer (its encoder, with ``mlm``); or a task model
+            (its encoder: TF Hub's API has no place for a task head).
+        preprocessor: the BertPreprocessor, or None for the model's own or one built from
+            ``vocab_file`` (casing from ``lower_case`` or the vocabulary's directory).
+        export_dir: a directory that does not exist yet (local or ``gs://``).
+        seq_length: the preprocessing model's default packed length (default: the
+            preprocessor's, else 128).
 
     Raises:
         FileExistsError: ``export_dir`` exists (nothing is written then, and nothing is left
             behind if the export fails).
-        TypeError: ``encoder`` is not a BertEncoder.
+        TypeError: ``model`` is none of the above.
     """
-    if not isinstance(encoder, BertEncoder):
-        raise TypeError(f"export_tf_hub exports a BertEncoder, got {type(encoder).__name__}")
+    export_dir = os.fspath(export_dir)
+    exported = model if isinstance(model, (BertEncoder, BertPretrainer)) else getattr(
+        model, "encoder", None)
+    if not isinstance(exported, (BertEncoder, BertPretrainer)):
+        raise TypeError(f"export_tf_hub exports a BertEncoder, a BertPretrainer or a task "
+                        f"model's encoder, got {type(model).__name__}")
+    if exported is not model:
+        logger.info("exporting the encoder of %s; TF Hub's API has no task head",
+                    type(model).__name__)
+    preprocessor = resolve_preprocessor(model, preprocessor, vocab_file, lower_case, seq_length)
+    model = exported
     if fileio.exists(export_dir):
         raise FileExistsError(f"{export_dir!r} exists; export the TF Hub pair to a new directory")
+    encoder = model.encoder if isinstance(model, BertPretrainer) else model
     encoder_dir, preprocess_dir = join(export_dir, ENCODER_DIR), join(export_dir, PREPROCESS_DIR)
     with tempfile.TemporaryDirectory(prefix="keras_bert_hub-") as scratch:
         vocab_path = os.path.join(scratch, vocab_lib.VOCAB_FILENAME)
@@ -90,8 +226,8 @@ def export_tf_hub(encoder: BertEncoder, preprocessor, export_dir: str) -> tuple[
             outputs = signatures.encoder_outputs(encoder, preprocessor, inputs, None)
             return {**outputs, "default": outputs["pooled_output"]}
 
-        module = ExportModule(encoder, {"serving_default": serving_default}, vocab_path,
-                              preprocessor.lower_case)
+        module = EncoderModule(model, {"serving_default": serving_default}, vocab_path,
+                               preprocessor.lower_case)
         # Both SavedModels appear together or not at all.
         with atomic_output_dir(export_dir) as out:
             encoder_out = os.path.join(out, ENCODER_DIR)
@@ -104,7 +240,11 @@ def export_tf_hub(encoder: BertEncoder, preprocessor, export_dir: str) -> tuple[
             preprocess_out = os.path.join(out, PREPROCESS_DIR)
             tf.saved_model.save(PreprocessModule(preprocessor, vocab_path), preprocess_out)
             ops.check_ops(preprocess_out)
-    logger.info("exported a TF Hub encoder to %s and its preprocessing to %s", encoder_dir,
+    logger.info("exported a TF Hub encoder%s to %s and its preprocessing to %s",
+                " with mlm" if isinstance(model, BertPretrainer) else "", encoder_dir,
                 preprocess_dir)
     return encoder_dir, preprocess_dir
 
+
+def _unique(variables) -> list:
+    return list({id(variable): variable for variable in variables}.values())

@@ -177,17 +177,63 @@ class GraphNormalizer:
         """The table path, right for any text: string [batch] -> string [batch]."""
         texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace",
                                              replacement_char=0xFFFD)
+        output, output_splits, _, _ = self._normalize_code_points(texts)
+        return tf.strings.unicode_encode(
+            tf.RaggedTensor.from_row_splits(output, output_splits, validate=False), "UTF-8")
+
+    @tf.autograph.experimental.do_not_convert
+    def normalize_unicode_with_offsets(self, texts: tf.Tensor):
+        """``normalize_unicode`` as code points, each with the input bytes it came from.
+
+        Args:
+            texts: string [batch].
+
+        Returns:
+            (code_points, starts, limits): int32 [batch, (chars)], the normalized text; int64
+            [batch, (chars)] each, the byte span in ``texts`` of the input character that
+            gave each one. In a run of a base character and two or more spacing marks (where
+            NFD may reorder them across characters), every character gets the run's span.
+        """
+        decoded, byte_starts = tf.strings.unicode_decode_with_offsets(
+            texts, "UTF-8", errors="replace", replacement_char=0xFFFD)
+        # An input character's bytes end where the next one's start, or at the end of its row.
+        lengths = tf.cast(tf.strings.length(texts), tf.int64)[:, None]  # bytes
+        byte_limits = tf.concat([byte_starts[:, 1:], lengths + tf.zeros_like(byte_starts[:, :1])],
+                                axis=1).flat_values
+        output, output_splits, source, marks = self._normalize_code_points(
+            tf.strings.unicode_encode(decoded, "UTF-8"))
+        starts = tf.gather(byte_starts.flat_values, source)
+        limits = tf.gather(byte_limits, source)
+        if marks is not None:
+            positions, run = marks
+            run_ids = tf.gather_nd(run, positions)
+            count = tf.reduce_max(tf.concat([[-1], run_ids], 0)) + 1
+            starts = tf.tensor_scatter_nd_update(starts, positions, tf.gather(
+                tf.math.unsorted_segment_min(tf.gather_nd(starts, positions), run_ids, count),
+                run_ids))
+            limits = tf.tensor_scatter_nd_update(limits, positions, tf.gather(
+                tf.math.unsorted_segment_max(tf.gather_nd(limits, positions), run_ids, count),
+                run_ids))
+        return tuple(tf.RaggedTensor.from_row_splits(values, output_splits, validate=False)
+                     for values in (output, starts, limits))
+
+    def _normalize_code_points(self, texts: tf.Tensor):
+        """Valid UTF-8 string [batch] -> (output code points [m], their row splits [batch + 1],
+        source [m]: the index of the input code point each came from, and for uncased
+        normalization the (positions, run ids) of the runs holding two or more spacing marks,
+        else None).
+        """
         if self.lower_case:
-            texts = self._resolve_final_sigma(texts)
+            texts = self._resolve_final_sigma(texts)  # sigmas stay one code point each
         code_points = tf.strings.unicode_decode(texts, "UTF-8")
         values, row_splits = code_points.flat_values, code_points.row_splits
         flags = tf.cast(tf.gather(self._flags, values), tf.int32)
         output, ends, source = self._map(values, flags)
+        marks = None
         if self.lower_case:
-            output = self._reorder_marks(output, source, flags, row_splits)
+            output, marks = self._reorder_marks(output, source, flags, row_splits)
         output_splits = tf.cast(tf.gather(tf.concat([[0], ends], axis=0), row_splits), tf.int64)
-        return tf.strings.unicode_encode(
-            tf.RaggedTensor.from_row_splits(output, output_splits, validate=False), "UTF-8")
+        return output, output_splits, source, marks
 
     def _resolve_final_sigma(self, texts):
         """Writes each capital sigma as ``str.lower()`` would lower it: ``σ`` or ``ς``."""
@@ -219,7 +265,8 @@ class GraphNormalizer:
 
     def _reorder_marks(self, output, source, flags, row_splits):
         """Stable-sorts spacing marks by combining class within each run (a character of class 0
-        and the marks after it), as NFD does; only runs holding two or more of them can change."""
+        and the marks after it), as NFD does; only runs holding two or more of them can change.
+        Returns the output and (positions [k, 1], run ids [m]) of those runs' characters."""
         size = tf.size(flags)
         row_starts = tf.scatter_nd(tf.cast(row_splits[:-1, None], tf.int32),
                                    tf.ones_like(row_splits[:-1], tf.int32), [size + 1])[:-1]
@@ -234,4 +281,4 @@ class GraphNormalizer:
         key = (tf.cast(tf.gather_nd(run, positions), tf.float64) * 256
                + tf.cast(tf.gather_nd(combining, positions), tf.float64))
         reordered = tf.gather(tf.gather_nd(output, positions), tf.argsort(key, stable=True))
-        return tf.tensor_scatter_nd_update(output, positions, reordered)
+        return tf.tensor_scatter_nd_update(output, positions, reordered), (positions, run)

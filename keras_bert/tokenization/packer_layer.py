@@ -74,33 +74,8 @@ class BertPackerLayer(keras.layers.Layer):
         Returns:
             ``input_word_ids``, ``input_mask``, ``input_type_ids``: int32 [batch, seq_length].
         """
-        length = self.seq_length
-        position = tf.range(length)[None, :]  # [1, seq_length]
-        if ids_b is None:
-            keep_a = tf.minimum(tf.cast(ids_a.row_lengths(), tf.int32), length - 2)[:, None]
-            b_start = end = keep_a + 2  # No second segment.
-        else:
-            length_a = tf.cast(ids_a.row_lengths(), tf.int32)
-            length_b = tf.cast(ids_b.row_lengths(), tf.int32)
-            pair_a, pair_b = _pair_lengths(length_a, length_b, length - 3)
-            has_b = length_b > 0
-            keep_a = tf.where(has_b, pair_a, tf.minimum(length_a, length - 2))[:, None]
-            keep_b = tf.where(has_b, pair_b, 0)[:, None]  # [batch, 1]
-            b_start = keep_a + 2
-            end = tf.where(has_b[:, None], keep_a + keep_b + 3, keep_a + 2)
-        word_ids = tf.where(position == 0, self.cls_id, self.pad_id)
-        word_ids = tf.where((position >= 1) & (position <= keep_a),
-                            _shifted(ids_a, position - 1, length), word_ids)
-        if ids_b is not None:
-            word_ids = tf.where((position >= b_start) & (position < end - 1),
-                                _shifted(ids_b, position - b_start, length), word_ids)
-        word_ids = tf.where((position == keep_a + 1) | (position == end - 1), self.sep_id,
-                            word_ids)
-        return {
-            "input_word_ids": word_ids,
-            "input_mask": tf.cast(position < end, tf.int32),
-            "input_type_ids": tf.cast((position >= b_start) & (position < end), tf.int32),
-        }
+        return pack_segments(ids_a, ids_b, self.seq_length, cls_id=self.cls_id,
+                             sep_id=self.sep_id, pad_id=self.pad_id)
 
     def compute_output_spec(self, inputs):
         first = inputs[0] if isinstance(inputs, (tuple, list)) else inputs
@@ -114,6 +89,55 @@ class BertPackerLayer(keras.layers.Layer):
         return config
 
 
+def pack_segments(ids_a: tf.RaggedTensor, ids_b: tf.RaggedTensor | None, seq_length,
+                  *, cls_id: int, sep_id: int, pad_id: int) -> dict[str, tf.Tensor]:
+    """``BertPackerLayer.pack`` with the packed length as an argument: a Python int (the
+    outputs' length is then static) or an int32 scalar tensor (chosen at run time, as TF Hub's
+    ``bert_pack_inputs(segments, seq_length=...)`` takes it; too short a length fails there).
+
+    Args:
+        ids_a, ids_b: int32 [batch, (tokens)] each; ``ids_b`` may be None.
+        seq_length: the packed length, [CLS] and [SEP] included.
+        cls_id, sep_id, pad_id: the ids of [CLS], [SEP] and [PAD].
+
+    Returns:
+        ``input_word_ids``, ``input_mask``, ``input_type_ids``: int32 [batch, seq_length].
+    """
+    length = seq_length
+    if not isinstance(length, int):
+        length = tf.convert_to_tensor(length, tf.int32)
+        with tf.control_dependencies([tf.debugging.assert_greater_equal(
+                length, 2 if ids_b is None else 3,
+                message="seq_length leaves no room for [CLS] and the [SEP] of each segment")]):
+            length = tf.identity(length)
+    position = tf.range(length)[None, :]  # [1, seq_length]
+    if ids_b is None:
+        keep_a = tf.minimum(tf.cast(ids_a.row_lengths(), tf.int32), length - 2)[:, None]
+        b_start = end = keep_a + 2  # No second segment.
+    else:
+        length_a = tf.cast(ids_a.row_lengths(), tf.int32)
+        length_b = tf.cast(ids_b.row_lengths(), tf.int32)
+        pair_a, pair_b = _pair_lengths(length_a, length_b, length - 3)
+        has_b = length_b > 0
+        keep_a = tf.where(has_b, pair_a, tf.minimum(length_a, length - 2))[:, None]
+        keep_b = tf.where(has_b, pair_b, 0)[:, None]  # [batch, 1]
+        b_start = keep_a + 2
+        end = tf.where(has_b[:, None], keep_a + keep_b + 3, keep_a + 2)
+    word_ids = tf.where(position == 0, cls_id, pad_id)
+    word_ids = tf.where((position >= 1) & (position <= keep_a),
+                        _shifted(ids_a, position - 1, length), word_ids)
+    if ids_b is not None:
+        word_ids = tf.where((position >= b_start) & (position < end - 1),
+                            _shifted(ids_b, position - b_start, length), word_ids)
+    word_ids = tf.where((position == keep_a + 1) | (position == end - 1), sep_id,
+                        word_ids)
+    return {
+        "input_word_ids": word_ids,
+        "input_mask": tf.cast(position < end, tf.int32),
+        "input_type_ids": tf.cast((position >= b_start) & (position < end), tf.int32),
+    }
+
+
 def _as_ragged_ids(ids) -> tf.RaggedTensor:
     """int ids [batch, (tokens)] or [batch, tokens] -> int32 ragged [batch, (tokens)]."""
     if isinstance(ids, tf.RaggedTensor):
@@ -123,7 +147,8 @@ def _as_ragged_ids(ids) -> tf.RaggedTensor:
 
 def _shifted(ids: tf.RaggedTensor, index: tf.Tensor, length: int) -> tf.Tensor:
     """Row i of ``ids`` read at ``index[i]`` (clipped): int32 [batch, length]."""
-    dense = ids.to_tensor(0, shape=[None, length])
+    shape = [None, length] if isinstance(length, int) else tf.stack([-1, length])
+    dense = ids.to_tensor(0, shape=shape)
     index = tf.clip_by_value(tf.broadcast_to(index, tf.shape(dense)), 0, length - 1)
     return tf.gather(dense, index, batch_dims=1)
 

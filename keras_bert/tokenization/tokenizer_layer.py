@@ -14,6 +14,11 @@ Special-token text such as "[MASK]" is tokenized as ordinary text, as Google doe
 ``keep_special_tokens=True`` (the Python tokenizer's switch of the same name) each literal special
 token becomes its own id: the texts are split around the special tokens (``regex_split``, keeping
 them), the other pieces are tokenized as above, and the rows are put back together.
+
+``tokenize_with_offsets`` also gives each token's byte span in its text (tensorflow-text's
+offsets on the ASCII path; on the other path, offsets carried through the normalization), and
+``group_words`` groups ids by word, as TF Hub's BERT ``tokenize`` returns them; ``tokenize``
+itself does neither.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import os
 import re
 
 import keras
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -118,6 +124,7 @@ class BertTokenizerLayer(keras.layers.Layer):
         self._special_ids = [vocab[t] for t in specials]
         self._special_pattern = "|".join(re.escape(t) for t in specials)
         self.vocabulary_sha256 = vocabulary_fingerprint(self.vocabulary)
+        self._continuation = np.array([t.startswith(SUFFIX_INDICATOR) for t in self.vocabulary])
         self._vocabulary_pending = False
 
     def get_vocabulary(self) -> list[str]:
@@ -143,38 +150,60 @@ class BertTokenizerLayer(keras.layers.Layer):
             return self._tokenize_keeping_special_tokens(texts)
         return self._tokenize_text(texts)
 
+    @tf.autograph.experimental.do_not_convert
+    def tokenize_with_offsets(self, texts):
+        """Tokenizes and gives each token's byte span in its text: string [batch] or [batch, 1]
+        -> (ids int32, starts int64, limits int64), each [batch, (tokens)].
+
+        ``texts[i][starts[i][j]:limits[i][j]]`` is the source of token j of text i (before
+        normalization), as ``BertTokenizer.tokenize_with_offsets`` gives it in characters,
+        here in UTF-8 bytes as tensorflow-text's tokenizers give them. A piece of a word
+        covers the characters it came from; [UNK] covers its whole word. Where NFD moves a
+        spacing mark across characters (musical symbols, say), the characters of that run
+        share its span, while ``BertTokenizer`` gives them their whitespace chunk's. With
+        ``keep_special_tokens``, a text that is not valid UTF-8 is measured without its
+        invalid bytes. The ids are ``tokenize``'s; that path does none of this work.
+
+        >>> tokenizer = BertTokenizerLayer(vocabulary=["[PAD]", "[UNK]", "[CLS]", "[SEP]",
+        ...                                            "[MASK]", "new", "york", "##er", "!"])
+        >>> ids, starts, limits = tokenizer.tokenize_with_offsets(["New Yörker!"])
+        >>> ids.to_list(), starts.to_list(), limits.to_list()
+        ([[5, 6, 7, 8]], [[0, 4, 9, 11]], [[3, 9, 11, 12]])
+        """
+        self._check_vocabulary()
+        texts = _as_batch(texts)
+        if self.keep_special_tokens and self._special_tokens:
+            return self._offsets_keeping_special_tokens(texts)
+        return self._offsets_of_text(texts)
+
+    @tf.autograph.experimental.do_not_convert
+    def group_words(self, ids: tf.RaggedTensor) -> tf.RaggedTensor:
+        """Groups token ids by word: int32 [batch, (tokens)] -> int32 [batch, (words),
+        (tokens)], the shape of TF Hub's BERT ``tokenize``.
+
+        A word is a basic-tokenizer word (split at whitespace and punctuation) or a kept
+        special token. Every word starts with a token that is not a ``##`` continuation (words
+        hold no "#", punctuation splits it off, and a word WordPiece cannot cover is one
+        [UNK]), and every continuation belongs to the word before it, so the words can be
+        found from the ids alone, after tokenizing, at the cost of one lookup per token.
+
+        >>> tokenizer = BertTokenizerLayer(vocabulary=["[PAD]", "[UNK]", "[CLS]", "[SEP]",
+        ...                                            "[MASK]", "new", "york", "##er", "!"])
+        >>> tokenizer.group_words(tokenizer(["New Yorker!"])).to_list()
+        [[[5], [6, 7], [8]]]
+        """
+        tokens = ids.flat_values
+        starts = tf.logical_not(tf.gather(tf.constant(self._continuation), tokens))
+        words = tf.RaggedTensor.from_row_starts(
+            tokens, tf.cast(tf.where(starts)[:, 0], ids.row_splits.dtype), validate=False)
+        words_before = tf.concat([[0], tf.cumsum(tf.cast(starts, ids.row_splits.dtype))], 0)
+        return tf.RaggedTensor.from_row_splits(words, tf.gather(words_before, ids.row_splits),
+                                               validate=False)
+
     def _tokenize_text(self, texts: tf.Tensor) -> tf.RaggedTensor:
         clean = tf.strings.regex_full_match(texts, _CLEAN_ASCII)
         return tf.cond(tf.reduce_all(clean), lambda: self._tokenize_clean_ascii(texts),
                        lambda: self._tokenize_mixed(texts, clean))
-
-    def _tokenize_keeping_special_tokens(self, texts: tf.Tensor) -> tf.RaggedTensor:
-        """Each literal special token -> its id; the text between them tokenized as usual."""
-        # Invalid UTF-8 is dropped first, as the Python tokenizer decodes before splitting.
-        texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="ignore")
-        # regex_split loses a row holding NUL; NUL and \x01 are both control characters that
-        # tokenization deletes, so the swap changes no id.
-        texts = tf.strings.regex_replace(texts, r"\x00", "\x01")
-        pieces = tf_text.regex_split(texts, self._special_pattern,
-                                     keep_delim_regex_pattern=self._special_pattern)
-        flat = pieces.flat_values
-        matches = tf.equal(flat[:, None], tf.constant(self._special_tokens)[None, :])
-        special = tf.reduce_any(matches, axis=1)
-        special_rows = tf.cast(tf.where(special)[:, 0], tf.int32)
-        text_rows = tf.cast(tf.where(~special)[:, 0], tf.int32)
-        special_ids = tf.gather(tf.constant(self._special_ids, tf.int32),
-                                tf.argmax(tf.gather(tf.cast(matches, tf.int32), special_rows),
-                                          axis=1, output_type=tf.int32))
-        special_pieces = tf.RaggedTensor.from_row_lengths(
-            special_ids, tf.ones_like(special_rows, dtype=tf.int64), validate=False)
-        text_pieces = tf.cast(self._tokenize_text(tf.gather(flat, text_rows)), tf.int32)
-        piece_ids = tf.gather(tf.concat([special_pieces, text_pieces], axis=0),
-                              tf.math.invert_permutation(
-                                  tf.concat([special_rows, text_rows], axis=0)))
-        # Row i: the ids of row i's pieces, in order.
-        return tf.RaggedTensor.from_row_splits(
-            piece_ids.flat_values, tf.gather(piece_ids.row_splits, pieces.row_splits),
-            validate=False)
 
     def _tokenize_clean_ascii(self, texts: tf.Tensor) -> tf.RaggedTensor:
         if self.lower_case:
@@ -191,12 +220,118 @@ class BertTokenizerLayer(keras.layers.Layer):
         # The literal "[UNK]" is a vocabulary token, so it maps to [UNK] as one word.
         flat_words = tf.where(too_long, vocab_lib.UNK, words.flat_values)
         pieces = self._word_wordpiece.tokenize(flat_words)  # [words, (pieces)]
-        other_ids = tf.RaggedTensor.from_row_splits(  # Row i: the pieces of row i's words.
-            pieces.flat_values, tf.gather(pieces.row_splits, words.row_splits), validate=False)
+        other_ids = _regroup(pieces, words.row_splits)  # Row i: the pieces of row i's words.
+        return _merge_rows(ascii_ids, ascii_rows, other_ids, other_rows)
 
-        ids = tf.concat([ascii_ids, other_ids], axis=0)
-        order = tf.math.invert_permutation(tf.concat([ascii_rows, other_rows], axis=0))
-        return tf.gather(ids, order)
+    def _tokenize_keeping_special_tokens(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        """Each literal special token -> its id; the text between them tokenized as usual."""
+        pieces, _, special_rows, special_ids, text_rows = self._split_at_special_tokens(texts)
+        special_pieces = tf.RaggedTensor.from_row_lengths(
+            special_ids, tf.ones_like(special_rows, dtype=tf.int64), validate=False)
+        text_pieces = tf.cast(self._tokenize_text(tf.gather(pieces.flat_values, text_rows)),
+                              tf.int32)
+        piece_ids = _merge_rows(special_pieces, special_rows, text_pieces, text_rows)
+        return _regroup(piece_ids, pieces.row_splits)  # Row i: the ids of row i's pieces.
+
+    def _split_at_special_tokens(self, texts: tf.Tensor):
+        """Splits each text before and after each literal special token.
+
+        Returns:
+            pieces: string [batch, (pieces)]; their byte offsets in the texts, int64 [batch,
+            (pieces)]; the flat indices of the special pieces, int32 [s], and their ids, int32
+            [s]; the flat indices of the other pieces, int32 [t].
+        """
+        # Invalid UTF-8 is dropped first, as the Python tokenizer decodes before splitting.
+        texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="ignore")
+        # regex_split loses a row holding NUL; NUL and \x01 are both control characters that
+        # tokenization deletes, so the swap changes no id.
+        texts = tf.strings.regex_replace(texts, r"\x00", "\x01")
+        pieces, piece_starts, _ = tf_text.regex_split_with_offsets(
+            texts, self._special_pattern, keep_delim_regex_pattern=self._special_pattern)
+        flat = pieces.flat_values
+        matches = tf.equal(flat[:, None], tf.constant(self._special_tokens)[None, :])
+        special = tf.reduce_any(matches, axis=1)
+        special_rows = tf.cast(tf.where(special)[:, 0], tf.int32)
+        text_rows = tf.cast(tf.where(~special)[:, 0], tf.int32)
+        special_ids = tf.gather(tf.constant(self._special_ids, tf.int32),
+                                tf.argmax(tf.gather(tf.cast(matches, tf.int32), special_rows),
+                                          axis=1, output_type=tf.int32))
+        return pieces, piece_starts, special_rows, special_ids, text_rows
+
+    def _offsets_of_text(self, texts: tf.Tensor):
+        """(ids, starts, limits) [batch, (tokens)] each, without special tokens."""
+        clean = tf.strings.regex_full_match(texts, _CLEAN_ASCII)
+        ascii_rows = tf.cast(tf.where(clean)[:, 0], tf.int32)
+        other_rows = tf.cast(tf.where(~clean)[:, 0], tf.int32)
+        ascii_texts = tf.gather(texts, ascii_rows)
+        if self.lower_case:
+            ascii_texts = tf.strings.lower(ascii_texts)  # ASCII: the bytes stay where they were
+        ascii_parts = self._ascii_wordpiece.tokenize_with_offsets(ascii_texts)
+        other_parts = self._offsets_of_unicode(tf.gather(texts, other_rows))
+        return tuple(_merge_rows(a, ascii_rows, b, other_rows)
+                     for a, b in zip(ascii_parts, other_parts))
+
+    def _offsets_of_unicode(self, texts: tf.Tensor):
+        """The table path with offsets: the words of the normalized text, found by code point,
+        and their pieces' byte offsets in the word mapped back to the input's bytes."""
+        chars, char_starts, char_limits = self._normalizer.normalize_unicode_with_offsets(texts)
+        code_points = chars.flat_values
+        in_word = tf.not_equal(code_points, ord(" "))
+        row_start = tf.scatter_nd(tf.cast(chars.row_splits[:-1, None], tf.int32),
+                                  tf.ones_like(chars.row_splits[:-1], tf.int32),
+                                  tf.shape(code_points) + 1)[:-1] > 0
+        word_start = in_word & ~(tf.concat([[False], in_word[:-1]], axis=0) & ~row_start)
+        letters = tf.cast(tf.where(in_word)[:, 0], tf.int32)  # word characters -> chars index
+        words = tf.RaggedTensor.from_row_starts(  # [words, (characters)]
+            tf.gather(code_points, letters),
+            tf.cast(tf.where(tf.gather(word_start, letters))[:, 0], tf.int64), validate=False)
+        words_before = tf.concat([[0], tf.cumsum(tf.cast(word_start, tf.int64))], axis=0)
+
+        too_long = words.row_lengths() > MAX_CHARS_PER_WORD
+        word_texts = tf.where(too_long, vocab_lib.UNK, tf.strings.unicode_encode(words, "UTF-8"))
+        pieces, piece_starts, piece_limits = self._word_wordpiece.tokenize_with_offsets(word_texts)
+        # A byte offset in a word -> the word character it starts: the first bytes of all word
+        # characters, counted from the first word on, increase strictly, so a search finds it.
+        values = words.flat_values
+        letter_bytes = tf.cast(1 + tf.cast(values >= 0x80, tf.int32)
+                               + tf.cast(values >= 0x800, tf.int32)
+                               + tf.cast(values >= 0x10000, tf.int32), tf.int64)
+        letter_byte = tf.cumsum(letter_bytes, exclusive=True)
+        piece_word = pieces.value_rowids()
+        base = tf.gather(tf.concat([letter_byte, [tf.reduce_sum(letter_bytes)]], 0),
+                         tf.gather(words.row_splits, piece_word))
+        first = tf.searchsorted(letter_byte, base + piece_starts.flat_values, side="left",
+                                out_type=tf.int64)
+        last = tf.searchsorted(letter_byte, base + piece_limits.flat_values, side="left",
+                               out_type=tf.int64) - 1
+        # [UNK] for a word too long to look up covers the whole word.
+        long_piece = tf.gather(too_long, piece_word)
+        first = tf.where(long_piece, tf.gather(words.row_splits, piece_word), first)
+        last = tf.where(long_piece, tf.gather(words.row_splits, piece_word + 1) - 1, last)
+        per_word = (pieces, pieces.with_flat_values(
+            tf.gather(char_starts.flat_values, tf.gather(letters, first))),
+                    pieces.with_flat_values(
+            tf.gather(char_limits.flat_values, tf.gather(letters, last))))
+        return tuple(_regroup(part, tf.gather(words_before, chars.row_splits))
+                     for part in per_word)
+
+    def _offsets_keeping_special_tokens(self, texts: tf.Tensor):
+        """``_tokenize_keeping_special_tokens`` with offsets: each piece's own, shifted by
+        where the piece starts in its text."""
+        pieces, piece_starts, special_rows, special_ids, text_rows = (
+            self._split_at_special_tokens(texts))
+        lengths = tf.ones_like(special_rows, dtype=tf.int64)
+        special_limits = tf.cast(tf.strings.length(tf.gather(pieces.flat_values, special_rows)),
+                                 tf.int64)
+        special_parts = [tf.RaggedTensor.from_row_lengths(values, lengths, validate=False)
+                         for values in (special_ids, tf.zeros_like(lengths), special_limits)]
+        text_parts = self._offsets_of_text(tf.gather(pieces.flat_values, text_rows))
+        ids, starts, limits = (_merge_rows(a, special_rows, b, text_rows)
+                               for a, b in zip(special_parts, text_parts))
+        shift = tf.gather(piece_starts.flat_values, ids.value_rowids())
+        starts = starts.with_flat_values(starts.flat_values + shift)
+        limits = limits.with_flat_values(limits.flat_values + shift)
+        return tuple(_regroup(part, pieces.row_splits) for part in (ids, starts, limits))
 
     def compute_output_spec(self, inputs):
         return keras.KerasTensor((inputs.shape[0], None), dtype="int32", ragged=True)
@@ -252,6 +387,21 @@ def _check_fingerprint(tokens: list[str], size: int | None, fingerprint: str | N
     if fingerprint and fingerprint != vocabulary_fingerprint(tokens):
         raise ValueError(f"{source}: the vocabulary does not match the one the model was saved "
                          f"with (sha256 {fingerprint}, {size} tokens)")
+
+
+def _merge_rows(first: tf.RaggedTensor, first_rows: tf.Tensor, second: tf.RaggedTensor,
+                second_rows: tf.Tensor) -> tf.RaggedTensor:
+    """The rows of ``first`` and ``second`` put back in the batch's order: ``first_rows`` and
+    ``second_rows`` (int32) say where each came from."""
+    order = tf.math.invert_permutation(tf.concat([first_rows, second_rows], axis=0))
+    return tf.gather(tf.concat([first, second], axis=0), order)
+
+
+def _regroup(inner: tf.RaggedTensor, outer_splits: tf.Tensor) -> tf.RaggedTensor:
+    """Row i: the values of ``inner``'s rows ``outer_splits[i]`` to ``outer_splits[i + 1]``."""
+    return tf.RaggedTensor.from_row_splits(inner.flat_values,
+                                           tf.gather(inner.row_splits, outer_splits),
+                                           validate=False)
 
 
 def as_string_tensor(value):

@@ -44,6 +44,12 @@ CI_RUNS = {
     "05_sentence_embeddings.ipynb": (
         dict(SEQ_LENGTH=32),
         "dict(top_hits=top_hits, shape=list(corpus_embeddings.shape))"),
+    "06_tf_hub_classify_text.ipynb": (
+        dict(NUM_EXAMPLES=160, SEQ_LENGTH=24, BATCH_SIZE=16, EPOCHS=3, LEARNING_RATE=1e-4),
+        "dict(accuracy=accuracy, reload_difference=reload_difference, "
+        "serving_difference=serving_difference, scores=serving_results[:, 0].numpy().tolist(), "
+        "keras=type(classifier_model).__module__, keras_bert_imported='keras_bert' in sys.modules, "
+        "trainable=len(classifier_model.trainable_weights))"),
 }
 
 
@@ -144,3 +150,15 @@ def test_05_sentence_embeddings(tmp_path, kernel_env):
         "violin" in " ".join(result["top_hits"]["Someone is playing an instrument."][:2])
     assert result["top_hits"]["Shares are falling."][0] in (
         "The stock market fell sharply today.", "Investors sold shares as prices dropped.")
+
+
+def test_06_tf_hub_classify_text(tmp_path, kernel_env):
+    result = execute("06_tf_hub_classify_text.ipynb", tmp_path)
+    assert not result["keras_bert_imported"], "the tutorial's side runs without keras_bert"
+    assert result["keras"].startswith("tf_keras")
+    assert result["trainable"] == 103 + 2, "MiniLM's 103 encoder variables and the Dense layer"
+    assert result["accuracy"] >= 0.9, "fine-tuned through hub.KerasLayer, it learns the reviews"
+    assert result["reload_difference"] < 1e-5 and result["serving_difference"] < 1e-5
+    # "A wonderful, heartfelt film.", "Tedious and forgettable.", "The acting was superb!",
+    # "I thought the script was clumsy."
+    assert [score > 0.5 for score in result["scores"]] == [True, False, True, False]

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.tokenization import BertPackerLayer
+from keras_bert.tokenization.packer_layer import pack_segments
 from keras_bert.tokenization.packing import pack_ids
 
 IDS = dict(cls_id=2, sep_id=3, pad_id=0)
@@ -68,3 +69,30 @@ def test_errors():
         BertPackerLayer(8, **IDS)((ids, tf.constant([5, 6])))
     with pytest.raises(TypeError, match="cls_id"):
         BertPackerLayer(8)
+
+
+def test_pack_segments_takes_its_length_at_run_time():
+    lengths = list(itertools.product(range(6), range(6)))
+    rows_a = [[10 + i for i in range(a)] for a, _ in lengths]
+    rows_b = [[50 + i for i in range(b)] for _, b in lengths]
+    ragged = [tf.ragged.constant(rows, dtype=tf.int32) for rows in (rows_a, rows_b)]
+    spec = tf.RaggedTensorSpec([None, None], tf.int32)
+
+    @tf.function(input_signature=[spec, spec, tf.TensorSpec([], tf.int32)])
+    def pack_pair(ids_a, ids_b, seq_length):
+        return pack_segments(ids_a, ids_b, seq_length, **IDS)
+
+    @tf.function(input_signature=[spec, tf.TensorSpec([], tf.int32)])
+    def pack_single(ids_a, seq_length):
+        return pack_segments(ids_a, None, seq_length, **IDS)
+
+    for seq_length in (3, 6, 13):  # one traced function, three lengths
+        for out, rows in ((pack_pair(*ragged, seq_length), rows_b),
+                          (pack_single(ragged[0], seq_length), None)):
+            expected = _expected(rows_a, rows, seq_length)
+            for name in expected:
+                assert out[name].numpy().tolist() == expected[name], (seq_length, name)
+    assert pack_pair.experimental_get_tracing_count() == 1
+    with pytest.raises(tf.errors.InvalidArgumentError, match="seq_length leaves no room"):
+        pack_pair(*ragged, 2)
+    pack_single(ragged[0], 2)

@@ -1,11 +1,14 @@
 """Property tests: on random Unicode text (and random bytes) the in-graph preprocessor gives the
-Python tokenizer's ids, nothing raises, and offsets point into the text."""
+Python tokenizer's ids, nothing raises, offsets point into the text, and the in-graph offsets
+are the Python tokenizer's."""
+
+import unicodedata
 
 import pytest
 import tensorflow as tf
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from keras_bert.tokenization import BertPreprocessor, BertTokenizer
+from keras_bert.tokenization import BertPreprocessor, BertTokenizer, BertTokenizerLayer
 
 # Characters that exercise every rule: controls, Unicode spaces, marks, sigma and its context,
 # CJK, punctuation classes, expanding lower-casing, canonical reordering.
@@ -85,3 +88,69 @@ def test_keep_special_tokens_graph_ids_equal_python_ids(keeping_pair, batch):
     tokenizer, tokenize = keeping_pair
     got = tokenize(tf.constant(batch, dtype=tf.string)).to_list()
     assert got == [python_ids(tokenizer, text) for text in batch]
+
+
+def python_byte_offsets(tokenizer, text):
+    """The Python tokenizer's ids and offsets, characters turned into UTF-8 bytes."""
+    result = tokenizer.tokenize_with_offsets(text)
+    to_bytes = [0]
+    for char in text:
+        to_bytes.append(to_bytes[-1] + len(char.encode("utf-8")))
+    return (result.ids, [to_bytes[start] for start, _ in result.offsets],
+            [to_bytes[end] for _, end in result.offsets])
+
+
+def reorders_spacing_marks(text):
+    """Whether NFD may move a spacing mark here: two or more in one text (the one place the
+    graph's offsets and the Python tokenizer's differ, see tokenize_with_offsets)."""
+    return sum(unicodedata.category(c) == "Mc" and unicodedata.combining(c) > 0
+               for c in text) > 1
+
+
+def offsets_function(minilm_dir, lower_case, keep_special_tokens):
+    layer = BertTokenizerLayer(f"{minilm_dir}/vocab.txt", lower_case,
+                               keep_special_tokens=keep_special_tokens)
+    return tf.function(layer.tokenize_with_offsets,
+                       input_signature=[tf.TensorSpec([None], tf.string)])
+
+
+@pytest.fixture(scope="module")
+def offsets_pair(pair, minilm_dir):
+    tokenizer, _ = pair
+    return tokenizer, offsets_function(minilm_dir, tokenizer.lower_case, False)
+
+
+@pytest.fixture(scope="module")
+def keeping_offsets_pair(keeping_pair, minilm_dir):
+    tokenizer, _ = keeping_pair
+    return tokenizer, offsets_function(minilm_dir, tokenizer.lower_case, True)
+
+
+def assert_graph_offsets_are_pythons(pair, batch):
+    assume(not any(reorders_spacing_marks(text) for text in batch))
+    tokenizer, tokenize_with_offsets = pair
+    ids, starts, limits = tokenize_with_offsets(tf.constant(batch, dtype=tf.string))
+    got = list(zip(ids.to_list(), starts.to_list(), limits.to_list()))
+    assert got == [python_byte_offsets(tokenizer, text) for text in batch]
+
+
+@SETTINGS
+@given(batch=st.lists(texts, min_size=1, max_size=8))
+def test_graph_offsets_equal_python_offsets(offsets_pair, batch):
+    assert_graph_offsets_are_pythons(offsets_pair, batch)
+
+
+@SETTINGS
+@given(batch=st.lists(special_texts, min_size=1, max_size=8))
+def test_keep_special_tokens_graph_offsets_equal_python_offsets(keeping_offsets_pair, batch):
+    assert_graph_offsets_are_pythons(keeping_offsets_pair, batch)
+
+
+@SETTINGS
+@given(batch=st.lists(st.binary(max_size=30), min_size=1, max_size=8))
+def test_offsets_of_random_bytes_stay_in_the_text(offsets_pair, batch):
+    tokenizer, tokenize_with_offsets = offsets_pair
+    ids, starts, limits = tokenize_with_offsets(tf.constant(batch, dtype=tf.string))
+    assert ids.to_list() == [python_ids(tokenizer, raw) for raw in batch]
+    for raw, row_starts, row_limits in zip(batch, starts.to_list(), limits.to_list()):
+        assert all(0 <= s < e <= len(raw) for s, e in zip(row_starts, row_limits))

@@ -109,3 +109,46 @@ def test_the_vocabulary_is_an_asset_of_the_keras_file(tmp_path, monkeypatch):
     texts = tf.constant(["Hello worlds!", "ΟΔΟΣ ß"])
     assert reloaded.get_layer("words").vocabulary == VOCABULARY
     assert reloaded(texts).to_list() == layer(texts).to_list() == [[5, 7, 64, 35], [47, 42]]
+
+
+def _python_words(python, text):
+    """The Python tokenizer's ids of ``text`` grouped by its word_ids."""
+    tokenized = python.tokenize_with_offsets(text)
+    words = [[] for _ in set(tokenized.word_ids)]
+    for word, token_id in zip(tokenized.word_ids, tokenized.ids):
+        words[word].append(token_id)
+    return words
+
+
+def test_group_words_gives_the_python_tokenizers_words():
+    texts = [case[1] for case in HARD_CASES] + ["", "ab abab b", "[MASK]ab"]
+    for lower, keep in ((True, False), (False, False), (True, True)):
+        layer = BertTokenizerLayer(vocabulary=VOCABULARY, lower_case=lower,
+                                   keep_special_tokens=keep)
+        python = BertTokenizer(vocabulary=VOCABULARY, lower_case=lower, keep_special_tokens=keep)
+        words = layer.group_words(layer(tf.constant(texts)))
+        assert words.ragged_rank == 2 and words.dtype == tf.int32
+        assert words.to_list() == [_python_words(python, t) for t in texts]
+    assert words.to_list()[-2:] == [[[15], [15, 16, 17], [9]], [[4], [15]]]
+
+
+def _python_byte_offsets(python, text):
+    """The Python tokenizer's ids and offsets, characters turned into UTF-8 bytes."""
+    result = python.tokenize_with_offsets(text)
+    to_bytes = [len(text[:i].encode("utf-8")) for i in range(len(text) + 1)]
+    return (result.ids, [to_bytes[start] for start, _ in result.offsets],
+            [to_bytes[end] for _, end in result.offsets])
+
+
+def test_tokenize_with_offsets_gives_the_python_tokenizers_offsets_in_bytes():
+    texts = [case[1] for case in HARD_CASES] + TEXTS + ["é" * 250 + " ab", "ab " + "a" * 201]
+    for lower, keep in ((True, False), (False, False), (True, True), (False, True)):
+        layer = BertTokenizerLayer(vocabulary=VOCABULARY, lower_case=lower,
+                                   keep_special_tokens=keep)
+        python = BertTokenizer(vocabulary=VOCABULARY, lower_case=lower, keep_special_tokens=keep)
+        ids, starts, limits = layer.tokenize_with_offsets(tf.constant(texts))
+        assert (ids.dtype, starts.dtype, limits.dtype) == (tf.int32, tf.int64, tf.int64)
+        assert list(zip(ids.to_list(), starts.to_list(), limits.to_list())) == [
+            _python_byte_offsets(python, text) for text in texts], (lower, keep)
+    # [UNK] for a word too long to look up covers the whole word: 250 two-byte characters.
+    assert (starts[-2].numpy()[0], limits[-2].numpy()[0]) == (0, 500)
