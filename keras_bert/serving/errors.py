@@ -83,5 +83,16 @@ def from_exception(error: BaseException) -> ServingError:
         return error
     if isinstance(error, tf.errors.OpError):
         code = _BY_NUMBER.get(error.error_code, grpc.StatusCode.UNKNOWN)
-        return ServingError(code, error.message)
+        # One line: TensorFlow appends the graph node ("\n\t [[{{node ...}}]]") for its logs.
+        message = " ".join(error.message.split("\n\t [[")[0].split())
+        return ServingError(code, message)
     return ServingError(grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}")
+
+
+def is_server_fault(error: BaseException) -> bool:
+    """Whether ``error``, raised while answering a request, is worth a traceback in the log:
+    not a ServingError (those are decided answers) nor TensorFlow rejecting the request's
+    values (INVALID_ARGUMENT, e.g. inputs of different lengths)."""
+    if isinstance(error, ServingError):
+        return False
+    return from_exception(error).code != grpc.StatusCode.INVALID_ARGUMENT

@@ -10,7 +10,7 @@ import grpc
 from tensorflow_serving.apis import (model_management_pb2, model_service_pb2_grpc,
                                      prediction_service_pb2_grpc)
 
-from keras_bert.serving.errors import ServingError, from_exception
+from keras_bert.serving.errors import from_exception, is_server_fault
 from keras_bert.serving.service import ServingCore
 
 logger = logging.getLogger(__name__)
@@ -26,7 +26,7 @@ def _call(context, method, request, with_deadline: bool = True):
         return method(request, deadline)
     except Exception as e:
         error = from_exception(e)
-        if not isinstance(e, ServingError):
+        if is_server_fault(e):
             logger.exception("gRPC request failed")
         context.abort(error.code, error.message)
 

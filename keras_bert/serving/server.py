@@ -17,7 +17,7 @@ from keras_bert.serving.batching import BatchScheduler
 from keras_bert.serving.errors import ServingError
 from keras_bert.serving.grpc_service import GrpcServer
 from keras_bert.serving.model_manager import ModelManager
-from keras_bert.serving.rest import start_rest_server
+from keras_bert.serving.rest import RestServer
 from keras_bert.serving.servable import Servable
 from keras_bert.serving.service import ServingCore
 
@@ -62,6 +62,11 @@ def build_flag_parser(prog: str = "keras-bert serve") -> argparse.ArgumentParser
         help="largest REST body accepted; larger requests get RESOURCE_EXHAUSTED (429)")
     add("--rest_api_timeout_in_ms", type=int, default=30000,
         help="a REST request still queued for batching after this long fails")
+    add("--rest_api_read_timeout_in_ms", type=int, default=30000,
+        help="a REST request body not received within this long is answered 408")
+    add("--rest_api_num_threads", type=int, default=max(64, 4 * (os.cpu_count() or 1)),
+        help="REST requests worked on at once; more wait for a free thread (connections are "
+             "held by one event loop, not by threads)")
     add("--max_rows_per_call", type=int, default=256,
         help="without --enable_batching, a request with more rows runs as several model calls "
              "of at most this many rows, so memory stays bounded whatever a request's size "
@@ -116,14 +121,23 @@ class ModelServer:
                                           self.args.grpc_max_message_bytes)
             self.grpc_port = self.grpc_server.port
         if self.args.rest_api_port:
-            self.rest_server = start_rest_server(
+            self.rest_server = RestServer(
                 self.core, self.args.host, self.args.rest_api_port,
-                self.args.rest_api_max_body_bytes, self.args.rest_api_timeout_in_ms)
-            self.rest_port = self.rest_server.server_address[1]
+                max_body_bytes=self.args.rest_api_max_body_bytes,
+                timeout_ms=self.args.rest_api_timeout_in_ms,
+                read_timeout_s=self.args.rest_api_read_timeout_in_ms / 1000,
+                num_threads=self.args.rest_api_num_threads,
+                drain_timeout_s=self.args.drain_timeout_seconds)
+            self.rest_port = self.rest_server.port
         if self.args.model_config_file and self.args.model_config_file_poll_wait_seconds > 0:
             self._config_poller = threading.Thread(target=self._poll_config, daemon=True,
                                                    name="config-poller")
             self._config_poller.start()
+
+    def listening(self) -> str:
+        """What listens where, e.g. "grpc 127.0.0.1:8500 rest 127.0.0.1:8501" (only those on)."""
+        return " ".join(f"{protocol} {self.args.host}:{port}" for protocol, port in
+                        (("grpc", self.grpc_port), ("rest", self.rest_port)) if port)
 
     def _poll_config(self) -> None:
         while not self._stopped.wait(self.args.model_config_file_poll_wait_seconds):
@@ -140,14 +154,11 @@ class ModelServer:
         if self.scheduler is not None:
             self.scheduler.flush()  # queued requests need not wait for company any more
         if self.rest_server is not None:
-            self.rest_server.draining = True
-            self.rest_server.shutdown()  # no new connections; open ones finish their request
+            self.rest_server.shutdown()  # no new connections; open ones finish
         if self.grpc_server is not None:
             self.grpc_server.stop(grace_s)
         if self.rest_server is not None:
-            if not self.rest_server.in_flight.wait_idle(grace_s):
-                logger.warning("REST requests still running after %.0f s; stopping anyway", grace_s)
-            self.rest_server.server_close()
+            self.rest_server.stop()
         if self.scheduler is not None:
             self.scheduler.stop()
         self.manager.stop()
@@ -172,8 +183,7 @@ def main(argv: list[str] | None = None, prog: str = "keras-bert serve") -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    print(f"model server ready: grpc {args.host}:{server.grpc_port} "
-          f"rest {args.host}:{server.rest_port}", flush=True)
+    print(f"model server ready: {server.listening()}", flush=True)
     while not stop.wait(1.0):
         pass
     logger.info("shutting down: draining in-flight requests")
