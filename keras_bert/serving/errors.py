@@ -65,6 +65,10 @@ def failed_precondition(message: str) -> ServingError:
     return ServingError(grpc.StatusCode.FAILED_PRECONDITION, message)
 
 
+def permission_denied(message: str) -> ServingError:
+    return ServingError(grpc.StatusCode.PERMISSION_DENIED, message)
+
+
 def resource_exhausted(message: str) -> ServingError:
     return ServingError(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import os
 import signal
@@ -74,7 +75,23 @@ def build_flag_parser(prog: str = "keras-bert serve") -> argparse.ArgumentParser
              "limit")
     add("--drain_timeout_seconds", type=float, default=30,
         help="on SIGTERM, how long in-flight requests may take to finish")
+    add("--ssl_config_file",
+        help="an SSLConfig text proto (server_key, server_cert, custom_ca, client_verify): "
+             "gRPC over TLS, as tensorflow_model_server")
+    add("--unsafe_reload_any_path", action="store_true",
+        help="let HandleReloadConfigRequest name base paths outside the directories of those "
+             "given at start; a SavedModel is code, so whoever can call the RPC runs theirs")
     return parser
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or "localhost") is reachable only from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
 
 
 class ModelServer:
@@ -102,14 +119,25 @@ class ModelServer:
             logger.warning("--batching_parameters_file is ignored without --enable_batching")
         self.scheduler = (BatchScheduler(config_lib.load_batching_options(
             args.batching_parameters_file)) if args.enable_batching else None)
+        self.ssl_config = (config_lib.load_ssl_config(args.ssl_config_file)
+                           if args.ssl_config_file else None)
         self.manager = ModelManager(
             model_config, lambda name, version, path: Servable(
-                name, version, path, self.scheduler, args.max_rows_per_call or None))
+                name, version, path, self.scheduler, args.max_rows_per_call or None),
+            reload_any_path=args.unsafe_reload_any_path)
         # No decoded input may outgrow the largest message the server accepts.
         self.core = ServingCore(self.manager, max(args.grpc_max_message_bytes,
                                                   args.rest_api_max_body_bytes))
         self.grpc_server = self.rest_server = None
         self.grpc_port = self.rest_port = 0
+        if not is_loopback(args.host):
+            logger.warning(
+                "--host %s is not a loopback address: whoever reaches the ports can call every "
+                "API, including ModelService/HandleReloadConfigRequest, which loads models "
+                "(code) from under %s%s; see serving/README.md, Security", args.host,
+                ", ".join(self.manager.roots),
+                "" if self.ssl_config and self.ssl_config.client_verify else
+                " (--ssl_config_file with client_verify admits only clients with certificates)")
         self._config_poller: threading.Thread | None = None
         self._stopped = threading.Event()
 
@@ -118,7 +146,7 @@ class ModelServer:
         if self.args.port:
             self.grpc_server = GrpcServer(self.core, self.args.host, self.args.port,
                                           self.args.grpc_max_threads,
-                                          self.args.grpc_max_message_bytes)
+                                          self.args.grpc_max_message_bytes, self.ssl_config)
             self.grpc_port = self.grpc_server.port
         if self.args.rest_api_port:
             self.rest_server = RestServer(
@@ -143,7 +171,8 @@ class ModelServer:
         while not self._stopped.wait(self.args.model_config_file_poll_wait_seconds):
             try:
                 self.manager.reload_config(
-                    config_lib.load_model_server_config(self.args.model_config_file))
+                    config_lib.load_model_server_config(self.args.model_config_file),
+                    from_config_file=True)
             except Exception as e:
                 logger.error("reloading %s failed, keeping the current models: %s",
                              self.args.model_config_file, e)
