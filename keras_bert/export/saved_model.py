@@ -9,7 +9,7 @@ import tempfile
 
 import tensorflow as tf
 
-from keras_bert.export import ops, signatures
+from keras_bert.export import ops, signatures, warmup
 from keras_bert.io_utils import atomic_output_dir, check_writable_location, is_local, join
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization import vocab as vocab_lib
@@ -195,10 +195,10 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
         module = ExportModule(model, functions, vocab_path, preprocessor.lower_case)
         if is_local(version_dir):
             with atomic_output_dir(version_dir) as out:
-                _save(module, functions, out)
+                _save(module, functions, out, preprocessor)
         else:
             local = os.path.join(scratch, "saved_model")
-            _save(module, functions, local)
+            _save(module, functions, local, preprocessor)
             _upload_saved_model_last(local, version_dir)
     logger.info("exported %s as %s (%s; signatures: %s)", type(model).__name__, version_dir,
                 _describe_size(module.variables), ", ".join(sorted(functions)))
@@ -211,9 +211,11 @@ def _describe_size(variables) -> str:
     return f"{len(variables)} variables, {size / 1e6:.1f} MB of weights"
 
 
-def _save(module: ExportModule, functions: dict, path: str) -> None:
+def _save(module: ExportModule, functions: dict, path: str, preprocessor) -> None:
     tf.saved_model.save(module, path, signatures=functions)
     ops.check_ops(path)
+    warmup.write_warmup_requests(path, list(preprocessor.vocabulary), preprocessor.seq_length,
+                                 preprocessor.lower_case)
 
 
 def _upload_saved_model_last(local_dir: str, dst: str) -> None:

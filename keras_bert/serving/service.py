@@ -17,23 +17,6 @@ from keras_bert.serving.servable import Servable
 SIGNATURE_DEF_FIELD = "signature_def"
 
 
-def _examples(input_proto) -> list[bytes]:
-    """Serialized tf.Examples of an Input proto; a shared context is merged into each one."""
-    kind = input_proto.WhichOneof("kind")
-    if kind == "example_list":
-        examples = [e.SerializeToString() for e in input_proto.example_list.examples]
-    elif kind == "example_list_with_context":
-        context = input_proto.example_list_with_context.context.SerializeToString()
-        # Serialized protos concatenate as a merge: the features maps are unioned.
-        examples = [context + e.SerializeToString()
-                    for e in input_proto.example_list_with_context.examples]
-    else:
-        examples = []
-    if not examples:
-        raise invalid_argument("Input is empty.")
-    return examples
-
-
 class ServingCore:
     """Answers TF Serving API requests from the models a ModelManager holds.
 
@@ -93,7 +76,7 @@ class ServingCore:
             raise invalid_argument(
                 "Expected classification signature outputs to contain at least one of "
                 f"\"classes\" or \"scores\". Signature \"{key}\" has {sorted(signature.outputs)}")
-        examples = _examples(request.input)
+        examples = tensors.serialized_examples(request.input)
         outputs = servable.run(key, {"inputs": np.array(examples, dtype=object)},
                                len(examples), deadline)
         classes, scores = outputs.get("classes"), outputs.get("scores")
@@ -126,7 +109,7 @@ class ServingCore:
             raise invalid_argument(f"Expected one output Tensor named \"outputs\" in the "
                                    f"regression signature \"{key}\"; it has "
                                    f"{sorted(signature.outputs)}")
-        examples = _examples(request.input)
+        examples = tensors.serialized_examples(request.input)
         values = servable.run(key, {"inputs": np.array(examples, dtype=object)},
                               len(examples), deadline)["outputs"]
         if values.dtype != np.float32 or not (
