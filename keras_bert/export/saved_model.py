@@ -195,10 +195,12 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
         module = ExportModule(model, functions, vocab_path, preprocessor.lower_case)
         if is_local(version_dir):
             with atomic_output_dir(version_dir) as out:
-                _save(module, functions, out, preprocessor)
+                _save(module, functions, out)
+                warmup.write_warmup_requests(out, preprocessor)
         else:
             local = os.path.join(scratch, "saved_model")
-            _save(module, functions, local, preprocessor)
+            _save(module, functions, local)
+            warmup.write_warmup_requests(local, preprocessor)
             _upload_saved_model_last(local, version_dir)
     logger.info("exported %s as %s (%s; signatures: %s)", type(model).__name__, version_dir,
                 _describe_size(module.variables), ", ".join(sorted(functions)))
@@ -211,11 +213,9 @@ def _describe_size(variables) -> str:
     return f"{len(variables)} variables, {size / 1e6:.1f} MB of weights"
 
 
-def _save(module: ExportModule, functions: dict, path: str, preprocessor) -> None:
+def _save(module: ExportModule, functions: dict, path: str) -> None:
     tf.saved_model.save(module, path, signatures=functions)
     ops.check_ops(path)
-    warmup.write_warmup_requests(path, list(preprocessor.vocabulary), preprocessor.seq_length,
-                                 preprocessor.lower_case)
 
 
 def _upload_saved_model_last(local_dir: str, dst: str) -> None:

@@ -27,21 +27,19 @@ BATCH_SIZES = (1, 8)
 LENGTHS = (8, 16, 32, 64, 128, 256, 512)
 
 
-def write_warmup_requests(saved_model_dir: str, vocabulary: list[str], seq_length: int,
-                          lower_case: bool = True) -> int:
+def write_warmup_requests(saved_model_dir: str, preprocessor) -> int:
     """Writes the warm-up file of the SavedModel in ``saved_model_dir``; returns its records.
 
     Args:
         saved_model_dir: a saved SavedModel (its saved_model.pb is read for the signatures).
-        vocabulary: the WordPiece vocabulary; texts are made of one of its whole words, so
-            a text of n words is n tokens long.
-        seq_length: the longest packed length of the raw-text signatures.
-        lower_case: whether the export lower-cases text (the word is chosen to survive it).
+        preprocessor: the export's BertPreprocessor: texts are made of one whole word of its
+            vocabulary (so n words are n tokens), up to its seq_length.
     """
+    vocabulary, seq_length = list(preprocessor.vocabulary), preprocessor.seq_length
     with fileio.open_file(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as f:
         saved_model = saved_model_pb2.SavedModel.FromString(f.read())
     signatures = saved_model.meta_graphs[0].signature_def
-    word = _one_token_word(vocabulary, lower_case)
+    word = _one_token_word(vocabulary, preprocessor.lower_case)
     filler_id = vocabulary.index(word)
     lengths = sorted({n for n in LENGTHS if n < seq_length} | {seq_length})
     has_pair = "text_pair" in signatures["serving_default"].inputs \
