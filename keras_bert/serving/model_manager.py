@@ -9,6 +9,7 @@ loaded again when its directory changes (the copy finished, a fixed export repla
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
 import threading
 from typing import Callable
@@ -24,6 +25,8 @@ from keras_bert.serving.servable import Servable, is_version_dir
 logger = logging.getLogger(__name__)
 
 State = get_model_status_pb2.ModelVersionStatus.State
+# How long retiring a version waits for its in-flight requests before freeing its memory.
+RETIRE_WAIT_S = 30.0
 LoadFn = Callable[[str, int, str], Servable]
 
 
@@ -198,6 +201,24 @@ class ModelManager:
             servable.unload()
             self._set_state(name, servable.version, VersionState(State.END))
             logger.info("retired %s version %d", name, servable.version)
+        if retiring:
+            self._free(retiring)
+
+    @staticmethod
+    def _free(retired: list[Servable]) -> None:
+        """Gives the memory of retired versions back once their last requests are done.
+
+        A loaded graph is a web of reference cycles (a tf.Graph and its operations), which
+        only a full garbage collection frees; a server allocates few Python objects between
+        version pushes, so that collection hardly ever comes on its own, and each load of
+        MiniLM kept about 40 MB for good (issue 24: RSS 1.4 -> 2.4 GB over 24 loads).
+        """
+        for servable in retired:
+            if not servable.wait_closed(RETIRE_WAIT_S):
+                logger.warning("%s version %d still has requests in flight after %.0f s; its "
+                               "memory is freed after a later retirement", servable.name,
+                               servable.version, RETIRE_WAIT_S)
+        gc.collect()
 
     def _set_state(self, name: str, version: int, state: VersionState) -> None:
         with self._lock:

@@ -22,7 +22,7 @@ from tensorflow_serving.apis import prediction_log_pb2
 from keras_bert import fileio
 from keras_bert.serving import tensors
 from keras_bert.serving.batching import BatchQueue, BatchScheduler
-from keras_bert.serving.errors import failed_precondition
+from keras_bert.serving.errors import failed_precondition, unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +63,7 @@ class Servable:
         self._session = tf.compat.v1.Session(graph=self._graph)
         self._in_flight = 0
         self._unloaded = False
+        self._closed = threading.Event()
         self._state_lock = threading.Lock()
         try:
             with self._graph.as_default():
@@ -163,7 +164,8 @@ class Servable:
         fetches = {k: info.name for k, info in signature.outputs.items()}
         with self._state_lock:
             if self._unloaded and self._session is None:
-                raise failed_precondition(f"{self.name} version {self.version} was unloaded")
+                raise unavailable(f"{self.name} version {self.version} was unloaded; retry "
+                                  "the request")
             self._in_flight += 1
         try:
             return self._session.run(fetches, feeds)
@@ -181,11 +183,17 @@ class Servable:
             self._unloaded = True
             self._maybe_close()
 
+    def wait_closed(self, timeout_s: float) -> bool:
+        """Waits (after ``unload``) until the session has closed; False if it has not yet."""
+        return self._closed.wait(timeout_s)
+
     def _maybe_close(self) -> None:  # with _state_lock held
         if (self._unloaded and not self._in_flight and self._session is not None
                 and all(queue.drained for queue in self._queues.values())):
             self._session.close()
             self._session = None
+            self._queues = {}  # they call back into this object: a reference cycle
+            self._closed.set()
 
 
 def concatenate_padded(parts: list[np.ndarray]) -> np.ndarray:
