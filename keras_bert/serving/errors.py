@@ -77,6 +77,13 @@ def unavailable(message: str) -> ServingError:
     return ServingError(grpc.StatusCode.UNAVAILABLE, message)
 
 
+class Unloaded(ServingError):
+    """UNAVAILABLE: the version a request was given to was retired before it ran."""
+
+    def __init__(self, message: str):
+        super().__init__(grpc.StatusCode.UNAVAILABLE, message)
+
+
 def from_exception(error: BaseException) -> ServingError:
     """The ServingError for any exception raised while serving a request.
 

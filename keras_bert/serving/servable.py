@@ -22,7 +22,7 @@ from tensorflow_serving.apis import prediction_log_pb2
 from keras_bert import fileio
 from keras_bert.serving import tensors
 from keras_bert.serving.batching import BatchQueue, BatchScheduler
-from keras_bert.serving.errors import failed_precondition, unavailable
+from keras_bert.serving.errors import Unloaded, failed_precondition
 
 logger = logging.getLogger(__name__)
 
@@ -164,8 +164,8 @@ class Servable:
         fetches = {k: info.name for k, info in signature.outputs.items()}
         with self._state_lock:
             if self._unloaded and self._session is None:
-                raise unavailable(f"{self.name} version {self.version} was unloaded; retry "
-                                  "the request")
+                raise Unloaded(f"{self.name} version {self.version} was unloaded; retry "
+                               "the request")
             self._in_flight += 1
         try:
             return self._session.run(fetches, feeds)
