@@ -1,8 +1,8 @@
 """The first requests after a version switch, with and without the export's warm-up file
 (issue 24, item 5): `keras-bert serve` (batching on) serves MiniLM (all-MiniLM-L6-v2's real
 weights, raw text packed to 128) as version 1; then a copy is pushed as version 2 with its
-assets.extra/tf_serving_warmup_requests, and another as version 3 without it. Right after each
-switch, one-text requests whose batch size and length a warm-up record covers (1 row of 16
+assets.extra/tf_serving_warmup_requests, version 3 without it, and so on for three rounds.
+Right after each switch, one-text requests whose batch size and length a warm-up record covers (1 row of 16
 tokens, then 8 rows of 32) are timed and compared with the same requests at steady state.
 Target: within 2x of steady state with the warm-up file.
 
@@ -37,6 +37,7 @@ from keras_bert.export.warmup import WARMUP_FILE  # noqa: E402
 # (rows, words): "word " * n packs to n + 2 tokens, padded to a multiple of 8.
 SHAPES = {"1 x 16": (1, 14), "8 x 32": (8, 30)}
 STEADY_REPEATS = 15
+ROUNDS = 3  # switches with the warm-up file, and as many without, alternating
 
 
 def export_minilm(export_base: str) -> str:
@@ -111,7 +112,9 @@ def main() -> int:
                                              for _ in range(STEADY_REPEATS))
         print(f"steady state: " + ", ".join(f"{name} {1000 * t:.1f} ms"
                                             for name, t in steady.items()))
-        for version, warm in ((2, True), (3, False)):
+        ratios: dict[bool, dict[str, list[float]]] = {True: {}, False: {}}
+        for version in range(2, 2 + 2 * ROUNDS):
+            warm = version % 2 == 0
             shutil.copytree(version_1, staging)
             if not warm:
                 os.remove(os.path.join(staging, WARMUP_FILE))
@@ -120,15 +123,23 @@ def main() -> int:
             wait_available(model_stub, version)
             switch_s = time.perf_counter() - pushed
             firsts = {name: timed(stub, request_for(*shape)) for name, shape in SHAPES.items()}
+            for name, first_s in firsts.items():
+                ratios[warm].setdefault(name, []).append(first_s / steady[name])
             print(f"version {version} ({'with' if warm else 'without'} warm-up file): serving "
                   f"{switch_s:.1f} s after its directory appeared; first requests: " +
                   ", ".join(f"{name} {1000 * t:.1f} ms ({t / steady[name]:.1f}x steady)"
                             for name, t in firsts.items()), flush=True)
+        for warm in (True, False):
+            print(f"median over {ROUNDS} switches {'with' if warm else 'without'} the warm-up "
+                  "file: " + ", ".join(f"{name} {statistics.median(r):.1f}x steady"
+                                       for name, r in ratios[warm].items()))
         channel.close()
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=120)
         log.close()
+        with open(log.name) as f:
+            print("".join(line for line in f if "garbage-collected" in line or "warmed up" in line))
         shutil.rmtree(workdir, ignore_errors=True)
     return 0
 
