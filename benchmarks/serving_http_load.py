@@ -174,7 +174,8 @@ def main() -> int:
     process, grpc_port, rest_port = start_server(model_base_path, workdir)
     rows = []
     try:
-        asyncio.run(run_mode("grpc", 4, 5, grpc_port, rest_port))  # warm-up
+        for mode in MODES:  # warm-up: the model's kernels, and each side's thread pools
+            asyncio.run(run_mode(mode, 64, 2, grpc_port, rest_port))
         for clients in args.clients:
             per_client = args.requests_per_client or max(4, 800 // clients)
             for mode in args.modes:
