@@ -64,8 +64,7 @@ class _OneLineClientErrors(logging.Filter):
         return True
 
 
-_http_logger = logging.getLogger(f"{__name__}.http")
-_http_logger.addFilter(_OneLineClientErrors())
+_ONE_LINE_CLIENT_ERRORS = _OneLineClientErrors()
 
 
 def _json_response(status: int, body: bytes, close: bool = False) -> web.Response:
@@ -107,7 +106,9 @@ class RestServer:
         self._drain_timeout_s = drain_timeout_s
         app = web.Application(client_max_size=max_body_bytes)
         app.router.add_route("*", "/{path:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None, logger=_http_logger,
+        http_logger = logging.getLogger(f"{__name__}.http")
+        http_logger.addFilter(_ONE_LINE_CLIENT_ERRORS)  # once: the same filter every time
+        self._runner = web.AppRunner(app, access_log=None, logger=http_logger,
                                      keepalive_timeout=idle_timeout_s, handle_signals=False,
                                      shutdown_timeout=drain_timeout_s)
         self._thread = threading.Thread(target=self._loop.run_forever, name="rest-server",

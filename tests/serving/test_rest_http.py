@@ -109,6 +109,22 @@ def test_declared_oversize_body_is_refused_before_it_is_read(server, length):
     assert_still_serving(server)
 
 
+def test_chunked_body_over_the_limit_is_refused(server):
+    chunk = b"x" * 100_000
+    body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(12)) + b"0\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", server.rest_port), timeout=60) as sock:
+        sock.sendall(b"POST /v1/models/toy:predict HTTP/1.1\r\nHost: x\r\n"
+                     b"Transfer-Encoding: chunked\r\n\r\n")
+        try:
+            sock.sendall(body)
+        except OSError:  # the server may answer and close before all of it is sent
+            pass
+        answer = sock.recv(65536)
+    status, body = status_and_body(answer)
+    assert status == 429 and b"--rest_api_max_body_bytes" in body, answer
+    assert_still_serving(server)
+
+
 def test_stalled_body_gets_408(server):
     answer = raw_exchange(server.rest_port, b"POST /v1/models/toy:predict HTTP/1.1\r\nHost: x\r\n"
                                             b"Content-Length: 100\r\n\r\n{\"instances\"")
