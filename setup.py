@@ -24,13 +24,15 @@ setup(
         "wrapt>=1.15",  # the post-import hook that registers our Keras classes (keras_bert/__init__)
     ],
     extras_require={
-        "serving": ["tensorflow-serving-api==2.21.*", "grpcio"],
+        "serving": ["tensorflow-serving-api==2.21.*", "grpcio", "aiohttp>=3.9"],
         "test": [
             "pytest",
             "pytest-xdist",  # the fast lane runs on both cores: pytest -m "not slow" -n 2
             "hypothesis",
             "tensorflow-serving-api==2.21.*",
             "grpcio",
+            "aiohttp>=3.9",  # the model server's REST API
+            "cryptography",  # self-signed certificates for the gRPC TLS tests
             "nbclient",
             "nbformat",
             "ipykernel",

@@ -30,7 +30,7 @@ def signature_defs(path):
 def test_layout_versions_and_assets(exported, minilm_dir):
     assert exported.version_dir == os.path.join(exported.export_base, "encoder", "1")
     assert sorted(os.listdir(exported.version_dir)) == [
-        "assets", "fingerprint.pb", "saved_model.pb", "variables"]
+        "assets", "assets.extra", "fingerprint.pb", "saved_model.pb", "variables"]
     assert next_version(os.path.join(exported.export_base, "encoder")) == 2
     with open(os.path.join(exported.version_dir, "assets", "vocab.txt")) as f, \
             open(os.path.join(minilm_dir, "vocab.txt")) as g:

@@ -9,7 +9,7 @@ import tempfile
 
 import tensorflow as tf
 
-from keras_bert.export import ops, signatures
+from keras_bert.export import ops, signatures, warmup
 from keras_bert import fileio
 from keras_bert.fileio import atomic_output_dir, check_writable_location, is_remote, join
 from keras_bert.models.encoder import BertEncoder
@@ -197,9 +197,11 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
         if not is_remote(version_dir):
             with atomic_output_dir(version_dir) as out:
                 _save(module, functions, out)
+                warmup.write_warmup_requests(out, preprocessor)
         else:
             local = os.path.join(scratch, "saved_model")
             _save(module, functions, local)
+            warmup.write_warmup_requests(local, preprocessor)
             _upload_saved_model_last(local, version_dir)
     logger.info("exported %s as %s (%s; signatures: %s)", type(model).__name__, version_dir,
                 _describe_size(module.variables), ", ".join(sorted(functions)))

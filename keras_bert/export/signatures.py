@@ -90,6 +90,16 @@ def ids_input_signature() -> dict[str, tf.TensorSpec]:
     return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
 
 
+def check_same_shapes(ids: dict[str, tf.Tensor]) -> None:
+    """Fails the call (InvalidArgumentError, a client's error in TF Serving) unless the packed
+    inputs ``ids`` all have one shape: a shorter input_mask would broadcast and answer wrongly."""
+    first, *others = sorted(ids)
+    for name in others:
+        tf.debugging.assert_equal(
+            tf.shape(ids[name]), tf.shape(ids[first]),
+            message=f"serve_ids: {name} and {first} must have the same shape")
+
+
 def text_input_signature(text_pair: bool) -> list[tf.TensorSpec]:
     """``text`` (and ``text_pair``): string [batch]."""
     specs = [tf.TensorSpec([None], tf.string, name="text")]
@@ -184,6 +194,7 @@ def build_signatures(model, preprocessor, text_pair: bool | None = None,
 
     @tf.function(autograph=False, input_signature=[ids_spec])
     def serve_ids(inputs):
+        check_same_shapes({name: inputs[name] for name in INPUT_NAMES})
         return task.outputs(model, preprocessor, inputs, None)
 
     def text_outputs(raw: RawText) -> dict:

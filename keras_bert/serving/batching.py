@@ -17,8 +17,9 @@ from typing import Callable, Mapping
 import numpy as np
 
 from keras_bert.serving.config import BatchingOptions
-from keras_bert.serving.errors import (ServingError, failed_precondition, from_exception,
-                                       invalid_argument, resource_exhausted, unavailable)
+from keras_bert.serving.errors import (ServingError, Unloaded, failed_precondition,
+                                       from_exception, invalid_argument, resource_exhausted,
+                                       unavailable)
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ class BatchQueue:
         task = _Task(inputs, size, deadline)
         with self._scheduler.cond:
             if self.closed:
-                raise unavailable(f"{self.name} is being unloaded; retry the request")
+                raise Unloaded(f"{self.name} is being unloaded; retry the request")
             last = self._batches[-1] if self._batches else None
             if (last is None or last.shape_key != task.shape_key
                     or last.size + size > options.max_batch_size):

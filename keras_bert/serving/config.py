@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import posixpath
 
 import tensorflow as tf
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
@@ -16,6 +17,12 @@ from keras_bert.serving.errors import invalid_argument
 ModelServerConfig = model_server_config_pb2.ModelServerConfig
 ModelConfig = model_server_config_pb2.ModelConfig
 TENSORFLOW_PLATFORM = "tensorflow"
+
+
+def _message_class(pool: descriptor_pool.DescriptorPool, file: descriptor_pb2.FileDescriptorProto,
+                   full_name: str):
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(full_name))
 
 
 def _batching_parameters_class():
@@ -43,12 +50,30 @@ def _batching_parameters_class():
                       label=field.LABEL_REPEATED)
     message.field.add(name="pad_variable_length_inputs", number=7, type=field.TYPE_BOOL,
                       label=field.LABEL_OPTIONAL)
-    pool.Add(file)
-    return message_factory.GetMessageClass(
-        pool.FindMessageTypeByName("tensorflow.serving.BatchingParameters"))
+    return _message_class(pool, file, "tensorflow.serving.BatchingParameters")
+
+
+def _ssl_config_class():
+    """tensorflow.serving.SSLConfig (tensorflow_serving/config/ssl_config.proto, the
+    --ssl_config_file), built here because the tensorflow-serving-api wheel does not ship it.
+    Upstream's field names and numbers: server_key = 1, server_cert = 2 (PEM text, not file
+    names), custom_ca = 3 (PEM of the CA that signs client certificates), client_verify = 4."""
+    file = descriptor_pb2.FileDescriptorProto(
+        name="tensorflow_serving/config/ssl_config.proto", package="tensorflow.serving",
+        syntax="proto3")
+    message = file.message_type.add(name="SSLConfig")
+    field = descriptor_pb2.FieldDescriptorProto
+    for number, name in ((1, "server_key"), (2, "server_cert"), (3, "custom_ca")):
+        message.field.add(name=name, number=number, type=field.TYPE_STRING,
+                          label=field.LABEL_OPTIONAL)
+    message.field.add(name="client_verify", number=4, type=field.TYPE_BOOL,
+                      label=field.LABEL_OPTIONAL)
+    return _message_class(descriptor_pool.DescriptorPool(), file,
+                          "tensorflow.serving.SSLConfig")
 
 
 BatchingParameters = _batching_parameters_class()
+SSLConfig = _ssl_config_class()
 
 
 def read_text_proto(path: str, message):
@@ -137,6 +162,46 @@ def validate(config: ModelServerConfig) -> None:
             raise invalid_argument(
                 f"model {model.name}: model_platform must be \"{TENSORFLOW_PLATFORM}\", got "
                 f"{model.model_platform!r}")
+
+
+def load_ssl_config(path: str):
+    """The SSLConfig text proto at ``path``; it must hold a server key and certificate, and a
+    custom_ca when client_verify is set (there is no other CA to check clients against)."""
+    ssl_config = read_text_proto(path, SSLConfig())
+    if not ssl_config.server_key or not ssl_config.server_cert:
+        raise ValueError(f"{path!r}: server_key and server_cert (PEM text) are required")
+    if ssl_config.client_verify and not ssl_config.custom_ca:
+        raise ValueError(f"{path!r}: client_verify needs custom_ca, the PEM of the CA that "
+                         "signs client certificates")
+    return ssl_config
+
+
+def _normalized(path: str) -> str:
+    """``path`` made comparable: symlinks and .. resolved for local paths, .. and // for URIs."""
+    if "://" in path:
+        scheme, rest = path.split("://", 1)
+        return f"{scheme}://{posixpath.normpath('/' + rest).lstrip('/')}"
+    return os.path.realpath(path)
+
+
+def model_roots(config: ModelServerConfig) -> set[str]:
+    """The directories holding the config's base paths (the parent of each one)."""
+    roots = set()
+    for model in config.model_config_list.config:
+        path = _normalized(model.base_path).rstrip("/")
+        roots.add(path.rsplit("/", 1)[0] + "/" if "://" in path else os.path.dirname(path))
+    return roots
+
+
+def paths_outside(config: ModelServerConfig, roots: set[str]) -> list[str]:
+    """The base paths of ``config`` that lie under none of ``roots``."""
+    def under(path: str, root: str) -> bool:
+        if "://" in root or "://" in path:
+            return path.startswith(root)  # a remote root ends with "/"
+        return os.path.commonpath([path, root]) == root
+
+    return [model.base_path for model in config.model_config_list.config
+            if not any(under(_normalized(model.base_path), root) for root in roots)]
 
 
 def load_model_server_config(path: str) -> ModelServerConfig:

@@ -65,12 +65,23 @@ def failed_precondition(message: str) -> ServingError:
     return ServingError(grpc.StatusCode.FAILED_PRECONDITION, message)
 
 
+def permission_denied(message: str) -> ServingError:
+    return ServingError(grpc.StatusCode.PERMISSION_DENIED, message)
+
+
 def resource_exhausted(message: str) -> ServingError:
     return ServingError(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
 
 def unavailable(message: str) -> ServingError:
     return ServingError(grpc.StatusCode.UNAVAILABLE, message)
+
+
+class Unloaded(ServingError):
+    """UNAVAILABLE: the version a request was given to was retired before it ran."""
+
+    def __init__(self, message: str):
+        super().__init__(grpc.StatusCode.UNAVAILABLE, message)
 
 
 def from_exception(error: BaseException) -> ServingError:
@@ -83,5 +94,16 @@ def from_exception(error: BaseException) -> ServingError:
         return error
     if isinstance(error, tf.errors.OpError):
         code = _BY_NUMBER.get(error.error_code, grpc.StatusCode.UNKNOWN)
-        return ServingError(code, error.message)
+        # One line: TensorFlow appends the graph node ("\n\t [[{{node ...}}]]") for its logs.
+        message = " ".join(error.message.split("\n\t [[")[0].split())
+        return ServingError(code, message)
     return ServingError(grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}")
+
+
+def is_server_fault(error: BaseException) -> bool:
+    """Whether ``error``, raised while answering a request, is worth a traceback in the log:
+    not a ServingError (those are decided answers) nor TensorFlow rejecting the request's
+    values (INVALID_ARGUMENT, e.g. inputs of different lengths)."""
+    if isinstance(error, ServingError):
+        return False
+    return from_exception(error).code != grpc.StatusCode.INVALID_ARGUMENT

@@ -10,7 +10,7 @@ import grpc
 from tensorflow_serving.apis import (model_management_pb2, model_service_pb2_grpc,
                                      prediction_service_pb2_grpc)
 
-from keras_bert.serving.errors import ServingError, from_exception
+from keras_bert.serving.errors import from_exception, is_server_fault
 from keras_bert.serving.service import ServingCore
 
 logger = logging.getLogger(__name__)
@@ -26,7 +26,7 @@ def _call(context, method, request, with_deadline: bool = True):
         return method(request, deadline)
     except Exception as e:
         error = from_exception(e)
-        if not isinstance(e, ServingError):
+        if is_server_fault(e):
             logger.exception("gRPC request failed")
         context.abort(error.code, error.message)
 
@@ -73,10 +73,13 @@ class GrpcServer:
         host, port: where to listen; ``self.port`` is the port bound.
         max_workers: RPCs handled at once.
         max_message_bytes: larger requests fail with RESOURCE_EXHAUSTED (gRPC's own check).
+        ssl_config: an SSLConfig for TLS, as tensorflow_model_server's --ssl_config_file
+            (client certificates signed by custom_ca required when client_verify); None:
+            plaintext.
     """
 
     def __init__(self, core: ServingCore, host: str, port: int, max_workers: int,
-                 max_message_bytes: int):
+                 max_message_bytes: int, ssl_config=None):
         self._executor = futures.ThreadPoolExecutor(max_workers=max_workers,
                                                     thread_name_prefix="grpc")
         self._server = grpc.server(
@@ -89,15 +92,27 @@ class GrpcServer:
         model_service_pb2_grpc.add_ModelServiceServicer_to_server(ModelService(core),
                                                                   self._server)
         try:
-            self.port = self._server.add_insecure_port(f"{host}:{port}")
+            if ssl_config is None:
+                self.port = self._server.add_insecure_port(f"{host}:{port}")
+            else:
+                self.port = self._server.add_secure_port(f"{host}:{port}", _credentials(ssl_config))
         except RuntimeError:  # grpcio >= 1.60 raises where older versions returned 0
             self.port = 0
         if self.port == 0:
             raise OSError(f"cannot listen for gRPC on {host}:{port}; is the port in use?")
         self._server.start()
-        logger.info("gRPC listening on %s:%d", host, self.port)
+        logger.info("gRPC listening on %s:%d%s", host, self.port,
+                    "" if ssl_config is None else " (TLS)")
 
     def stop(self, grace_s: float) -> None:
         """Refuses new RPCs at once, gives in-flight ones ``grace_s``, then ends the threads."""
         self._server.stop(grace_s).wait()
         self._executor.shutdown(wait=True)
+
+
+def _credentials(ssl_config) -> grpc.ServerCredentials:
+    """gRPC server credentials for an SSLConfig, with TF Serving's meaning of its fields."""
+    return grpc.ssl_server_credentials(
+        [(ssl_config.server_key.encode(), ssl_config.server_cert.encode())],
+        root_certificates=ssl_config.custom_ca.encode() or None,
+        require_client_auth=ssl_config.client_verify)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 from typing import Mapping
 
 import numpy as np
@@ -17,6 +18,7 @@ from keras_bert.serving import tensors
 from keras_bert.serving.errors import invalid_argument
 
 ROW, COLUMNAR = "row", "columnar"
+MAX_RANK = 64  # NumPy's limit on an array's dimensions
 
 
 def parse_body(body: bytes) -> dict:
@@ -29,6 +31,9 @@ def parse_body(body: bytes) -> dict:
         raise invalid_argument(f"JSON Parse error: {e}") from None
     except RecursionError:
         raise invalid_argument("JSON Parse error: the document is nested too deeply") from None
+    except ValueError as e:  # an integer of more than sys.get_int_max_str_digits() digits
+        raise invalid_argument(f"JSON Parse error: a number has more than "
+                               f"{sys.get_int_max_str_digits()} digits") from None
     if not isinstance(doc, dict):
         raise invalid_argument(f"JSON Value: {str(doc)[:200]} Is not object")
     try:  # Python's json takes "\ud800" alone; no UTF-8 string can hold it
@@ -85,6 +90,9 @@ def to_array(value, dtype_enum: int) -> np.ndarray:
         shape = _flatten(value, dtype, leaves)
     except RecursionError:
         raise invalid_argument("a tensor is nested too deeply") from None
+    if len(shape) > MAX_RANK:
+        raise invalid_argument(f"a tensor is nested {len(shape)} lists deep; at most "
+                               f"{MAX_RANK} dimensions are supported")
     np_dtype = object if dtype == tf.string else dtype.as_numpy_dtype
     try:
         return np.array(leaves, dtype=np_dtype).reshape(shape)
@@ -181,14 +189,17 @@ def predict_response(response, format_: str) -> dict:
 def _feature(value, where: str) -> feature_pb2.Feature:
     items = value if isinstance(value, list) else [value]
     feature = feature_pb2.Feature()
-    if all(isinstance(v, str) or _is_b64(v) for v in items):
-        feature.bytes_list.value.extend(_leaf(v, tf.string) for v in items)
-    elif all(isinstance(v, int) and not isinstance(v, bool) for v in items):
-        feature.int64_list.value.extend(items)
-    elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
-        feature.float_list.value.extend(items)
-    else:
-        raise invalid_argument(f"Unexpected element type in feature: {where}")
+    try:
+        if all(isinstance(v, str) or _is_b64(v) for v in items):
+            feature.bytes_list.value.extend(_leaf(v, tf.string) for v in items)
+        elif all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+            feature.int64_list.value.extend(items)
+        elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
+            feature.float_list.value.extend(items)
+        else:
+            raise invalid_argument(f"Unexpected element type in feature: {where}")
+    except (ValueError, OverflowError):  # an integer beyond int64, a number beyond float
+        raise invalid_argument(f"a number in feature {where} is out of range") from None
     return feature
 
 

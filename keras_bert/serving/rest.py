@@ -1,22 +1,32 @@
-"""TF Serving's REST API on the standard library's ThreadingHTTPServer: JSON in, the same request
-protos as gRPC, JSON out, and {"error": ...} with TF Serving's HTTP code on failure."""
+"""TF Serving's REST API on aiohttp: JSON in, the same request protos as gRPC, JSON out, and
+{"error": ...} with TF Serving's HTTP code on failure.
+
+aiohttp's event loop (one thread) accepts connections, keeps them alive and reads bodies, so a
+slow or idle client costs a socket, not a thread. Each request's work (JSON, the model call, JSON
+back) runs on a fixed pool of ``num_threads`` threads; requests beyond that wait for a thread. A
+body must arrive within ``read_timeout_s`` (else 408), and one declared larger than
+``max_body_bytes`` is refused before it is read (429, RESOURCE_EXHAUSTED, as for gRPC).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
 import logging
 import re
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2,
                                      get_model_status_pb2, predict_pb2, regression_pb2)
 
 from keras_bert.serving import json_api
 from keras_bert.serving.errors import (ServingError, from_exception, invalid_argument,
-                                       resource_exhausted)
+                                       is_server_fault, resource_exhausted)
 from keras_bert.serving.service import ServingCore
 
 logger = logging.getLogger(__name__)
@@ -26,148 +36,187 @@ _PREDICT_PATH = re.compile(r"/v1/models/([^/:]+)(?:(?:/versions/(\d+))|(?:/label
                            r":(classify|regress|predict)", re.IGNORECASE)
 _STATUS_PATH = re.compile(r"/v1/models(?:/([^/:]+))?(?:(?:/versions/(\d+))|(?:/labels/([^/:]+)))?"
                           r"(?:/(metadata))?", re.IGNORECASE)
+# Listen-queue length asked of the kernel (which caps it at net.core.somaxconn).
+LISTEN_BACKLOG = 1024
+# What a log line echoes of a client's request path at most.
+MAX_LOGGED_PATH_CHARS = 200
 
 
-class InFlight:
-    """Counts requests being answered, so shutdown can wait for them."""
-
-    def __init__(self):
-        self._count = 0
-        self._cond = threading.Condition()
-
-    def __enter__(self):
-        with self._cond:
-            self._count += 1
-
-    def __exit__(self, *exc):
-        with self._cond:
-            self._count -= 1
-            self._cond.notify_all()
-
-    def wait_idle(self, timeout_s: float) -> bool:
-        with self._cond:
-            return self._cond.wait_for(lambda: self._count == 0, timeout=timeout_s)
+def loggable(path: str) -> str:
+    """``path`` cut to MAX_LOGGED_PATH_CHARS for the log (a client chooses its length)."""
+    if len(path) <= MAX_LOGGED_PATH_CHARS:
+        return path
+    return f"{path[:MAX_LOGGED_PATH_CHARS]}...({len(path)} characters)"
 
 
-class RestServer(ThreadingHTTPServer):
-    """The HTTP server; one thread per connection, idle keep-alive connections close after
-    ``idle_timeout_s``."""
+class _OneLineClientErrors(logging.Filter):
+    """aiohttp logs a malformed request (bad Content-Length, an overlong header line) with its
+    traceback; it is the client's error, so it becomes one warning line."""
 
-    daemon_threads = True
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, HttpProcessingError):
+            reason = " ".join(str(error.message).split())
+            record.msg = "bad HTTP request: %d %s"
+            record.args = (error.code, reason[:MAX_LOGGED_PATH_CHARS])
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
 
-    def __init__(self, address: tuple[str, int], core: ServingCore, max_body_bytes: int,
-                 timeout_ms: int, idle_timeout_s: float = 30.0):
+
+_ONE_LINE_CLIENT_ERRORS = _OneLineClientErrors()
+
+
+def _json_response(status: int, body: bytes, close: bool = False) -> web.Response:
+    response = web.Response(status=status, body=body, content_type="application/json")
+    if close:  # the body was not read, so the connection cannot carry another request
+        response.force_close()
+    return response
+
+
+def _error_body(message: str) -> bytes:
+    return json.dumps({"error": message}).encode("utf-8")
+
+
+class RestServer:
+    """The REST API on (host, port) (0 picks a free port; ``self.port`` is the one bound).
+
+    Args:
+        core: answers the requests.
+        host, port: where to listen.
+        max_body_bytes: larger bodies are refused (RESOURCE_EXHAUSTED, 429).
+        timeout_ms: a request still waiting for a batch after this long fails (0: no limit).
+        read_timeout_s: a body not received within this long is answered 408.
+        num_threads: requests worked on at once; more wait for a free thread.
+        drain_timeout_s: on shutdown, how long in-flight requests may take to finish.
+        idle_timeout_s: an idle keep-alive connection is closed after this long.
+    """
+
+    def __init__(self, core: ServingCore, host: str, port: int, *, max_body_bytes: int,
+                 timeout_ms: int, read_timeout_s: float, num_threads: int,
+                 drain_timeout_s: float = 30.0, idle_timeout_s: float = 30.0):
         self.core = core
         self.max_body_bytes = max_body_bytes
         self.timeout_ms = timeout_ms
-        self.in_flight = InFlight()
-        self.draining = False
-        handler = type("Handler", (_Handler,), {"timeout": idle_timeout_s})
-        super().__init__(address, handler)
-
-
-def _model_spec(spec, name: str, version: str | None, label: str | None) -> None:
-    spec.name = urllib.parse.unquote(name)
-    if version is not None:
-        spec.version.value = int(version)
-    if label is not None:
-        spec.version_label = urllib.parse.unquote(label)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: RestServer
-
-    def log_message(self, format: str, *args) -> None:
-        logger.debug("%s - %s", self.address_string(), format % args)
-
-    def do_GET(self) -> None:
-        self._answer(self._get)
-
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None):
-        """Errors the HTTP layer raises itself (an unknown method, a malformed request line)
-        as JSON, like every other answer."""
-        data = json.dumps({"error": message or self.responses.get(code, ("error",))[0]}).encode()
-        self.send_response(code, message)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        self.close_connection = True
-        self.end_headers()
-        if getattr(self, "command", None) != "HEAD" and code >= 200 and code not in (204, 304):
-            self.wfile.write(data)
-
-    def do_POST(self) -> None:
-        self._answer(self._post)
-
-    def _answer(self, handle) -> None:
-        with self.server.in_flight:
-            try:
-                status, body = 200, handle()
-            except Exception as e:
-                error = from_exception(e)
-                if not isinstance(e, ServingError):
-                    logger.exception("REST request %s failed", self.path)
-                status, body = error.http_status, {"error": error.message}
-            data = json.dumps(body).encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            if self.server.draining:
-                self.send_header("Connection", "close")
-                self.close_connection = True
-            self.end_headers()
-            self.wfile.write(data)
-
-    def _body(self) -> bytes:
+        self.read_timeout_s = read_timeout_s
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=num_threads, thread_name_prefix="rest")
+        self._loop = asyncio.new_event_loop()
+        self._shutdown: concurrent.futures.Future | None = None
+        self._drain_timeout_s = drain_timeout_s
+        app = web.Application(client_max_size=max_body_bytes)
+        app.router.add_route("*", "/{path:.*}", self._handle)
+        http_logger = logging.getLogger(f"{__name__}.http")
+        http_logger.addFilter(_ONE_LINE_CLIENT_ERRORS)  # once: the same filter every time
+        self._runner = web.AppRunner(app, access_log=None, logger=http_logger,
+                                     keepalive_timeout=idle_timeout_s, handle_signals=False,
+                                     shutdown_timeout=drain_timeout_s)
+        self._thread = threading.Thread(target=self._loop.run_forever, name="rest-server",
+                                        daemon=True)
         try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            self.close_connection = True
-            raise invalid_argument("Content-Length is not a number") from None
-        if length > self.server.max_body_bytes:
-            remaining = length
-            while remaining > 0:  # discard the body, holding at most 1 MiB of it at a time
-                chunk = self.rfile.read(min(remaining, 1 << 20))
-                if not chunk:
-                    break
-                remaining -= len(chunk)
-            raise resource_exhausted(f"the request body of {length} bytes is larger than the "
-                                     f"limit of {self.server.max_body_bytes} bytes "
-                                     "(--rest_api_max_body_bytes)")
-        return self.rfile.read(length)
+            self.port = self._loop.run_until_complete(self._listen(host, port))
+        except OSError as e:
+            self._loop.run_until_complete(self._runner.cleanup())
+            self._loop.close()
+            self._executor.shutdown()
+            raise OSError(f"cannot listen for REST on {host}:{port}: {e.strerror or e}") from None
+        self._thread.start()
+        logger.info("REST API listening on %s:%d", host, self.port)
 
-    def _deadline(self) -> float | None:
-        timeout_ms = self.server.timeout_ms
-        return time.monotonic() + timeout_ms / 1000 if timeout_ms > 0 else None
+    async def _listen(self, host: str, port: int) -> int:
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port, backlog=LISTEN_BACKLOG)
+        await site.start()
+        return self._runner.addresses[0][1]
 
-    def _get(self) -> dict:
-        path = urllib.parse.urlsplit(self.path).path
+    def shutdown(self) -> concurrent.futures.Future:
+        """Stops accepting at once; in-flight requests get ``drain_timeout_s`` to finish (their
+        connections close after the answer). Returns a future that is done when they have."""
+        if self._shutdown is None:
+            self._shutdown = asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop)
+        return self._shutdown
+
+    def stop(self) -> None:
+        """``shutdown()`` (unless begun already), waited for; then the loop and the threads
+        end."""
+        try:
+            self.shutdown().result(timeout=self._drain_timeout_s + 5)
+        except concurrent.futures.TimeoutError:
+            logger.warning("REST requests still running after %.0f s; stopping anyway",
+                           self._drain_timeout_s)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+        self._executor.shutdown(wait=True)
+
+    # ----------------------------------------------------------------------------- requests
+    async def _handle(self, request: web.Request) -> web.Response:
+        if request.method not in ("GET", "POST"):
+            return _json_response(501, _error_body(
+                f"HTTP method {request.method} is not supported; use GET or POST"))
+        deadline = (time.monotonic() + self.timeout_ms / 1000) if self.timeout_ms > 0 else None
+        path = request.raw_path.split("?", 1)[0]
+        body = b""
+        if request.method == "POST":
+            length = request.content_length
+            if length is not None and length > self.max_body_bytes:
+                return _json_response(429, _error_body(self._too_large(length).message), close=True)
+            try:
+                async with asyncio.timeout(self.read_timeout_s):
+                    body = await request.read()
+            except TimeoutError:
+                return _json_response(408, _error_body(
+                    f"the request body did not arrive within {self.read_timeout_s:g} s "
+                    "(--rest_api_read_timeout_in_ms)"), close=True)
+            except web.HTTPRequestEntityTooLarge:  # a chunked body ran over the limit
+                return _json_response(429, _error_body(self._too_large(None).message), close=True)
+        status, data = await self._loop.run_in_executor(
+            self._executor, self._answer, request.method, path, body, deadline)
+        return _json_response(status, data)
+
+    def _too_large(self, length: int | None) -> ServingError:
+        size = f"of {length} bytes " if length is not None else ""
+        return resource_exhausted(f"the request body {size}is larger than the limit of "
+                                  f"{self.max_body_bytes} bytes (--rest_api_max_body_bytes)")
+
+    def _answer(self, method: str, path: str, body: bytes,
+                deadline: float | None) -> tuple[int, bytes]:
+        """(HTTP status, JSON bytes) for one request; runs on a worker thread."""
+        try:
+            if method == "GET":
+                result = self._get(path)
+            else:
+                result = self._post(path, body, deadline)
+            return 200, json.dumps(result).encode("utf-8")
+        except Exception as e:
+            error = from_exception(e)
+            if is_server_fault(e):
+                logger.exception("REST %s %s failed", method, loggable(path))
+            return error.http_status, _error_body(error.message)
+
+    def _get(self, path: str) -> dict:
         match = _STATUS_PATH.fullmatch(path)
         if not match:
             raise invalid_argument(f"Malformed request: GET {path}")
         name, version, label, subresource = match.groups()
         if not name:
             raise invalid_argument("Missing model name in request.")
-        core = self.server.core
         if subresource:
             request = get_model_metadata_pb2.GetModelMetadataRequest(
                 metadata_field=["signature_def"])
             _model_spec(request.model_spec, name, version, label)
-            return json_api.metadata_response(core.get_model_metadata(request))
+            return json_api.metadata_response(self.core.get_model_metadata(request))
         request = get_model_status_pb2.GetModelStatusRequest()
         _model_spec(request.model_spec, name, version, label)
-        return json_api.status_response(core.get_model_status(request))
+        return json_api.status_response(self.core.get_model_status(request))
 
-    def _post(self) -> dict:
-        path = urllib.parse.urlsplit(self.path).path
-        body = self._body()
+    def _post(self, path: str, body: bytes, deadline: float | None) -> dict:
         match = _PREDICT_PATH.fullmatch(path)
         if not match:
             raise invalid_argument(f"Malformed request: POST {path}")
         name, version, label, method = match.groups()
         doc = json_api.parse_body(body)
-        core = self.server.core
+        core = self.core
         if "signature_name" in doc and not isinstance(doc["signature_name"], str):
             raise invalid_argument("'signature_name' must be a string")
         if method.lower() == "predict":
@@ -181,22 +230,26 @@ class _Handler(BaseHTTPRequestHandler):
                                        "in signature def")
             inputs = servable.signature_defs[signature_name].inputs
             format_ = json_api.fill_predict_request(doc, inputs, request)
-            return json_api.predict_response(core.predict(request, self._deadline()), format_)
+            return json_api.predict_response(core.predict(request, deadline), format_)
         if method.lower() == "classify":
             request = classification_pb2.ClassificationRequest()
             _model_spec(request.model_spec, name, version, label)
             json_api.fill_example_request(doc, request)
-            return json_api.classify_response(core.classify(request, self._deadline()))
+            return json_api.classify_response(core.classify(request, deadline))
         request = regression_pb2.RegressionRequest()
         _model_spec(request.model_spec, name, version, label)
         json_api.fill_example_request(doc, request)
-        return json_api.regress_response(core.regress(request, self._deadline()))
+        return json_api.regress_response(core.regress(request, deadline))
 
 
-def start_rest_server(core: ServingCore, host: str, port: int, max_body_bytes: int,
-                      timeout_ms: int) -> RestServer:
-    """Starts serving REST on (host, port) in a background thread; port 0 picks a free one."""
-    server = RestServer((host, port), core, max_body_bytes, timeout_ms)
-    threading.Thread(target=server.serve_forever, name="rest-server", daemon=True).start()
-    logger.info("REST API listening on %s:%d", host, server.server_address[1])
-    return server
+_MAX_VERSION = 2**63 - 1  # ModelSpec.version is an int64
+
+
+def _model_spec(spec, name: str, version: str | None, label: str | None) -> None:
+    spec.name = urllib.parse.unquote(name)
+    if version is not None:
+        if len(version) > len(str(_MAX_VERSION)) or int(version) > _MAX_VERSION:
+            raise invalid_argument(f"version {version[:40]} is not a 64-bit integer")
+        spec.version.value = int(version)
+    if label is not None:
+        spec.version_label = urllib.parse.unquote(label)

@@ -13,17 +13,23 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 
 import numpy as np
 import tensorflow as tf
+from tensorflow_serving.apis import prediction_log_pb2
 
+from keras_bert import fileio
+from keras_bert.serving import tensors
 from keras_bert.serving.batching import BatchQueue, BatchScheduler
-from keras_bert.serving.errors import failed_precondition
+from keras_bert.serving.errors import Unloaded, failed_precondition
 
 logger = logging.getLogger(__name__)
 
 SERVE_TAG = "serve"
 DEFAULT_SIGNATURE = "serving_default"
+WARMUP_FILE = "assets.extra/tf_serving_warmup_requests"
+MAX_WARMUP_RECORDS = 1000  # TF Serving's limit (saved_model_warmup_util.cc)
 
 
 def _import_custom_ops() -> None:
@@ -57,6 +63,7 @@ class Servable:
         self._session = tf.compat.v1.Session(graph=self._graph)
         self._in_flight = 0
         self._unloaded = False
+        self._closed = threading.Event()
         self._state_lock = threading.Lock()
         try:
             with self._graph.as_default():
@@ -69,6 +76,11 @@ class Servable:
         self.signature_defs = dict(meta_graph.signature_def)
         self._runnable = {key: signature for key, signature in self.signature_defs.items()
                           if signature.inputs and signature.outputs}
+        try:
+            self._warm_up()
+        except Exception:
+            self._session.close()
+            raise
         self._queues: dict[str, BatchQueue] = {}
         if scheduler is not None:
             for signature_name in self._runnable:
@@ -77,6 +89,39 @@ class Servable:
                     lambda inputs, key=signature_name: self._call(key, inputs))
         logger.info("loaded %s version %d from %s: signatures %s", name, version, path,
                     ", ".join(sorted(self.signature_defs)))
+
+    def _warm_up(self) -> None:
+        """Replays the SavedModel's warm-up requests (assets.extra/tf_serving_warmup_requests,
+        PredictionLogs), as TF Serving does before a version serves: each one runs once, in
+        this session; one that fails fails the load."""
+        path = f"{self.path.rstrip('/')}/{WARMUP_FILE}"
+        if not fileio.exists(path):
+            return
+        start = time.monotonic()
+        count = 0
+        for record in tf.data.TFRecordDataset(path):
+            count += 1
+            if count > MAX_WARMUP_RECORDS:
+                raise ValueError(f"{path} has more than {MAX_WARMUP_RECORDS} warm-up records "
+                                 "(TF Serving's limit)")
+            log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
+            kind = log.WhichOneof("log_type")
+            if kind == "predict_log":
+                request = log.predict_log.request
+                key, signature = self.signature(request.model_spec.signature_name)
+                tensors.check_inputs(signature, request.inputs)
+                self._call(key, {name: tensors.to_numpy(name, proto)
+                                 for name, proto in request.inputs.items()})
+            elif kind in ("classify_log", "regress_log"):
+                request = getattr(log, kind).request
+                key, _ = self.signature(request.model_spec.signature_name)
+                examples = tensors.serialized_examples(request.input)
+                self._call(key, {"inputs": np.array(examples, dtype=object)})
+            else:
+                raise ValueError(f"{path}: warm-up record {count} is a {kind}; only predict, "
+                                 "classify and regress logs are replayed")
+        logger.info("warmed up %s version %d with %d requests in %.1f s", self.name,
+                    self.version, count, time.monotonic() - start)
 
     def signature(self, signature_name: str):
         """The SignatureDef called ``signature_name`` ('' means serving_default), or
@@ -119,7 +164,8 @@ class Servable:
         fetches = {k: info.name for k, info in signature.outputs.items()}
         with self._state_lock:
             if self._unloaded and self._session is None:
-                raise failed_precondition(f"{self.name} version {self.version} was unloaded")
+                raise Unloaded(f"{self.name} version {self.version} was unloaded; retry "
+                               "the request")
             self._in_flight += 1
         try:
             return self._session.run(fetches, feeds)
@@ -137,11 +183,17 @@ class Servable:
             self._unloaded = True
             self._maybe_close()
 
+    def wait_closed(self, timeout_s: float) -> bool:
+        """Waits (after ``unload``) until the session has closed; False if it has not yet."""
+        return self._closed.wait(timeout_s)
+
     def _maybe_close(self) -> None:  # with _state_lock held
         if (self._unloaded and not self._in_flight and self._session is not None
                 and all(queue.drained for queue in self._queues.values())):
             self._session.close()
             self._session = None
+            self._queues = {}  # they call back into this object: a reference cycle
+            self._closed.set()
 
 
 def concatenate_padded(parts: list[np.ndarray]) -> np.ndarray:

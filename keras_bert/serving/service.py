@@ -4,34 +4,31 @@ directly; REST turns its JSON into the same protos first, as TF Serving does."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from tensorflow.core.framework import types_pb2
 from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2,
                                      get_model_status_pb2, predict_pb2, regression_pb2)
 
 from keras_bert.serving import tensors
-from keras_bert.serving.errors import invalid_argument
+from keras_bert.serving.errors import Unloaded, invalid_argument
 from keras_bert.serving.model_manager import ModelManager
 from keras_bert.serving.servable import Servable
 
 SIGNATURE_DEF_FIELD = "signature_def"
 
 
-def _examples(input_proto) -> list[bytes]:
-    """Serialized tf.Examples of an Input proto; a shared context is merged into each one."""
-    kind = input_proto.WhichOneof("kind")
-    if kind == "example_list":
-        examples = [e.SerializeToString() for e in input_proto.example_list.examples]
-    elif kind == "example_list_with_context":
-        context = input_proto.example_list_with_context.context.SerializeToString()
-        # Serialized protos concatenate as a merge: the features maps are unioned.
-        examples = [context + e.SerializeToString()
-                    for e in input_proto.example_list_with_context.examples]
-    else:
-        examples = []
-    if not examples:
-        raise invalid_argument("Input is empty.")
-    return examples
+def _on_the_serving_version(method):
+    """Runs a request again, once, when the version it was given to is retired before it runs
+    (a version switch under load): the second lookup finds the version that replaced it."""
+    @functools.wraps(method)
+    def run(self, request, deadline: float | None = None):
+        try:
+            return method(self, request, deadline)
+        except Unloaded:
+            return method(self, request, deadline)
+    return run
 
 
 class ServingCore:
@@ -53,6 +50,7 @@ class ServingCore:
             spec.signature_name = signature_name
 
     # ------------------------------------------------------------------------------- Predict
+    @_on_the_serving_version
     def predict(self, request, deadline: float | None = None):
         """A PredictResponse for a PredictRequest."""
         servable = self.manager.servable(request.model_spec)
@@ -84,6 +82,7 @@ class ServingCore:
                                    "DT_STRING (serialized tf.Examples)")
         return servable, key, signature
 
+    @_on_the_serving_version
     def classify(self, request, deadline: float | None = None):
         """A ClassificationResponse; the signature takes serialized tf.Examples ("inputs") and
         returns "classes" [batch, num_classes] strings and/or "scores" [batch, num_classes]."""
@@ -93,7 +92,7 @@ class ServingCore:
             raise invalid_argument(
                 "Expected classification signature outputs to contain at least one of "
                 f"\"classes\" or \"scores\". Signature \"{key}\" has {sorted(signature.outputs)}")
-        examples = _examples(request.input)
+        examples = tensors.serialized_examples(request.input)
         outputs = servable.run(key, {"inputs": np.array(examples, dtype=object)},
                                len(examples), deadline)
         classes, scores = outputs.get("classes"), outputs.get("scores")
@@ -118,6 +117,7 @@ class ServingCore:
         return response
 
     # ------------------------------------------------------------------------------- Regress
+    @_on_the_serving_version
     def regress(self, request, deadline: float | None = None):
         """A RegressionResponse; the signature maps "inputs" (serialized tf.Examples) to
         "outputs", float [batch] or [batch, 1]."""
@@ -126,7 +126,7 @@ class ServingCore:
             raise invalid_argument(f"Expected one output Tensor named \"outputs\" in the "
                                    f"regression signature \"{key}\"; it has "
                                    f"{sorted(signature.outputs)}")
-        examples = _examples(request.input)
+        examples = tensors.serialized_examples(request.input)
         values = servable.run(key, {"inputs": np.array(examples, dtype=object)},
                               len(examples), deadline)["outputs"]
         if values.dtype != np.float32 or not (

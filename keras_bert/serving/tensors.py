@@ -125,3 +125,21 @@ def check_output_filter(signature, output_filter: Sequence[str]) -> list[str]:
             raise invalid_argument(f"duplicate output tensor alias: {alias}")
         seen.add(alias)
     return list(output_filter)
+
+
+def serialized_examples(input_proto) -> list[bytes]:
+    """Serialized tf.Examples of an Input proto (Classify, Regress); a shared context is merged
+    into each one. INVALID_ARGUMENT when there are none."""
+    kind = input_proto.WhichOneof("kind")
+    if kind == "example_list":
+        examples = [e.SerializeToString() for e in input_proto.example_list.examples]
+    elif kind == "example_list_with_context":
+        context = input_proto.example_list_with_context.context.SerializeToString()
+        # Serialized protos concatenate as a merge: the features maps are unioned.
+        examples = [context + e.SerializeToString()
+                    for e in input_proto.example_list_with_context.examples]
+    else:
+        examples = []
+    if not examples:
+        raise invalid_argument("Input is empty.")
+    return examples

@@ -107,3 +107,31 @@ def test_a_version_tf_serving_cannot_run_fails_here_too(tmp_path):
             stubs.prediction.Predict(request, timeout=30)
         assert error.value.code() == grpc.StatusCode.FAILED_PRECONDITION
         assert "Could not find variable" in error.value.details()
+
+
+@pytest.mark.parametrize("batching", [False, True])
+def test_a_request_given_to_a_retired_version_runs_on_its_successor(tmp_path, batching):
+    """A request that looked up version 1 just before a switch retired it is not failed: it
+    runs again on version 2."""
+    base = tmp_path / "toy"
+    write_toy_version(str(base), 1)
+    flags = ["--enable_batching"] if batching else []
+    with running_server("--model_name", "toy", "--model_base_path", str(base),
+                        "--file_system_poll_wait_seconds", "0", *flags) as (server, stubs):
+        manager = server.manager
+        request = predict_pb2.PredictRequest()
+        request.model_spec.name = "toy"
+        request.inputs["x"].CopyFrom(tf.make_tensor_proto(np.zeros((1, 3), np.float32)))
+        stale = manager.servable(request.model_spec)
+        write_toy_version(str(base), 2)
+        manager.poll()  # version 2 serves, version 1 is unloaded
+        lookups = []
+        original = manager.servable
+
+        def servable_as_before_the_switch(model_spec):
+            lookups.append(model_spec.name)
+            return stale if len(lookups) == 1 else original(model_spec)
+        manager.servable = servable_as_before_the_switch
+        response = stubs.prediction.Predict(request, timeout=30)
+        assert response.model_spec.version.value == 2 and len(lookups) == 2
+        assert float(tf.make_ndarray(response.outputs["y"])[0, 0]) == 2

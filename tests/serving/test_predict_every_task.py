@@ -8,6 +8,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow_serving.apis import predict_pb2
 
 from keras_bert import BertEncoder, BertPreprocessor
 from keras_bert.cli import main
@@ -115,3 +116,25 @@ def test_predict_prints_every_task(served, protocol, capsys):
                                np.asarray(expected["pooled_output"]), atol=ATOL)
     assert [sum(line["input_mask"]) for line in lines] == packed(
         preprocessor, TEXTS)["input_mask"].sum(1).tolist()
+
+
+
+@pytest.mark.slow
+def test_every_export_has_warmup_requests_the_server_replayed(served):
+    from tensorflow_serving.apis import prediction_log_pb2
+    from keras_bert.export.warmup import WARMUP_FILE
+    models, _, server = served
+    kinds = {}
+    for name in models:
+        # Loaded, so its warm-up ran without error (a failing one fails the load).
+        servable = server.manager.servable(predict_pb2.PredictRequest(
+            model_spec={"name": name}).model_spec)
+        logs = [prediction_log_pb2.PredictionLog.FromString(record.numpy()) for record in
+                tf.data.TFRecordDataset(os.path.join(servable.path, WARMUP_FILE))]
+        kinds[name] = {log.WhichOneof("log_type") for log in logs}
+        covered = {getattr(log, log.WhichOneof("log_type")).request.model_spec.signature_name
+                   for log in logs}
+        assert covered == {key for key, signature in servable.signature_defs.items()
+                           if signature.inputs}, name
+    assert kinds["sentiment"] == {"predict_log", "classify_log"}
+    assert kinds["sts"] == {"predict_log", "regress_log"}
