@@ -31,7 +31,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from typing import IO, Iterator, Union
+from typing import IO, Iterator, NamedTuple, Union
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +124,37 @@ def listdir(path: PathLike) -> list[str]:
     if is_remote(path):
         return sorted(_gfile().listdir(os.fspath(path)))
     return sorted(os.listdir(local_path(path)))
+
+
+def walk(path: PathLike) -> Iterator[tuple[str, list[str], list[str]]]:
+    """(directory, subdirectory names, file names) for ``path`` and every directory below it, top
+    down, as ``os.walk`` (remote paths through ``tf.io.gfile.walk``)."""
+    if is_remote(path):
+        yield from _gfile().walk(os.fspath(path))
+        return
+    yield from os.walk(local_path(path))
+
+
+class FileStat(NamedTuple):
+    """A file's size in bytes and its modification time in nanoseconds."""
+
+    length: int
+    mtime_nsec: int
+
+
+def file_stat(path: PathLike) -> FileStat:
+    """The size and modification time of the file ``path``; FileNotFoundError if it is gone."""
+    if is_remote(path):
+        gfile = _gfile()
+        try:
+            stat = gfile.stat(os.fspath(path))
+        except Exception as error:  # tf.errors.NotFoundError, without importing tf.errors here
+            if type(error).__name__ == "NotFoundError":
+                raise FileNotFoundError(os.fspath(path)) from error
+            raise
+        return FileStat(int(stat.length), int(stat.mtime_nsec))
+    stat = os.stat(local_path(path))
+    return FileStat(stat.st_size, stat.st_mtime_ns)
 
 
 def glob(pattern: PathLike) -> list[str]:

@@ -8,6 +8,7 @@ import importlib
 import inspect
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import textwrap
@@ -185,6 +186,10 @@ def _calls(tmp: pathlib.Path) -> dict:
         "copy": copy,
         "exists": lambda: fileio.exists(tmp / "a.txt") and not fileio.exists(tmp / "no"),
         "glob": lambda: fileio.glob(tmp / "*.txt") == [str(tmp / "a.txt")],
+        "file_stat": lambda: fileio.file_stat(tmp / "a.txt").length == 1,
+        "FileStat": lambda: fileio.FileStat(1, 2).length == 1,
+        "walk": lambda: [(root, files) for root, _, files in fileio.walk(tmp / "dir")]
+        == [(str(tmp / "dir"), [])],
         "is_remote": lambda: fileio.is_remote(tmp) is False,
         "isdir": lambda: fileio.isdir(tmp / "dir") and not fileio.isdir(tmp / "a.txt"),
         "join": lambda: fileio.join(tmp, pathlib.Path("dir")) == str(tmp / "dir"),
@@ -257,3 +262,17 @@ def test_io_utils_is_deprecated_and_still_works(monkeypatch):
     assert io_utils.is_local("file:///tmp/x") and io_utils.is_local(pathlib.Path("x"))
     assert not io_utils.is_local("gs://bucket/x")
     assert inspect.getmodule(io_utils.is_local) is io_utils
+
+
+# ---------------------------------------------------------------------------------- one module
+def test_no_other_module_touches_files_through_gfile():
+    """fileio is the one way to touch files: no other library module calls tf.io.gfile."""
+    package = pathlib.Path(fileio.__file__).parent
+    offenders = []
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "fileio.py" and path.parent == package:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"\bgfile\.\w+\(", line.split("#", 1)[0]):  # a gfile call
+                offenders.append(f"{path.relative_to(package)}:{number}: {line.strip()}")
+    assert not offenders, "tf.io.gfile outside keras_bert/fileio.py:\n" + "\n".join(offenders)

@@ -7,11 +7,11 @@ import dataclasses
 import os
 import posixpath
 
-import tensorflow as tf
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 from google.protobuf import wrappers_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
+from keras_bert import fileio
 from keras_bert.serving.errors import invalid_argument
 
 ModelServerConfig = model_server_config_pb2.ModelServerConfig
@@ -78,9 +78,9 @@ SSLConfig = _ssl_config_class()
 
 def read_text_proto(path: str, message):
     """Parses the text-format proto file at ``path`` (local or gs://) into ``message``."""
-    if not tf.io.gfile.exists(path):
+    if not fileio.exists(path):
         raise FileNotFoundError(f"config file {path!r} does not exist")
-    with tf.io.gfile.GFile(path) as f:
+    with fileio.open_file(path) as f:
         text = f.read()
     try:
         return text_format.Parse(text, message)

@@ -31,7 +31,7 @@ def parse_body(body: bytes) -> dict:
         raise invalid_argument(f"JSON Parse error: {e}") from None
     except RecursionError:
         raise invalid_argument("JSON Parse error: the document is nested too deeply") from None
-    except ValueError as e:  # an integer of more than sys.get_int_max_str_digits() digits
+    except ValueError:  # an integer of more than sys.get_int_max_str_digits() digits
         raise invalid_argument(f"JSON Parse error: a number has more than "
                                f"{sys.get_int_max_str_digits()} digits") from None
     if not isinstance(doc, dict):

@@ -15,9 +15,9 @@ import threading
 import time
 from typing import Callable
 
-import tensorflow as tf
 from tensorflow_serving.apis import get_model_status_pb2
 
+from keras_bert import fileio
 from keras_bert.serving import config as config_lib
 from keras_bert.serving.errors import (failed_precondition, from_exception, invalid_argument,
                                        not_found, permission_denied)
@@ -43,12 +43,12 @@ def directory_fingerprint(path: str) -> tuple:
     """(relative path, size, mtime) of every file under ``path``: changes when a copy into it
     progresses or its files are replaced."""
     entries = []
-    for root, _, files in tf.io.gfile.walk(path):
+    for root, _, files in fileio.walk(path):
         for name in files:
             full = f"{root.rstrip('/')}/{name}"
             try:
-                stat = tf.io.gfile.stat(full)
-            except tf.errors.NotFoundError:
+                stat = fileio.file_stat(full)
+            except FileNotFoundError:
                 continue  # removed while walking
             entries.append((full[len(path):], stat.length, stat.mtime_nsec))
     return tuple(sorted(entries))
@@ -56,10 +56,10 @@ def directory_fingerprint(path: str) -> tuple:
 
 def list_versions(base_path: str) -> list[int]:
     """The numeric version directories under ``base_path`` holding a complete SavedModel."""
-    if not tf.io.gfile.isdir(base_path):
+    if not fileio.isdir(base_path):
         return []
     versions = []
-    for entry in tf.io.gfile.listdir(base_path):
+    for entry in fileio.listdir(base_path):
         entry = entry.rstrip("/")
         if entry.isdigit() and is_version_dir(f"{base_path.rstrip('/')}/{entry}"):
             versions.append(int(entry))

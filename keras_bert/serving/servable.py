@@ -11,7 +11,6 @@ and tensorflow-text) fails to load here too, instead of being served by a more f
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 
@@ -223,5 +222,4 @@ def _check_servable_ops(meta_graph, path: str) -> None:
 
 def is_version_dir(path: str) -> bool:
     """True for a complete SavedModel directory (saved_model.pb or .pbtxt present)."""
-    return any(tf.io.gfile.exists(os.path.join(path, f) if "://" not in path else f"{path}/{f}")
-               for f in ("saved_model.pb", "saved_model.pbtxt"))
+    return any(fileio.exists(fileio.join(path, f)) for f in ("saved_model.pb", "saved_model.pbtxt"))
