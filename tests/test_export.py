@@ -87,7 +87,7 @@ def test_check_ops_refuses_python_callbacks(tmp_path):
 def test_a_failed_export_leaves_nothing(exported, tmp_path, monkeypatch):
     from keras_bert.export import saved_model
 
-    def half_write(module, functions, path):
+    def half_write(module, functions, path, **options):
         with open(os.path.join(path, "saved_model.pb"), "wb") as f:
             f.write(b"partial")
         raise ValueError("disk full")

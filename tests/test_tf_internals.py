@@ -10,6 +10,7 @@ import ast
 import importlib
 import pathlib
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -80,6 +81,48 @@ def test_the_op_check_sorts_ops_as_before():
     assert is_core_op("BatchMatMulV2") and not is_core_op("FastWordpieceTokenizeWithOffsets")
     # A registered TensorFlow op without a tf.raw_ops wrapper is still refused by the check.
     assert not is_core_op("_QuantizedMatMul") and "_QuantizedMatMul" not in text_ops
+
+
+def test_int8_matmul_is_the_exact_integer_product_scaled_per_column():
+    rng = np.random.default_rng(0)
+    a = rng.integers(-127, 128, (37, 96)).astype(np.int8)
+    b = rng.integers(-127, 128, (96, 20)).astype(np.int8)
+    column_range = rng.uniform(0.01, 3.0, 20).astype(np.float32)
+
+    @tf.function(autograph=False)
+    def matmul(a, b, column_range):
+        return tf_internals.int8_matmul(tf.bitcast(a, tf.qint8), tf.bitcast(b, tf.qint8),
+                                        column_range)
+
+    got = matmul(a, b, column_range).numpy()
+    exact = (a.astype(np.int64) @ b.astype(np.int64)).astype(np.float64)
+    np.testing.assert_allclose(got, exact * column_range / 127, rtol=1e-6)
+    (node,) = [op for op in matmul.get_concrete_function(a, b, column_range).graph
+               .get_operations() if op.type == tf_internals.INT8_MATMUL_OP]
+    assert [s.decode() for s in node.get_attr("fused_ops")] == ["BiasAdd", "Dequantize"]
+    assert node.get_attr("is_weight_const") and node.get_attr("T1") == tf.qint8
+
+
+def test_the_op_check_accepts_the_int8_matmul_only_in_int8_exports(tmp_path):
+    from keras_bert.export.ops import ONEDNN_INT8_OPS
+    module = tf.Module()
+    kernel = tf.Variable(np.ones([4, 3], np.int8))
+    module.f = tf.function(
+        lambda x: tf_internals.int8_matmul(tf.bitcast(x, tf.qint8), tf.bitcast(kernel, tf.qint8),
+                                           tf.ones([3])),
+        input_signature=[tf.TensorSpec([None, 4], tf.int8)], autograph=False)
+    module.kernel = kernel
+    tf.saved_model.save(module, str(tmp_path / "m"))
+    assert ONEDNN_INT8_OPS == {"_QuantizedMatMul"}
+    with pytest.raises(ValueError, match="_QuantizedMatMul"):
+        check_ops(str(tmp_path / "m"))
+    assert "_QuantizedMatMul" in check_ops(str(tmp_path / "m"), int8=True)
+    module.g = tf.function(lambda x: tf.py_function(lambda v: v, [x], tf.float32),
+                           input_signature=[tf.TensorSpec([None], tf.float32)])
+    tf.saved_model.save(module, str(tmp_path / "both"))
+    with pytest.raises(ValueError, match="EagerPyFunc") as error:  # the exception is that op only
+        check_ops(str(tmp_path / "both"), int8=True)
+    assert "_QuantizedMatMul" not in str(error.value)
 
 
 def test_check_ops_accepts_a_tensorflow_text_graph(tmp_path):

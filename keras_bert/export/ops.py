@@ -12,6 +12,10 @@ from keras_bert.export import tf_internals
 
 # Core ops that call back into Python: they cannot run outside the exporting process.
 PYTHON_CALLBACK_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
+# The one exception, for int8 exports only (export/int8.py): oneDNN's int8 matmul. TensorFlow's
+# x86-64 CPU builds, TF Serving's among them, register its kernel, but it has no tf.raw_ops
+# entry; export_model checks that the exporting TensorFlow runs it before writing anything.
+ONEDNN_INT8_OPS = frozenset({tf_internals.INT8_MATMUL_OP})
 
 
 def saved_model_op_types(export_dir: str) -> set[str]:
@@ -46,17 +50,20 @@ def is_core_op(op_type: str) -> bool:
     return hasattr(tf.raw_ops, op_type)
 
 
-def disallowed_ops(op_types: set[str]) -> list[str]:
-    """The op types TF Serving with tensorflow-text cannot run, sorted."""
+def disallowed_ops(op_types: set[str], int8: bool = False) -> list[str]:
+    """The op types TF Serving with tensorflow-text cannot run, sorted (``int8``: besides
+    ``ONEDNN_INT8_OPS``)."""
     text_ops = tensorflow_text_ops()
+    allowed = ONEDNN_INT8_OPS if int8 else frozenset()
     return sorted(op for op in op_types if op in PYTHON_CALLBACK_OPS
-                  or not (is_core_op(op) or op in text_ops))
+                  or not (is_core_op(op) or op in text_ops or op in allowed))
 
 
-def check_ops(export_dir: str) -> set[str]:
-    """Returns the SavedModel's op types; raises ValueError naming any TF Serving cannot run."""
+def check_ops(export_dir: str, int8: bool = False) -> set[str]:
+    """Returns the SavedModel's op types; raises ValueError naming any TF Serving cannot run.
+    ``int8``: the SavedModel is an int8 export, which may use ``ONEDNN_INT8_OPS`` too."""
     op_types = saved_model_op_types(export_dir)
-    bad = disallowed_ops(op_types)
+    bad = disallowed_ops(op_types, int8)
     if bad:
         raise ValueError(
             f"SavedModel {export_dir!r} uses ops that are neither core TensorFlow nor "

@@ -6,7 +6,10 @@ TensorFlow has no public API for what the op check of exports needs:
 - whether an op type is registered in this process, by TensorFlow or by a loaded op library:
   ``op_def`` (``op_def_registry.get``; ``tf.raw_ops`` lists only TensorFlow's own public ops);
 - which Python modules are op libraries that ``tf.load_op_library`` returned (tensorflow-text
-  loads its ops so): ``is_op_library`` (the ``_IS_TENSORFLOW_PLUGIN`` mark it sets on them).
+  loads its ops so): ``is_op_library`` (the ``_IS_TENSORFLOW_PLUGIN`` mark it sets on them);
+- oneDNN's int8 matmul, which int8 exports run: ``int8_matmul`` builds a ``_QuantizedMatMul``
+  node (registered with a CPU kernel in x86-64 builds, but with no ``tf.raw_ops`` entry or
+  generated wrapper, so only ``op_def_library._apply_op_helper`` can add it to a graph).
 
 Everything private is read here and nowhere else: tests/test_tf_internals.py checks each name in
 ``PRIVATE_NAMES`` against the installed TensorFlow, and that no other keras_bert module imports
@@ -21,7 +24,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from tensorflow.python.framework import op_def_registry
+import tensorflow as tf
+from tensorflow.python.framework import op_def_library, op_def_registry
 from tensorflow.python.saved_model import loader_impl
 
 if TYPE_CHECKING:
@@ -34,8 +38,12 @@ OP_LIBRARY_MARK = "_IS_TENSORFLOW_PLUGIN"
 PRIVATE_NAMES = (
     "tensorflow.python.framework.op_def_registry:get",
     "tensorflow.python.saved_model.loader_impl:parse_saved_model",
+    "tensorflow.python.framework.op_def_library:_apply_op_helper",
     OP_LIBRARY_MARK,
 )
+# oneDNN's int8 matmul (tensorflow/core/kernels/mkl/mkl_matmul_op_fused.cc), the one op of an
+# int8 export that is not in tf.raw_ops.
+INT8_MATMUL_OP = "_QuantizedMatMul"
 
 
 def parse_saved_model(export_dir: str | os.PathLike) -> saved_model_pb2.SavedModel:
@@ -55,3 +63,36 @@ def op_def(op_type: str) -> op_def_pb2.OpDef | None:
 def is_op_library(value: object) -> bool:
     """True for a Python module of op wrappers returned by ``tf.load_op_library``."""
     return bool(getattr(value, OP_LIBRARY_MARK, False))
+
+
+def int8_matmul(inputs: tf.Tensor, kernel: tf.Tensor, kernel_range: tf.Tensor,
+                constant_kernel: bool = True) -> tf.Tensor:
+    """float32 [m, n] = (inputs @ kernel) * kernel_range / 127, on oneDNN's int8 matmul.
+
+    Each output is an exact int32 sum of int8 products, scaled by its column's factor in the
+    kernel's epilogue (``fused_ops`` BiasAdd (of zeros) + Dequantize, ``input_quant_mode``
+    SCALED with the input's range fixed at 127, so the input is taken as plain integers).
+
+    Args:
+        inputs: qint8 [m, k].
+        kernel: qint8 [k, n].
+        constant_kernel: the node always gets the same kernel (a variable's value, in a
+            graph): the op then keeps its reordered copy from the first call
+            (``is_weight_const``). False where one node sees different kernels.
+        kernel_range: float32 [n], each column's float range (its max |w|); it is passed as
+            both the op's min and max (the op uses max(|min|, |max|)), so that its buffer, by
+            which oneDNN's primitive cache keys the scales, stays the same on every call.
+
+    Only in a graph (a tf.function, a SavedModel); eagerly, wrap the call in a tf.function.
+    """
+    columns = tf.shape(kernel)[1:]
+    _, _, op, _ = op_def_library._apply_op_helper(
+        INT8_MATMUL_OP, name="Int8MatMul",
+        device_inputs=[inputs, kernel, tf.zeros(columns, tf.float32),
+                       tf.constant(-127.0), tf.constant(127.0), kernel_range, kernel_range],
+        host_inputs=[], Tdevice_outputs=[tf.float32], Thost_outputs=[],
+        T1=tf.qint8, T2=tf.qint8, Tbias=tf.float32, Tout=tf.float32, U=tf.float32,
+        fused_ops=["BiasAdd", "Dequantize"], input_quant_mode="SCALED",
+        output_quant_mode="SCALED", transpose_a=False, transpose_b=False,
+        is_weight_const=constant_kernel, is_bias_const=True, leakyrelu_alpha=0.2)
+    return op.outputs[0]
