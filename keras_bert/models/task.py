@@ -272,6 +272,8 @@ class BertTask(keras.Model):
                     int(total * settings["warmup_fraction"]))
         with self.distribute_strategy.scope():
             super().compile(optimizer=optimizer, **self._compile_kwargs)
+            # Built here, the train step creates no variables, so tf.function traces it once.
+            optimizer.build(self.trainable_variables)
         self._auto_optimizer = None
 
     def fit(self, x=None, y=None, batch_size: int | None = None, epochs: int = DEFAULT_EPOCHS,
