@@ -324,7 +324,7 @@ class BertTask(keras.Model):
                                shuffle=False, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size: int | None = None, verbose="auto",
-                 sample_weight=None, bucket_lengths=AUTO_BUCKETS, **kwargs):
+                 sample_weight=None, *, bucket_lengths=AUTO_BUCKETS, **kwargs):
         """``keras.Model.evaluate`` that also takes raw examples, grouped by length as in
         ``fit`` (sorted, not shuffled; the scores do not depend on the order)."""
         dataset = self.make_dataset(x, y, sample_weight, batch_size,

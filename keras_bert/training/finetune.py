@@ -341,6 +341,8 @@ def run_finetune(config: FinetuneConfig) -> dict:
     checkpoint = EpochCheckpoint(model, evaluation, checkpoint_dir if is_chief else None,
                                  restore_from=checkpoint_dir)
     initial_epoch = checkpoint.restore()
+    if multi_worker:
+        _check_same_epoch(strategy, initial_epoch, checkpoint_dir)
     if initial_epoch:
         logger.info("resuming the run in %s after epoch %d of %d", config.output_dir,
                     initial_epoch, config.epochs)
@@ -372,6 +374,18 @@ def run_finetune(config: FinetuneConfig) -> dict:
         write_json(results_path, results)
     checkpoint.remove()
     return results
+
+
+def _check_same_epoch(strategy: tf.distribute.Strategy, epoch: int, checkpoint_dir: str) -> None:
+    """ValueError on every worker when the workers would resume at different epochs (their
+    output_dir is not one shared directory), before their steps could fall out of step."""
+    value = strategy.experimental_distribute_values_from_function(
+        lambda context: tf.constant([1.0, epoch, epoch * epoch], tf.float32))
+    count, total, squares = strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None).numpy()
+    if squares * count != total * total:  # the epochs' variance is not 0
+        raise ValueError(f"the workers found checkpoints of different epochs in "
+                         f"{checkpoint_dir}; every worker must be given the same output_dir, on "
+                         f"storage they all reach (gs://)")
 
 
 def _fit_multi_worker(model, strategy: tf.distribute.Strategy,
