@@ -50,7 +50,6 @@ def quantize_rows(x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     return tf.bitcast(quantized, tf.qint8), ranges / _INT8_MAX
 
 
-@keras.saving.register_keras_serializable(package="keras_bert")
 class Int8Dense(keras.layers.Layer):
     """A Dense layer (no activation) whose kernel is int8 with a scale per output column.
 
@@ -131,7 +130,6 @@ _int8_matmul_function = tf.function(
     autograph=False, reduce_retracing=True)
 
 
-@keras.saving.register_keras_serializable(package="keras_bert")
 class Int8Embedding(keras.layers.Layer):
     """An embedding table stored as int8 with a scale per row, dequantized after the lookup.
 
