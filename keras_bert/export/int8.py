@@ -17,8 +17,8 @@ TensorFlow's x86-64 CPU builds register; ``check_int8_kernel`` says whether this
 
 from __future__ import annotations
 
-import numpy as np
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_bert.export import tf_internals
@@ -50,7 +50,6 @@ def quantize_rows(x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     return tf.bitcast(quantized, tf.qint8), ranges / _INT8_MAX
 
 
-@keras.saving.register_keras_serializable(package="keras_bert")
 class Int8Dense(keras.layers.Layer):
     """A Dense layer (no activation) whose kernel is int8 with a scale per output column.
 
@@ -131,7 +130,6 @@ _int8_matmul_function = tf.function(
     autograph=False, reduce_retracing=True)
 
 
-@keras.saving.register_keras_serializable(package="keras_bert")
 class Int8Embedding(keras.layers.Layer):
     """An embedding table stored as int8 with a scale per row, dequantized after the lookup.
 
@@ -224,8 +222,8 @@ def check_int8_kernel() -> None:
     """Raises Int8KernelMissing unless this TensorFlow runs ``_QuantizedMatMul`` correctly.
 
     Runs one small int8 matmul and compares it with the exact integer product, so it catches
-    a build without the kernel (no oneDNN: ARM, macOS, some source builds) as well as one
-    whose kernel computes something else.
+    a build without the kernel (one built without oneDNN) as well as one whose kernel
+    computes something else.
     """
     rng = np.random.default_rng(0)
     a = rng.integers(-127, 128, (3, 64)).astype(np.int8)
@@ -240,8 +238,8 @@ def check_int8_kernel() -> None:
         raise Int8KernelMissing(
             f"this TensorFlow ({tf.__version__}) cannot run oneDNN's int8 matmul "
             f"({tf_internals.INT8_MATMUL_OP}), which int8 exports use: "
-            f"{type(e).__name__}: {str(e).splitlines()[0]}. Export on an x86-64 Linux or "
-            "Windows TensorFlow CPU build (the PyPI wheel), or export without int8.") from e
+            f"{type(e).__name__}: {str(e).splitlines()[0]}. Export with an x86-64 Linux "
+            "TensorFlow CPU build (the PyPI wheel has it), or export without int8.") from e
     expected = a.astype(np.int32) @ b.astype(np.int32)
     if not np.array_equal(got, expected.astype(np.float32)):
         raise Int8KernelMissing(

@@ -1,0 +1,296 @@
+"""int8 exports against float32, bf16 and ONNX Runtime on real sentences (issue 21).
+
+Every contender turns batches of raw text into a BERT-base classifier's or encoder's output, on
+2 threads, tokenization included:
+
+  ours-fp32   our export (BertClassifier, random weights, 3 classes), serving_default run as TF
+              Serving runs it: tf.compat.v1 loader + Session.run, raw text in
+  ours-bf16   the same exported with mixed_precision="bf16"
+  ours-int8   the same exported with quantize="int8"
+  ort-fp32    ONNX Runtime: transformers.BertModel (random weights) exported to ONNX with dynamic
+              axes, transformer-optimized; batches tokenized by BertTokenizerFast and padded to
+              their longest text
+  ort-int8    the same after onnxruntime.quantization.quantize_dynamic (QInt8 weights)
+
+under two batching policies: ``arrival`` (batches of 32 in the texts' order) and ``sorted``
+(texts sorted by length first). TensorFlow gets 2 intra-op threads (and --inter_op_threads),
+ONNX Runtime 2 intra-op threads and sequential execution. Each contender is its own process
+(the ONNX Runtime ones in benchmarks/.venvs/onnx, with its threads' spin-waiting off); this
+orchestrator imports neither TensorFlow nor ONNX Runtime. Rounds are interleaved, the order rotated each round; reported: the median
+over rounds of texts/s and of texts per CPU-second of the worker process (user + system),
+which other load on the machine disturbs less.
+
+Usage (from the repository root):
+    python3 ../shared/bench/make_corpus.py --out benchmarks/data/bench_corpus.txt --target-bytes 2000000
+    python3.11 -m venv benchmarks/.venvs/onnx && benchmarks/.venvs/onnx/bin/pip install \\
+        torch==2.13.0 onnxruntime onnx transformers
+    python benchmarks/int8.py --corpus benchmarks/data/bench_corpus.txt --vocab VOCAB.txt \\
+        --rounds 3 --json benchmarks/data/int8.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ONNX_PYTHON = os.path.join(REPO_ROOT, "benchmarks", ".venvs", "onnx", "bin", "python")
+CONTENDERS = ("ours-fp32", "ours-bf16", "ours-int8", "ort-fp32", "ort-int8")
+POLICIES = ("arrival", "sorted")
+BATCH_SIZE = 32
+SEQ_LENGTH = 128
+THREADS = 2
+
+
+def real_sentences(corpus: str, count: int, seed: int = 0) -> list[str]:
+    """``count`` distinct sentences of 5-25 words from a one-sentence-per-line corpus, shuffled."""
+    with open(corpus, encoding="utf-8") as f:
+        sentences = sorted({line.strip() for line in f if 5 <= len(line.split()) <= 25})
+    random.Random(seed).shuffle(sentences)
+    return sentences[:count]
+
+
+def batches(texts: list[str], policy: str, count_tokens) -> list[list[str]]:
+    if policy == "sorted":
+        texts = sorted(texts, key=count_tokens)
+    return [texts[i:i + BATCH_SIZE] for i in range(0, len(texts), BATCH_SIZE)]
+
+
+def directory_megabytes(path: str) -> float:
+    return sum(os.path.getsize(os.path.join(root, name))
+               for root, _, names in os.walk(path) for name in names) / 1e6
+
+
+# ----------------------------------------------------------------------------------- workers
+class OursWorker:
+    """Our export of a BERT-base classifier, run by TensorFlow's graph-mode loader."""
+
+    def __init__(self, kind: str, workdir: str, vocab: str, inter_op_threads: int):
+        import tensorflow as tf
+        import tensorflow_text  # noqa: F401  (the preprocessor's ops)
+        self.tf = tf
+        path = os.path.join(workdir, "ours", kind, "1")
+        if not os.path.exists(path):
+            self._export(kind, os.path.join(workdir, "ours"), vocab)
+        config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=THREADS,
+                                          inter_op_parallelism_threads=inter_op_threads)
+        self.session = tf.compat.v1.Session(graph=tf.Graph(), config=config)
+        with self.session.graph.as_default():
+            meta_graph = tf.compat.v1.saved_model.loader.load(self.session, ["serve"], path)
+        signature = meta_graph.signature_def["serving_default"]
+        self.input = signature.inputs["text"].name
+        self.output = signature.outputs["probabilities"].name
+        self.megabytes = directory_megabytes(path)
+
+    @staticmethod
+    def _export(kind: str, base: str, vocab: str) -> None:
+        import keras
+        from keras_bert import BertClassifier, BertEncoder, BertPreprocessor
+        from keras_bert.export import export_model
+        keras.utils.set_random_seed(0)
+        encoder = BertEncoder.from_preset("bert_base_uncased", random_weights=True)
+        model = BertClassifier(encoder, 3,
+                               preprocessor=BertPreprocessor(vocab, True, SEQ_LENGTH))
+        export_model(model, base, kind, 1, mixed_precision="bf16" if kind == "bf16" else None,
+                     quantize="int8" if kind == "int8" else None)
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())  # the order matters, not the count
+
+    def run(self, batch: list[str]) -> None:
+        import numpy as np
+        self.session.run(self.output, {self.input: np.array([t.encode() for t in batch], object)})
+
+
+class OrtWorker:
+    """ONNX Runtime on an HF BertModel (BERT-base, random weights), float32 or int8."""
+
+    def __init__(self, kind: str, workdir: str, vocab: str):
+        import onnxruntime
+        from transformers import BertTokenizerFast
+        path = os.path.join(workdir, "ort", f"bert-{kind}.onnx")
+        if not os.path.exists(path):
+            self._export(os.path.join(workdir, "ort"))
+        self.tokenizer = BertTokenizerFast(vocab_file=vocab, do_lower_case=True)
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = THREADS
+        options.inter_op_num_threads = 1
+        options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+        # Idle threads sleep instead of spinning, so that CPU time counts work only.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.session = onnxruntime.InferenceSession(path, options,
+                                                    providers=["CPUExecutionProvider"])
+        self.megabytes = os.path.getsize(path) / 1e6
+
+    @staticmethod
+    def _export(directory: str) -> None:
+        import onnx
+        import torch
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        from onnxruntime.transformers import optimizer
+        from transformers import BertConfig, BertModel
+        os.makedirs(directory, exist_ok=True)
+        torch.manual_seed(0)
+        bert = BertModel(BertConfig(attn_implementation="eager")).eval()  # BERT-base
+
+        class Positional(torch.nn.Module):  # the three inputs by position, two outputs
+            def __init__(self):
+                super().__init__()
+                self.bert = bert
+
+            def forward(self, input_ids, attention_mask, token_type_ids):
+                outputs = self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                                    token_type_ids=token_type_ids)
+                return outputs.last_hidden_state, outputs.pooler_output
+
+        model = Positional().eval()
+        ids = torch.ones(2, 16, dtype=torch.int64)
+        raw = os.path.join(directory, "bert-raw.onnx")
+        axes = {0: "batch", 1: "sequence"}
+        with torch.no_grad():
+            torch.onnx.export(model, (ids, ids, torch.zeros_like(ids)), raw,
+                              input_names=["input_ids", "attention_mask", "token_type_ids"],
+                              output_names=["last_hidden_state", "pooler_output"],
+                              dynamic_axes={"input_ids": axes, "attention_mask": axes,
+                                            "token_type_ids": axes, "last_hidden_state": axes,
+                                            "pooler_output": {0: "batch"}},
+                              opset_version=17, dynamo=False)
+        optimized = optimizer.optimize_model(raw, model_type="bert", num_heads=12,
+                                             hidden_size=768)
+        optimized.save_model_to_file(os.path.join(directory, "bert-fp32.onnx"))
+        # The fused ops of the optimizer (Attention, SkipLayerNormalization) have no shape
+        # inference in onnx; their outputs are float32.
+        quantize_dynamic(os.path.join(directory, "bert-fp32.onnx"),
+                         os.path.join(directory, "bert-int8.onnx"), weight_type=QuantType.QInt8,
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def run(self, batch: list[str]) -> None:
+        encoded = self.tokenizer(batch, padding=True, truncation=True, max_length=SEQ_LENGTH,
+                                 return_tensors="np")
+        self.session.run(["pooler_output"], {name: encoded[name].astype("int64") for name in
+                                             ("input_ids", "attention_mask", "token_type_ids")})
+
+
+def worker_main(args: argparse.Namespace) -> None:
+    family, kind = args.worker.split("-")
+    if family == "ours":
+        worker = OursWorker(kind, args.workdir, args.vocab, args.inter_op_threads)
+    else:
+        worker = OrtWorker(kind, args.workdir, args.vocab)
+    with open(os.path.join(args.workdir, "texts.json")) as f:
+        texts = json.load(f)
+    plans = {policy: batches(texts, policy, worker.count_tokens) for policy in POLICIES}
+    for batch in plans["arrival"][:2]:  # warm-up: first calls build kernels and caches
+        worker.run(batch)
+    print(json.dumps({"megabytes": worker.megabytes}), flush=True)
+    for line in sys.stdin:
+        policy = line.strip()
+        wall, cpu = time.perf_counter(), time.process_time()
+        for batch in plans[policy]:
+            worker.run(batch)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        print(json.dumps({"texts_per_s": len(texts) / wall, "texts_per_cpu_s": len(texts) / cpu}),
+              flush=True)
+
+
+# ------------------------------------------------------------------------------ orchestrator
+def start_worker(contender: str, args: argparse.Namespace) -> subprocess.Popen:
+    python = ONNX_PYTHON if contender.startswith("ort") else sys.executable
+    command = [python, os.path.abspath(__file__), "--worker", contender, "--workdir",
+               args.workdir, "--vocab", args.vocab,
+               "--inter_op_threads", str(args.inter_op_threads)]
+    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": REPO_ROOT,
+                   "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": str(THREADS)}
+    return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env=environment, cwd=REPO_ROOT)
+
+
+def ask(worker: subprocess.Popen, line: str | None = None) -> dict:
+    if line is not None:
+        worker.stdin.write(line + "\n")
+        worker.stdin.flush()
+    reply = worker.stdout.readline()
+    if not reply:
+        raise RuntimeError(f"worker {worker.args[3]} stopped (exit code {worker.wait()})")
+    return json.loads(reply)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--corpus", help="one sentence per line (make_corpus.py)")
+    parser.add_argument("--vocab", required=True, help="the uncased BERT vocab.txt")
+    parser.add_argument("--texts", type=int, default=640)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--contenders", nargs="+", default=list(CONTENDERS), choices=CONTENDERS)
+    parser.add_argument("--inter_op_threads", type=int, default=1,
+                        help="TensorFlow's inter-op threads (default: %(default)s)")
+    parser.add_argument("--workdir", default=os.path.join(REPO_ROOT, "benchmarks", "data",
+                                                          "int8"),
+                        help="exports and ONNX files, reused when present")
+    parser.add_argument("--json", help="write the results here too")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker_main(args)
+        return
+    os.makedirs(args.workdir, exist_ok=True)
+    texts = real_sentences(args.corpus, args.texts)
+    with open(os.path.join(args.workdir, "texts.json"), "w") as f:
+        json.dump(texts, f)
+    workers, megabytes = {}, {}
+    for contender in args.contenders:  # one at a time: exports and ONNX files are built once
+        workers[contender] = start_worker(contender, args)
+        megabytes[contender] = ask(workers[contender])["megabytes"]
+    results = {(c, p): [] for c in args.contenders for p in POLICIES}
+    for round_index in range(args.rounds):
+        order = args.contenders[round_index % len(args.contenders):] + \
+            args.contenders[:round_index % len(args.contenders)]
+        for policy in POLICIES:
+            for contender in order:
+                results[contender, policy].append(ask(workers[contender], policy))
+    for worker in workers.values():
+        worker.stdin.close()
+        worker.wait()
+    report(results, megabytes, args)
+
+
+def report(results: dict, megabytes: dict, args: argparse.Namespace) -> None:
+    summary = {}
+    for (contender, policy), rounds in results.items():
+        summary[contender, policy] = {
+            key: statistics.median(r[key] for r in rounds)
+            for key in ("texts_per_s", "texts_per_cpu_s")}
+    load = os.getloadavg()
+    print(f"{args.texts} real sentences, batch {BATCH_SIZE}, {THREADS} threads "
+          f"(TF inter-op {args.inter_op_threads}), {args.rounds} rounds, load average "
+          f"{load[0]:.1f}")
+    print(f"| contender | policy | texts/s | texts per CPU-s | vs ours-fp32 (CPU) | "
+          f"vs ort-int8 (CPU) | size MB |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for policy in POLICIES:
+        for contender in args.contenders:
+            row = summary[contender, policy]
+            ratios = [row["texts_per_cpu_s"] / summary[base, policy]["texts_per_cpu_s"]
+                      if (base, policy) in summary else float("nan")
+                      for base in ("ours-fp32", "ort-int8")]
+            print(f"| {contender} | {policy} | {row['texts_per_s']:.1f} | "
+                  f"{row['texts_per_cpu_s']:.1f} | {ratios[0]:.2f} | {ratios[1]:.2f} | "
+                  f"{megabytes[contender]:.0f} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"results": {f"{c}/{p}": v for (c, p), v in results.items()},
+                       "megabytes": megabytes, "load_average": load,
+                       "inter_op_threads": args.inter_op_threads}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
