@@ -27,6 +27,9 @@ DEFAULT_EPOCHS = 3
 DEFAULT_WARMUP_FRACTION = 0.1
 DEFAULT_WEIGHT_DECAY = 0.01
 PACK_BATCH_SIZE = 256  # examples tokenized together by predict
+# Rows per model call when predict's input fits one batch (export.signatures.LENGTH_CHUNK_ROWS
+# is the same for served requests).
+SMALL_CALL_CHUNK_ROWS = 8
 
 
 class BertTask(keras.Model):
@@ -61,6 +64,7 @@ class BertTask(keras.Model):
         self._auto_optimizer: dict | None = None
         self._compile_kwargs: dict = {}
         self._tokenizer = None
+        self._pack_functions = _PackFunctions()
 
     @property
     def tokenizer(self):
@@ -301,7 +305,10 @@ class BertTask(keras.Model):
 
         In-memory inputs (raw examples, or packed id arrays) are grouped by length: the rows are
         sorted by their number of tokens, each batch is padded only to its longest row (rounded
-        up to a multiple of 8), and the results come back in the caller's order. The outputs
+        up to a multiple of 8), and the results come back in the caller's order. An input of at
+        most ``batch_size`` rows runs in chunks of 8 sorted rows, as the exported signatures
+        run a request, and its text is tokenized by a traced function kept for the next call,
+        so a call on a few texts costs about what the export costs. The outputs
         equal those of padding every row to seq_length at every text position; outputs with a
         sequence axis come back [rows, seq_length, ...] as before (positions past a row's text,
         where ``input_mask`` is 0, hold no prediction). A tf.data dataset runs as it is
@@ -314,16 +321,40 @@ class BertTask(keras.Model):
                                        verbose)
 
     def _packed_arrays(self, x) -> dict[str, np.ndarray]:
-        """In-memory ``x`` as packed int32 arrays, [rows, ..., seq] each."""
+        """In-memory ``x`` as packed int32 arrays, [rows, ..., seq] each (and any features,
+        [rows] each). Raw text is tokenized PACK_BATCH_SIZE rows a call by a traced function
+        kept for the next call (``_pack_function``)."""
+        if not is_packed(x):
+            x = self.to_arrays(x, None)[0]
         if is_packed(x):
             return {name: np.asarray(value) for name, value in x.items()}
-        # A 1-tuple, so that x given as a tuple of arrays (pairs) reaches _preprocess whole.
-        dataset = tf.data.Dataset.from_tensor_slices((self.to_arrays(x, None)[0],))
-        parts = [{k: v.numpy() for k, v in batch.items()}
-                 for batch in dataset.batch(PACK_BATCH_SIZE).map(self._preprocess)]
-        if not parts:
+        rows = _num_rows(x)
+        if not rows:
             raise ValueError(f"{type(self).__name__}.predict got no examples")
+        parts = []
+        for start in range(0, rows, PACK_BATCH_SIZE):
+            chunk = tf.nest.map_structure(
+                lambda array: tf.constant(array[start:start + PACK_BATCH_SIZE]), x)
+            parts.append({name: value.numpy()
+                          for name, value in self._pack_function(chunk)(chunk).items()})
         return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+
+    def _pack_function(self, tensors) -> tf.types.experimental.PolymorphicFunction:
+        """``_preprocess`` traced once for inputs shaped as ``tensors`` with any number of
+        rows, and kept: building a tf.data pipeline per ``predict`` call would trace the
+        tokenizer every time, which costs more than running the model on a few texts. The
+        functions are dropped when the preprocessor or its vocabulary changes."""
+        specs = tf.nest.map_structure(
+            lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype), tensors)
+        key = tuple(keras.tree.flatten_with_path(specs))
+        cache = self._pack_functions
+        owner = (self.preprocessor, getattr(self.preprocessor, "vocabulary_sha256", None))
+        if cache.owner[0] is not owner[0] or cache.owner[1] != owner[1]:
+            cache.owner, cache.functions = owner, {}
+        if key not in cache.functions:
+            cache.functions[key] = tf.function(self._preprocess, input_signature=[specs],
+                                               autograph=False)
+        return cache.functions[key]
 
     def _predict_by_length(self, packed: dict[str, np.ndarray], batch_size: int, verbose):
         mask = packed["input_mask"]
@@ -331,9 +362,14 @@ class BertTask(keras.Model):
         lengths = mask.reshape(rows, -1, full_length).sum(-1).max(-1)
         order = np.argsort(lengths, kind="stable")
         progress = keras.utils.Progbar(rows, verbose=0 if verbose == 0 else 1)
+        # One batch's rows run in chunks of a few, each padded to its own longest row, as the
+        # exported signatures run a request: a call on texts of 10 to 40 tokens costs what
+        # they cost, not 40 tokens each. Larger inputs keep batches of batch_size, whose
+        # rows, sorted over the whole input, are already of similar lengths.
+        step = batch_size if rows > batch_size else min(batch_size, SMALL_CALL_CHUNK_ROWS)
         results = []
-        for start in range(0, rows, batch_size):
-            index = order[start:start + batch_size]
+        for start in range(0, rows, step):
+            index = order[start:start + step]
             length = min(max(-(-int(lengths[index].max()) // PAD_MULTIPLE) * PAD_MULTIPLE,
                              PAD_MULTIPLE), full_length)
             batch = {name: value[index][..., :length] if name in INPUT_NAMES else value[index]
@@ -365,6 +401,16 @@ class BertTask(keras.Model):
         if config.get("preprocessor") is not None:
             config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         return cls(**config)
+
+
+class _PackFunctions:
+    """A task model's traced tokenization functions for ``predict``, keyed by input structure,
+    and the (preprocessor, vocabulary fingerprint) they were traced with. A plain object, so
+    that neither Keras nor tf.train.Checkpoint tracks the functions as parts of the model."""
+
+    def __init__(self):
+        self.owner: tuple = (None, None)
+        self.functions: dict = {}
 
 
 def _num_rows(x) -> int | None:
