@@ -352,8 +352,10 @@ class BertTask(keras.Model):
         if cache.owner[0] is not owner[0] or cache.owner[1] != owner[1]:
             cache.owner, cache.functions = owner, {}
         if key not in cache.functions:
-            cache.functions[key] = tf.function(self._preprocess, input_signature=[specs],
-                                               autograph=False)
+            def pack(x):
+                with tf.device("/CPU:0"):  # on the host, as in tf.data
+                    return self._preprocess(x)
+            cache.functions[key] = tf.function(pack, input_signature=[specs], autograph=False)
         return cache.functions[key]
 
     def _predict_by_length(self, packed: dict[str, np.ndarray], batch_size: int, verbose):
