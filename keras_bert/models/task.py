@@ -1,7 +1,8 @@
 """BertTask: what every fine-tuning model shares. The network is a functional model on the packed
 int32 ids, so it runs under every tf.distribute strategy and on TPUs; raw text goes through the
 model's preprocessor inside a tf.data pipeline that ``fit``, ``evaluate`` and ``predict`` build
-from Python lists, NumPy arrays or tf.data datasets of strings."""
+from Python lists, NumPy arrays or tf.data datasets of strings (``predict`` on in-memory text
+calls a traced function instead, kept between calls)."""
 
 from __future__ import annotations
 
@@ -144,7 +145,8 @@ class BertTask(keras.Model):
         """In-memory inputs and labels as arrays with one row per model input: ``(x, y)``.
 
         ``fit``, ``evaluate``, ``predict`` and ``make_dataset`` call it on in-memory inputs
-        (not on tf.data datasets); the tf.data pipeline then packs ``x`` with the preprocessor.
+        (not on tf.data datasets); the tf.data pipeline (in ``predict``, a traced function)
+        then packs ``x`` with the preprocessor.
         Each task model documents the forms it takes (texts, pairs, read examples...); packed
         ids pass through unchanged. One example may give several rows (the windows of a long
         text).
@@ -305,10 +307,10 @@ class BertTask(keras.Model):
 
         In-memory inputs (raw examples, or packed id arrays) are grouped by length: the rows are
         sorted by their number of tokens, each batch is padded only to its longest row (rounded
-        up to a multiple of 8), and the results come back in the caller's order. An input of at
-        most ``batch_size`` rows runs in chunks of 8 sorted rows, as the exported signatures
-        run a request, and its text is tokenized by a traced function kept for the next call,
-        so a call on a few texts costs about what the export costs. The outputs
+        up to a multiple of 8), and the results come back in the caller's order. Text is
+        tokenized by a traced function kept for the next call, and an input of at most
+        ``batch_size`` rows runs in chunks of 8 sorted rows, as the exported signatures run a
+        request, so a call on a few texts costs about what the export costs. The outputs
         equal those of padding every row to seq_length at every text position; outputs with a
         sequence axis come back [rows, seq_length, ...] as before (positions past a row's text,
         where ``input_mask`` is 0, hold no prediction). A tf.data dataset runs as it is
@@ -326,11 +328,11 @@ class BertTask(keras.Model):
         kept for the next call (``_pack_function``)."""
         if not is_packed(x):
             x = self.to_arrays(x, None)[0]
-        if is_packed(x):
-            return {name: np.asarray(value) for name, value in x.items()}
         rows = _num_rows(x)
         if not rows:
             raise ValueError(f"{type(self).__name__}.predict got no examples")
+        if is_packed(x):
+            return {name: np.asarray(value) for name, value in x.items()}
         parts = []
         for start in range(0, rows, PACK_BATCH_SIZE):
             chunk = tf.nest.map_structure(

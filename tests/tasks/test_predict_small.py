@@ -103,6 +103,8 @@ def test_rows_run_sorted_in_chunks_then_in_batches_of_batch_size():
     assert [len(lengths) for lengths in calls] == [32, 32, 32, 4]
     ordered = np.concatenate(calls)
     assert (np.diff(ordered) >= 0).all()  # sorted by length over the whole input
+    with pytest.raises(ValueError, match="BertClassifier.predict got no examples"):
+        classifier.predict([], verbose=0)
 
 
 def test_tracing_is_bounded_and_follows_the_vocabulary():
