@@ -67,23 +67,28 @@ def request_for(rows: int, words: int) -> predict_pb2.PredictRequest:
     return request
 
 
-def cpu_s(pid: int) -> float:
-    """CPU time of all of the process's threads so far, in seconds (nanosecond counters)."""
-    total = 0
+def thread_cpu_s(pid: int) -> dict[str, float]:
+    """CPU seconds so far of each of the process's threads (nanosecond counters)."""
+    seconds = {}
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{task}/schedstat") as f:
-                total += int(f.read().split()[0])
+                seconds[task] = int(f.read().split()[0]) / 1e9
         except (FileNotFoundError, ProcessLookupError):
             continue  # a thread that ended meanwhile
-    return total / 1e9
+    return seconds
 
 
-def timed(stub, request, pid: int) -> tuple[float, float]:
-    """(wall seconds, server CPU seconds) of one Predict."""
-    cpu, start = cpu_s(pid), time.perf_counter()
+def timed(stub, request, pid: int) -> tuple[float, float | None]:
+    """(wall seconds, server CPU seconds) of one Predict; the CPU time is None when a server
+    thread ended meanwhile (its time can no longer be read)."""
+    before, start = thread_cpu_s(pid), time.perf_counter()
     stub.Predict(request, timeout=120)
-    return time.perf_counter() - start, cpu_s(pid) - cpu
+    wall = time.perf_counter() - start
+    after = thread_cpu_s(pid)
+    if not before.keys() <= after.keys():
+        return wall, None
+    return wall, sum(after.values()) - sum(before.values())
 
 
 def wait_available(model_stub, version: int) -> None:
@@ -144,11 +149,13 @@ def main() -> int:
             report = []
             for name, (first_wall, first_cpu) in firsts.items():
                 wall = statistics.median(w for w, _ in steady[name])
-                cpu = statistics.median(c for _, c in steady[name])
+                cpu = statistics.median(c for _, c in steady[name] if c is not None)
                 ratios[warm][name]["wall"].append(first_wall / wall)
-                ratios[warm][name]["cpu"].append(first_cpu / cpu)
+                if first_cpu is not None:
+                    ratios[warm][name]["cpu"].append(first_cpu / cpu)
+                cpu_ratio = "n/a" if first_cpu is None else f"{first_cpu / cpu:.1f}x"
                 report.append(f"{name} {1000 * first_wall:.1f} ms ({first_wall / wall:.1f}x "
-                              f"steady {1000 * wall:.1f} ms; server CPU {first_cpu / cpu:.1f}x)")
+                              f"steady {1000 * wall:.1f} ms; server CPU {cpu_ratio})")
             print(f"version {version} ({'with' if warm else 'without'} warm-up file): serving "
                   f"{switch_s:.1f} s after its directory appeared; first requests: " +
                   ", ".join(report), flush=True)
@@ -156,7 +163,8 @@ def main() -> int:
             print(f"over {ROUNDS} switches {'with' if warm else 'without'} the warm-up file, "
                   "first request / steady state (median, max): " + ", ".join(
                       f"{name} wall {statistics.median(r['wall']):.2f}x, {max(r['wall']):.2f}x; "
-                      f"server CPU {statistics.median(r['cpu']):.2f}x, {max(r['cpu']):.2f}x"
+                      f"server CPU {statistics.median(r['cpu']):.2f}x, {max(r['cpu']):.2f}x "
+                      f"({len(r['cpu'])} readable)"
                       for name, r in ratios[warm].items()))
         channel.close()
     finally:
