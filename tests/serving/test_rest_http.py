@@ -198,6 +198,14 @@ def test_headers_sent_slowly_are_cut_off(tmp_path, after_an_answer):
         assert_still_serving(stubs)
 
 
+def test_header_timeout_must_be_positive(tmp_path):
+    from keras_bert.serving.server import ModelServer, build_flag_parser
+    args = build_flag_parser().parse_args(["--model_base_path", str(tmp_path), "--rest_api_port",
+                                           "8501", "--rest_api_header_timeout_in_ms", "0"])
+    with pytest.raises(ValueError, match="--rest_api_header_timeout_in_ms must be > 0"):
+        ModelServer(args)  # 0 would let a client hold a connection forever
+
+
 def test_connections_are_kept_alive(server):
     connection = http.client.HTTPConnection("127.0.0.1", server.rest_port, timeout=30)
     sockets = set()
