@@ -96,12 +96,12 @@ class Servable:
         PredictionLogs), as TF Serving does before a version serves: each one runs once, in
         this session; one that fails fails the load.
 
-        They run through ``_call``, the path of every request: one ``Session.run`` with the
-        signature's feeds and fetches, always all of them in one order, so a request runs the
-        executor the warm-up built (graph optimization, function instantiation) and, at a
-        warmed batch size and length, kernels that have their oneDNN primitives already. After
-        one replay, such a request costs the CPU time of steady state (measured on MiniLM:
-        benchmarks/README.md, warm-up)."""
+        They run through ``_call``, the path of every request: one ``Session.run`` with all of
+        the signature's feeds and fetches, in one order, so a request runs the executor that
+        the replay built (graph optimization, function instantiation happen once per
+        executor) on shapes it has run. After one replay, a request of a warmed batch size and
+        length costs the server the CPU time of steady state (MiniLM: benchmarks/README.md,
+        warm-up), so records are not replayed twice."""
         path = f"{self.path.rstrip('/')}/{WARMUP_FILE}"
         if not fileio.exists(path):
             return
@@ -191,8 +191,9 @@ class Servable:
             return 0.0 if self._in_flight else time.monotonic() - self._last_call_end
 
     def unload(self) -> None:
-        """Stops taking batched requests. Requests in flight, and those already queued for a
-        batch, still run; the memory stays until ``close``."""
+        """Stops taking requests (they get Unloaded, and the service runs them again on the
+        version now serving). Requests in flight, and those already queued for a batch, still
+        run; the memory stays until ``close``."""
         for queue in self._queues.values():
             queue.close()
         with self._state_lock:
