@@ -28,10 +28,11 @@ logger = logging.getLogger(__name__)
 State = get_model_status_pb2.ModelVersionStatus.State
 # How long retiring a version waits for its in-flight requests before freeing its memory.
 RETIRE_WAIT_S = 30.0
-# A retired version's memory is freed once no model call has run for RETIRE_QUIET_S, or
-# RETIRE_DEFER_MAX_S after it retired under unbroken traffic: freeing MiniLM (closing its
-# session, collecting its graph) takes 0.1-0.2 s of CPU and of the GIL here, which the first
-# requests to the version replacing it would otherwise share (benchmarks/README.md, warm-up).
+# A retired version's memory is freed once the versions replacing it have answered a request
+# and no model call has run for RETIRE_QUIET_S since, or RETIRE_DEFER_MAX_S after it retired
+# (unbroken traffic, or none): freeing MiniLM (closing its session, collecting its graph) takes
+# 0.1-0.2 s of CPU and of the GIL here, which the first requests to the new version would
+# otherwise share (benchmarks/README.md, warm-up).
 RETIRE_QUIET_S = 0.25
 RETIRE_DEFER_MAX_S = 2.0
 LoadFn = Callable[[str, int, str], Servable]
@@ -215,22 +216,27 @@ class ModelManager:
             self._set_state(name, servable.version, VersionState(State.END))
             logger.info("retired %s version %d", name, servable.version)
         if retiring:
-            reaper = threading.Thread(target=self._free, args=(retiring,), daemon=True,
-                                      name=f"retire-{name}")
+            with self._lock:
+                successors = list(self._servables.get(name, {}).values())
+            reaper = threading.Thread(target=self._free, args=(retiring, successors),
+                                      daemon=True, name=f"retire-{name}")
             with self._lock:
                 self._reapers = [r for r in self._reapers if r.is_alive()] + [reaper]
             reaper.start()
 
-    def _quiet(self) -> bool:
-        """No model call of any serving version has run for RETIRE_QUIET_S."""
+    def _quiet(self, successors: list[Servable]) -> bool:
+        """Every successor has answered a request, and no model call of any serving version
+        has run for RETIRE_QUIET_S."""
+        if any(successor.activity()[0] == 0 for successor in successors):
+            return False
         with self._lock:
-            servables = [s for versions in self._servables.values() for s in versions.values()]
-        return all(servable.idle_s() >= RETIRE_QUIET_S for servable in servables)
+            serving = [s for versions in self._servables.values() for s in versions.values()]
+        return all(servable.activity()[1] >= RETIRE_QUIET_S for servable in serving)
 
-    def _free(self, retired: list[Servable]) -> None:
-        """Gives the memory of retired versions back, on its own thread: at the first quiet
-        moment (RETIRE_QUIET_S, at most RETIRE_DEFER_MAX_S from now), once their last requests
-        are done.
+    def _free(self, retired: list[Servable], successors: list[Servable]) -> None:
+        """Gives the memory of retired versions back, on its own thread: once their
+        ``successors`` (the versions of the model serving now) have answered a request and
+        traffic pauses (at most RETIRE_DEFER_MAX_S from now), and their last requests are done.
 
         A loaded graph is a web of reference cycles (a tf.Graph and its operations), which
         only a full garbage collection frees; a server allocates few Python objects between
@@ -238,7 +244,7 @@ class ModelManager:
         MiniLM kept about 40 MB for good (issue 24: RSS 1.4 -> 2.4 GB over 24 loads).
         """
         deadline = time.monotonic() + RETIRE_DEFER_MAX_S
-        while not self._quiet() and time.monotonic() < deadline:
+        while not self._quiet(successors) and time.monotonic() < deadline:
             if self._stop.wait(RETIRE_QUIET_S / 5):
                 break
         for servable in retired:

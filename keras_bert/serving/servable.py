@@ -61,6 +61,7 @@ class Servable:
         self._graph = tf.Graph()
         self._session = tf.compat.v1.Session(graph=self._graph)
         self._in_flight = 0
+        self._calls_done = 0
         self._last_call_end = time.monotonic()
         self._unloaded = False
         self._closing = False
@@ -82,6 +83,7 @@ class Servable:
         except Exception:
             self._session.close()
             raise
+        self._warm_up_calls = self._calls_done
         self._queues: dict[str, BatchQueue] = {}
         if scheduler is not None:
             for signature_name in self._runnable:
@@ -182,13 +184,16 @@ class Servable:
         finally:
             with self._state_lock:
                 self._in_flight -= 1
+                self._calls_done += 1
                 self._last_call_end = time.monotonic()
                 self._maybe_close()
 
-    def idle_s(self) -> float:
-        """Seconds since a model call of this version last ran (0 while one runs)."""
+    def activity(self) -> tuple[int, float]:
+        """(model calls answered since the version was loaded, the warm-up's not counted;
+        seconds since the last model call ended, 0 while one runs)."""
         with self._state_lock:
-            return 0.0 if self._in_flight else time.monotonic() - self._last_call_end
+            idle_s = 0.0 if self._in_flight else time.monotonic() - self._last_call_end
+            return self._calls_done - self._warm_up_calls, idle_s
 
     def unload(self) -> None:
         """Stops taking requests (they get Unloaded, and the service runs them again on the

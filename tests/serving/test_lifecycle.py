@@ -141,8 +141,9 @@ def test_a_request_given_to_a_retired_version_runs_on_its_successor(tmp_path, ba
 def test_a_retired_version_is_freed_off_the_request_path_once_traffic_pauses(tmp_path,
                                                                              monkeypatch):
     """Freeing a retired version (closing its session, collecting its graph) costs CPU and the
-    GIL; it waits for a pause in traffic (or RETIRE_DEFER_MAX_S), so the first requests to the
-    new version do not share the machine with it, and it runs on its own thread."""
+    GIL; it waits until the new version has answered and traffic pauses (or
+    RETIRE_DEFER_MAX_S), so the first requests to the new version do not share the machine
+    with it, and it runs on its own thread."""
     from keras_bert.serving import model_manager
     from keras_bert.serving.servable import Servable
     closed_by = []
@@ -161,6 +162,7 @@ def test_a_retired_version_is_freed_off_the_request_path_once_traffic_pauses(tmp
         write_toy_version(str(base), 2)
         server.manager.poll()
         assert status(stubs)[1][0] == END
+        assert not retired.wait_closed(1.0)  # quiet, but version 2 has answered nothing yet
         for _ in range(300):  # unbroken traffic on version 2 (no pause of 0.25 s)
             assert server.core.predict(request).model_spec.version.value == 2
         assert closed_by == [] and not retired.wait_closed(0)
