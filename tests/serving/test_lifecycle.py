@@ -151,6 +151,7 @@ def test_a_retired_version_is_freed_off_the_request_path_once_traffic_pauses(tmp
     monkeypatch.setattr(Servable, "close", lambda self: (
         closed_by.append((self.version, threading.current_thread().name)), close(self))[1])
     monkeypatch.setattr(model_manager, "RETIRE_DEFER_MAX_S", 60.0)
+    monkeypatch.setattr(model_manager, "RETIRE_QUIET_S", 1.0)  # no pause in a busy loop here
     base = tmp_path / "toy"
     write_toy_version(str(base), 1)
     with running_server("--model_name", "toy", "--model_base_path", str(base),
@@ -162,8 +163,8 @@ def test_a_retired_version_is_freed_off_the_request_path_once_traffic_pauses(tmp
         write_toy_version(str(base), 2)
         server.manager.poll()
         assert status(stubs)[1][0] == END
-        assert not retired.wait_closed(1.0)  # quiet, but version 2 has answered nothing yet
-        for _ in range(300):  # unbroken traffic on version 2 (no pause of 0.25 s)
+        assert not retired.wait_closed(2.0)  # quiet, but version 2 has answered nothing yet
+        for _ in range(300):  # unbroken traffic on version 2 (no pause of 1 s)
             assert server.core.predict(request).model_spec.version.value == 2
         assert closed_by == [] and not retired.wait_closed(0)
         assert retired.wait_closed(30)  # traffic paused
