@@ -105,7 +105,6 @@ def test_unsupported_warmup_records_fail_the_load(tmp_path):
         Servable("toy", 1, version_dir)
 
 
-
 def test_requests_run_exactly_what_the_warmup_ran(tmp_path, monkeypatch):
     """A request of a batch size a warm-up record covered, batched or not, makes the very
     Session.run call the replay made (the same feeds in the same order, the same fetches, the
