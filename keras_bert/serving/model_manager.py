@@ -28,6 +28,13 @@ logger = logging.getLogger(__name__)
 State = get_model_status_pb2.ModelVersionStatus.State
 # How long retiring a version waits for its in-flight requests before freeing its memory.
 RETIRE_WAIT_S = 30.0
+# A retired version's memory is freed once the versions replacing it have answered a request
+# and no model call has run for RETIRE_QUIET_S since, or RETIRE_DEFER_MAX_S after it retired
+# (unbroken traffic, or none): freeing MiniLM (closing its session, collecting its graph) takes
+# 0.1-0.2 s of CPU and of the GIL here, which the first requests to the new version would
+# otherwise share (benchmarks/README.md, warm-up).
+RETIRE_QUIET_S = 0.25
+RETIRE_DEFER_MAX_S = 2.0
 LoadFn = Callable[[str, int, str], Servable]
 
 
@@ -107,6 +114,7 @@ class ModelManager:
         self._labels: dict[str, dict[str, int]] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._reapers: list[threading.Thread] = []
 
     @property
     def roots(self) -> list[str]:
@@ -124,14 +132,19 @@ class ModelManager:
             self._thread.start()
 
     def stop(self) -> None:
+        """Stops polling and closes every version (retired ones at once, without waiting for
+        a quiet moment)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
         with self._lock:
             servables = [s for versions in self._servables.values() for s in versions.values()]
             self._servables.clear()
+            reapers, self._reapers = self._reapers, []
         for servable in servables:
-            servable.unload()
+            servable.close()
+        for reaper in reapers:
+            reaper.join()
 
     def _poll_loop(self, wait_s: float) -> None:
         while not self._stop.wait(wait_s):
@@ -203,17 +216,39 @@ class ModelManager:
             self._set_state(name, servable.version, VersionState(State.END))
             logger.info("retired %s version %d", name, servable.version)
         if retiring:
-            self._free(retiring)
+            with self._lock:
+                successors = list(self._servables.get(name, {}).values())
+            reaper = threading.Thread(target=self._free, args=(retiring, successors),
+                                      daemon=True, name=f"retire-{name}")
+            with self._lock:
+                self._reapers = [r for r in self._reapers if r.is_alive()] + [reaper]
+            reaper.start()
 
-    @staticmethod
-    def _free(retired: list[Servable]) -> None:
-        """Gives the memory of retired versions back once their last requests are done.
+    def _quiet(self, successors: list[Servable]) -> bool:
+        """Every successor has answered a request, and no model call of any serving version
+        has run for RETIRE_QUIET_S."""
+        if any(successor.activity()[0] == 0 for successor in successors):
+            return False
+        with self._lock:
+            serving = [s for versions in self._servables.values() for s in versions.values()]
+        return all(servable.activity()[1] >= RETIRE_QUIET_S for servable in serving)
+
+    def _free(self, retired: list[Servable], successors: list[Servable]) -> None:
+        """Gives the memory of retired versions back, on its own thread: once their
+        ``successors`` (the versions of the model serving now) have answered a request and
+        traffic pauses (at most RETIRE_DEFER_MAX_S from now), and their last requests are done.
 
         A loaded graph is a web of reference cycles (a tf.Graph and its operations), which
         only a full garbage collection frees; a server allocates few Python objects between
         version pushes, so that collection hardly ever comes on its own, and each load of
         MiniLM kept about 40 MB for good (issue 24: RSS 1.4 -> 2.4 GB over 24 loads).
         """
+        deadline = time.monotonic() + RETIRE_DEFER_MAX_S
+        while not self._quiet(successors) and time.monotonic() < deadline:
+            if self._stop.wait(RETIRE_QUIET_S / 5):
+                break
+        for servable in retired:
+            servable.close()
         for servable in retired:
             if not servable.wait_closed(RETIRE_WAIT_S):
                 logger.warning("%s version %d still has requests in flight after %.0f s; its "

@@ -4,7 +4,9 @@
 aiohttp's event loop (one thread) accepts connections, keeps them alive and reads bodies, so a
 slow or idle client costs a socket, not a thread. Each request's work (JSON, the model call, JSON
 back) runs on a fixed pool of ``num_threads`` threads; requests beyond that wait for a thread. A
-body must arrive within ``read_timeout_s`` (else 408), and one declared larger than
+connection must deliver a complete request header within ``header_timeout_s`` of opening or of
+its previous answer, else it is closed (idle keep-alive connections and slowloris clients
+alike); a body must arrive within ``read_timeout_s`` (else 408), and one declared larger than
 ``max_body_bytes`` is refused before it is read (429, RESOURCE_EXHAUSTED, as for gRPC).
 """
 
@@ -89,12 +91,18 @@ class RestServer:
         read_timeout_s: a body not received within this long is answered 408.
         num_threads: requests worked on at once; more wait for a free thread.
         drain_timeout_s: on shutdown, how long in-flight requests may take to finish.
-        idle_timeout_s: an idle keep-alive connection is closed after this long.
+        header_timeout_s: a connection that has not sent a complete request header this long
+            after it opened, or after its previous answer, is closed (> 0). This is aiohttp's
+            keep-alive timer, which runs from the moment a connection opens and closes it
+            whenever no complete request has arrived by then; aiohttp has no hook to answer
+            408 first.
     """
 
     def __init__(self, core: ServingCore, host: str, port: int, *, max_body_bytes: int,
                  timeout_ms: int, read_timeout_s: float, num_threads: int,
-                 drain_timeout_s: float = 30.0, idle_timeout_s: float = 30.0):
+                 drain_timeout_s: float = 30.0, header_timeout_s: float = 30.0):
+        if header_timeout_s <= 0:
+            raise ValueError(f"the REST header timeout must be > 0 s, got {header_timeout_s}")
         self.core = core
         self.max_body_bytes = max_body_bytes
         self.timeout_ms = timeout_ms
@@ -109,7 +117,7 @@ class RestServer:
         http_logger = logging.getLogger(f"{__name__}.http")
         http_logger.addFilter(_ONE_LINE_CLIENT_ERRORS)  # once: the same filter every time
         self._runner = web.AppRunner(app, access_log=None, logger=http_logger,
-                                     keepalive_timeout=idle_timeout_s, handle_signals=False,
+                                     keepalive_timeout=header_timeout_s, handle_signals=False,
                                      shutdown_timeout=drain_timeout_s)
         self._thread = threading.Thread(target=self._loop.run_forever, name="rest-server",
                                         daemon=True)

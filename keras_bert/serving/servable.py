@@ -61,7 +61,10 @@ class Servable:
         self._graph = tf.Graph()
         self._session = tf.compat.v1.Session(graph=self._graph)
         self._in_flight = 0
+        self._calls_done = 0
+        self._last_call_end = time.monotonic()
         self._unloaded = False
+        self._closing = False
         self._closed = threading.Event()
         self._state_lock = threading.Lock()
         try:
@@ -80,6 +83,7 @@ class Servable:
         except Exception:
             self._session.close()
             raise
+        self._warm_up_calls = self._calls_done
         self._queues: dict[str, BatchQueue] = {}
         if scheduler is not None:
             for signature_name in self._runnable:
@@ -92,7 +96,14 @@ class Servable:
     def _warm_up(self) -> None:
         """Replays the SavedModel's warm-up requests (assets.extra/tf_serving_warmup_requests,
         PredictionLogs), as TF Serving does before a version serves: each one runs once, in
-        this session; one that fails fails the load."""
+        this session; one that fails fails the load.
+
+        They run through ``_call``, the path of every request: one ``Session.run`` with all of
+        the signature's feeds and fetches, in one order, so a request runs the executor that
+        the replay built (graph optimization, function instantiation happen once per
+        executor) on shapes it has run. After one replay, a request of a warmed batch size and
+        length costs the server the CPU time of steady state (MiniLM: benchmarks/README.md,
+        warm-up), so records are not replayed twice."""
         path = f"{self.path.rstrip('/')}/{WARMUP_FILE}"
         if not fileio.exists(path):
             return
@@ -146,10 +157,12 @@ class Servable:
             deadline: time.monotonic() after which a queued request is dropped.
         """
         queue = self._queues.get(signature_name)
+        if queue is not None and batch_size:
+            return queue.submit(inputs, batch_size, deadline)  # Unloaded once unloaded
+        if self._unloaded:  # the session may still be open, for calls already under way
+            raise Unloaded(f"{self.name} version {self.version} was unloaded; retry the request")
         if batch_size is None or batch_size == 0:  # nothing to batch with others
             return self._call(signature_name, inputs)
-        if queue is not None:
-            return queue.submit(inputs, batch_size, deadline)
         step = self.max_rows_per_call
         if not step or batch_size <= step:
             return self._call(signature_name, inputs)
@@ -159,10 +172,10 @@ class Servable:
 
     def _call(self, signature_name: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         signature = self._runnable[signature_name]
-        feeds = {signature.inputs[k].name: v for k, v in inputs.items()}
-        fetches = {k: info.name for k, info in signature.outputs.items()}
+        feeds = {signature.inputs[k].name: inputs[k] for k in sorted(signature.inputs)}
+        fetches = {k: signature.outputs[k].name for k in sorted(signature.outputs)}
         with self._state_lock:
-            if self._unloaded and self._session is None:
+            if self._session is None:
                 raise Unloaded(f"{self.name} version {self.version} was unloaded; retry "
                                "the request")
             self._in_flight += 1
@@ -171,23 +184,40 @@ class Servable:
         finally:
             with self._state_lock:
                 self._in_flight -= 1
+                self._calls_done += 1
+                self._last_call_end = time.monotonic()
                 self._maybe_close()
 
+    def activity(self) -> tuple[int, float]:
+        """(model calls answered since the version was loaded, the warm-up's not counted;
+        seconds since the last model call ended, 0 while one runs)."""
+        with self._state_lock:
+            idle_s = 0.0 if self._in_flight else time.monotonic() - self._last_call_end
+            return self._calls_done - self._warm_up_calls, idle_s
+
     def unload(self) -> None:
-        """Stops taking batched requests; the session closes once in-flight requests (and those
-        already queued for a batch) finish."""
+        """Stops taking requests (they get Unloaded, and the service runs them again on the
+        version now serving). Requests in flight, and those already queued for a batch, still
+        run; the memory stays until ``close``."""
         for queue in self._queues.values():
             queue.close()
         with self._state_lock:
             self._unloaded = True
+
+    def close(self) -> None:
+        """Unloads, and closes the session (freeing the model's memory) once requests in flight
+        and queued finish; ``wait_closed`` waits for that."""
+        self.unload()
+        with self._state_lock:
+            self._closing = True
             self._maybe_close()
 
     def wait_closed(self, timeout_s: float) -> bool:
-        """Waits (after ``unload``) until the session has closed; False if it has not yet."""
+        """Waits (after ``close``) until the session has closed; False if it has not yet."""
         return self._closed.wait(timeout_s)
 
     def _maybe_close(self) -> None:  # with _state_lock held
-        if (self._unloaded and not self._in_flight and self._session is not None
+        if (self._closing and not self._in_flight and self._session is not None
                 and all(queue.drained for queue in self._queues.values())):
             self._session.close()
             self._session = None

@@ -66,6 +66,10 @@ def build_flag_parser(prog: str = "keras-bert serve") -> argparse.ArgumentParser
         help="a REST request still queued for batching after this long fails")
     add("--rest_api_read_timeout_in_ms", type=int, default=30000,
         help="a REST request body not received within this long is answered 408")
+    add("--rest_api_header_timeout_in_ms", type=int, default=30000,
+        help="a REST connection that has not sent a complete request header this long after "
+             "it opened, or after its previous answer, is closed: idle keep-alive connections "
+             "and clients that send headers slowly alike (> 0)")
     add("--rest_api_num_threads", type=int, default=max(64, 4 * (os.cpu_count() or 1)),
         help="REST requests worked on at once; more wait for a free thread (connections are "
              "held by one event loop, not by threads)")
@@ -114,6 +118,9 @@ class ModelServer:
             raise ValueError("--port and --rest_api_port are both 0; nothing would listen")
         if args.max_rows_per_call < 0:
             raise ValueError(f"--max_rows_per_call must be >= 0, got {args.max_rows_per_call}")
+        if args.rest_api_header_timeout_in_ms <= 0:
+            raise ValueError("--rest_api_header_timeout_in_ms must be > 0, got "
+                             f"{args.rest_api_header_timeout_in_ms}")
         if args.port == args.rest_api_port:
             raise ValueError(f"--port and --rest_api_port must differ, both are {args.port}")
         if args.batching_parameters_file and not args.enable_batching:
@@ -156,7 +163,8 @@ class ModelServer:
                 timeout_ms=self.args.rest_api_timeout_in_ms,
                 read_timeout_s=self.args.rest_api_read_timeout_in_ms / 1000,
                 num_threads=self.args.rest_api_num_threads,
-                drain_timeout_s=self.args.drain_timeout_seconds)
+                drain_timeout_s=self.args.drain_timeout_seconds,
+                header_timeout_s=self.args.rest_api_header_timeout_in_ms / 1000)
             self.rest_port = self.rest_server.port
         if self.args.model_config_file and self.args.model_config_file_poll_wait_seconds > 0:
             self._config_poller = threading.Thread(target=self._poll_config, daemon=True,

@@ -4,6 +4,7 @@ version gives way to the next one down."""
 
 import os
 import shutil
+import threading
 
 import grpc
 import numpy as np
@@ -135,3 +136,36 @@ def test_a_request_given_to_a_retired_version_runs_on_its_successor(tmp_path, ba
         response = stubs.prediction.Predict(request, timeout=30)
         assert response.model_spec.version.value == 2 and len(lookups) == 2
         assert float(tf.make_ndarray(response.outputs["y"])[0, 0]) == 2
+
+
+def test_a_retired_version_is_freed_off_the_request_path_once_traffic_pauses(tmp_path,
+                                                                             monkeypatch):
+    """Freeing a retired version (closing its session, collecting its graph) costs CPU and the
+    GIL; it waits until the new version has answered and traffic pauses (or
+    RETIRE_DEFER_MAX_S), so the first requests to the new version do not share the machine
+    with it, and it runs on its own thread."""
+    from keras_bert.serving import model_manager
+    from keras_bert.serving.servable import Servable
+    closed_by = []
+    close = Servable.close
+    monkeypatch.setattr(Servable, "close", lambda self: (
+        closed_by.append((self.version, threading.current_thread().name)), close(self))[1])
+    monkeypatch.setattr(model_manager, "RETIRE_DEFER_MAX_S", 60.0)
+    monkeypatch.setattr(model_manager, "RETIRE_QUIET_S", 1.0)  # no pause in a busy loop here
+    base = tmp_path / "toy"
+    write_toy_version(str(base), 1)
+    with running_server("--model_name", "toy", "--model_base_path", str(base),
+                        "--file_system_poll_wait_seconds", "0") as (server, stubs):
+        request = predict_pb2.PredictRequest()
+        request.model_spec.name = "toy"
+        request.inputs["x"].CopyFrom(tf.make_tensor_proto(np.zeros((1, 3), np.float32)))
+        retired = server.manager.servable(request.model_spec)
+        write_toy_version(str(base), 2)
+        server.manager.poll()
+        assert status(stubs)[1][0] == END
+        assert not retired.wait_closed(2.0)  # quiet, but version 2 has answered nothing yet
+        for _ in range(300):  # unbroken traffic on version 2 (no pause of 1 s)
+            assert server.core.predict(request).model_spec.version.value == 2
+        assert closed_by == [] and not retired.wait_closed(0)
+        assert retired.wait_closed(30)  # traffic paused
+        assert closed_by == [(1, "retire-toy")]

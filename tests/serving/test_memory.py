@@ -16,6 +16,7 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
+from keras_bert.serving.model_manager import RETIRE_DEFER_MAX_S
 from tests.serving.exports import encoder_export
 from tests.serving.server_helpers import free_port
 
@@ -83,9 +84,9 @@ def test_rss_after_50_loads_and_unloads_stays_within_10_percent(minilm_dir, tmp_
             shutil.rmtree(base / "2")
             switch_to(1)
             if cycle == 0:
-                time.sleep(1)
+                time.sleep(RETIRE_DEFER_MAX_S + 1)  # under traffic, version 2 is freed by then
                 rss_first = rss_mb(process.pid)
-        time.sleep(1)
+        time.sleep(RETIRE_DEFER_MAX_S + 1)
         rss_last = rss_mb(process.pid)
     finally:
         stop.set()

@@ -1,13 +1,16 @@
 """The REST server under hostile or careless clients: client errors are a 400 with one line and
 no traceback in the log, oversize bodies are refused before they are read, stalled bodies get
-408, idle connections hold no thread, and connections are kept alive."""
+408, headers sent slowly are cut off, idle connections hold no thread, and connections are kept
+alive."""
 
 import http.client
 import json
 import logging
 import os
+import select
 import socket
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -94,6 +97,27 @@ def test_negative_content_length_is_400(server, caplog):
     assert_still_serving(server)
 
 
+MALFORMED_HTTP = {
+    "request line": b"GARBAGE\r\n\r\n",
+    "header without a colon": b"GET /v1/models/toy HTTP/1.1\r\nHost x\r\n\r\n",
+    "HTTP version": b"GET /v1/models/toy HTTP/9.9\r\nHost: x\r\n\r\n",
+    "control character in the path": b"GET /v1/models/t\x00oy HTTP/1.1\r\nHost: x\r\n\r\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED_HTTP))
+def test_malformed_http_is_400_and_closes(server, case, caplog):
+    """aiohttp's parser answers these before our code sees a request, with its own plain-text
+    400 (serving/README.md, Errors, says why it is not our JSON); the connection is closed
+    (raw_exchange reads until it is) and the server goes on."""
+    with caplog.at_level(logging.INFO):
+        answer = raw_exchange(server.rest_port, MALFORMED_HTTP[case], timeout_s=30)
+    status, body = status_and_body(answer)
+    assert status == 400 and b"Content-Type: text/plain" in answer and body, answer
+    assert_no_traceback(caplog)
+    assert_still_serving(server)
+
+
 @pytest.mark.parametrize("length", [BODY_LIMIT + 1, 10**30])
 def test_declared_oversize_body_is_refused_before_it_is_read(server, length):
     # Headers only: were the server reading the body first, it would wait for bytes that never
@@ -132,6 +156,54 @@ def test_stalled_body_gets_408(server):
     assert status == 408, answer
     assert b"did not arrive within 1 s" in body
     assert_still_serving(server)
+
+
+def trickle_until_closed(sock: socket.socket, data: bytes, limit_s: float) -> bool:
+    """Sends ``data`` a byte every 0.1 s, and on once it is all sent; True if the server closed
+    the connection within ``limit_s`` without answering."""
+    deadline = time.monotonic() + limit_s
+    position = 0
+    while time.monotonic() < deadline:
+        try:
+            sock.sendall(data[position:position + 1] or b"a")
+        except OSError:  # reset or broken pipe: closed
+            return True
+        position += 1
+        if select.select([sock], [], [], 0.1)[0]:
+            try:
+                return sock.recv(65536) == b""
+            except ConnectionResetError:
+                return True
+    return False
+
+
+@pytest.mark.parametrize("after_an_answer", [False, True])
+def test_headers_sent_slowly_are_cut_off(tmp_path, after_an_answer):
+    """Slowloris: a client that keeps a connection open by sending its request header a byte at
+    a time is closed --rest_api_header_timeout_in_ms after the connection opened (or after its
+    previous answer), however steadily the bytes come."""
+    base = tmp_path / "toy"
+    write_toy_version(str(base), 1)
+    with running_server("--model_name", "toy", "--model_base_path", str(base),
+                        "--rest_api_header_timeout_in_ms", "1000") as (srv, stubs):
+        connection = http.client.HTTPConnection("127.0.0.1", srv.rest_port, timeout=30)
+        connection.connect()
+        if after_an_answer:
+            connection.request("GET", "/v1/models/toy")
+            response = connection.getresponse()
+            assert response.status == 200 and response.read()
+        header = b"POST /v1/models/toy:predict HTTP/1.1\r\nHost: x\r\nX-Slow: "
+        assert trickle_until_closed(connection.sock, header, limit_s=20)
+        connection.close()
+        assert_still_serving(stubs)
+
+
+def test_header_timeout_must_be_positive(tmp_path):
+    from keras_bert.serving.server import ModelServer, build_flag_parser
+    args = build_flag_parser().parse_args(["--model_base_path", str(tmp_path), "--rest_api_port",
+                                           "8501", "--rest_api_header_timeout_in_ms", "0"])
+    with pytest.raises(ValueError, match="--rest_api_header_timeout_in_ms must be > 0"):
+        ModelServer(args)  # 0 would let a client hold a connection forever
 
 
 def test_connections_are_kept_alive(server):

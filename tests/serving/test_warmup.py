@@ -104,3 +104,36 @@ def test_unsupported_warmup_records_fail_the_load(tmp_path):
     with pytest.raises(ValueError, match="session_run_log"):
         Servable("toy", 1, version_dir)
 
+
+def test_requests_run_exactly_what_the_warmup_ran(tmp_path, monkeypatch):
+    """A request of a batch size a warm-up record covered, batched or not, makes the very
+    Session.run call the replay made (the same feeds in the same order, the same fetches, the
+    same shapes), so it finds the executor and kernels that the replay prepared."""
+    from keras_bert.serving.batching import BatchScheduler
+    from keras_bert.serving.config import BatchingOptions
+    from keras_bert.serving.servable import Servable
+    version_dir = write_toy_version(str(tmp_path / "toy"), 1)
+    write_warmup(version_dir, [toy_request(rows=1), toy_request(rows=4)])
+    runs = []
+    run = tf.compat.v1.Session.run
+
+    def recording_run(session, fetches, feed_dict=None, **kwargs):
+        if isinstance(fetches, dict):  # a signature's call (the loader fetches op names)
+            runs.append((tuple(fetches.items()),
+                         tuple((name, value.shape) for name, value in feed_dict.items())))
+        return run(session, fetches, feed_dict, **kwargs)
+    monkeypatch.setattr(tf.compat.v1.Session, "run", recording_run)
+    scheduler = BatchScheduler(BatchingOptions(max_batch_size=8, num_batch_threads=1))
+    try:
+        for batching in (None, scheduler):
+            runs.clear()
+            servable = Servable("toy", 1, version_dir, batching)
+            replayed = list(runs)
+            assert len(replayed) == 2
+            for rows in (1, 4):
+                runs.clear()
+                servable.run("serving_default", {"x": np.ones((rows, 3), np.float32)}, rows)
+                assert runs and runs[0] in replayed
+            servable.close()
+    finally:
+        scheduler.stop()
