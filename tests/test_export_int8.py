@@ -223,6 +223,9 @@ np.save(sys.argv[2], model.predict(texts, verbose=0))
 packed = model.preprocessor(tf.constant(texts))
 graph = tf.function(lambda x: model(x, training=False)).get_concrete_function(packed).graph
 print("int8 matmuls:", sum(op.type == "_QuantizedMatMul" for op in graph.get_operations()))
+from keras_bert.export import export_model, saved_model_op_types
+path = export_model(model, sys.argv[1] + "-exports", "loaded")
+print("int8 export:", "_QuantizedMatMul" in saved_model_op_types(path))
 """
 
 
@@ -237,6 +240,7 @@ def test_a_saved_quantized_model_loads_in_a_fresh_process_on_the_int8_path(quant
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert result.returncode == 0, result.stderr[-3000:]
     assert "int8 matmuls: 12" in result.stdout  # six per block, two blocks
+    assert "int8 export: True" in result.stdout  # the loaded model still exports as int8
     np.testing.assert_allclose(np.load(tmp_path / "probabilities.npy"),
                                model.predict(np.array(QUANTIZED_TEXTS, object), verbose=0),
                                atol=1e-6)
