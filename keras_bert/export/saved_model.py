@@ -216,11 +216,11 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
         module = ExportModule(model, functions, vocab_path, preprocessor.lower_case)
         if not is_remote(version_dir):
             with atomic_output_dir(version_dir) as out:
-                _save(module, functions, out, quantized)
+                _save(module, functions, out, quantized=quantized)
                 warmup.write_warmup_requests(out, preprocessor)
         else:
             local = os.path.join(scratch, "saved_model")
-            _save(module, functions, local, quantized)
+            _save(module, functions, local, quantized=quantized)
             warmup.write_warmup_requests(local, preprocessor)
             _upload_saved_model_last(local, version_dir)
     logger.info("exported %s%s as %s (%s; signatures: %s)", type(model).__name__,
