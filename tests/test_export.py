@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.export import (check_ops, export_model, next_version, saved_model_op_types,
-                               tf_internals)
+from keras_bert import tf_internals
+from keras_bert.export import check_ops, export_model, next_version, saved_model_op_types
 from keras_bert.export.ops import PYTHON_CALLBACK_OPS, is_core_op, tensorflow_text_ops
 from tests.serving.exports import SEQ_LENGTH, TEXTS, encoder_export, keras_encoder_outputs
 from tests.serving.graph_mode import GraphModeModel, saved_model_cli_run

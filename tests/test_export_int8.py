@@ -1,10 +1,13 @@
-"""int8 exports (export/int8.py): the quantization numbers, the int8 layers against integer
-arithmetic and float32, the export as TF Serving loads it (graph-mode loader + Session.run,
-saved_model_cli run) for the encoder and every task model, its size and ops, and the refusal
-on a TensorFlow without the int8 kernel. Real-weight accuracy: tests/tasks/test_int8_minilm.py."""
+"""int8 exports (export/int8.py) and quantize("int8"): which layers it quantizes, the export as
+TF Serving loads it (graph-mode loader + Session.run, saved_model_cli run) for the encoder and
+every task model, its size and ops, the refusal on a TensorFlow without the int8 kernel; a
+quantized model's predict against its export, and its .keras file loaded in a fresh process.
+Real-weight accuracy: tests/tasks/test_int8_minilm.py."""
 
 import logging
 import os
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -15,11 +18,12 @@ from keras_bert import (BertClassifier, BertEmbedder, BertEncoder, BertMultipleC
                         BertPreprocessor, BertQuestionAnswerer, BertTokenClassifier)
 from keras_bert.export import check_ops, export_model, int8, saved_model_op_types
 from keras_bert.export.ops import is_core_op, tensorflow_text_ops
+from keras_bert.layers import int8 as int8_layers
+from keras_bert.layers.int8 import is_int8
 from tests.serving.exports import TEXTS, tiny_encoder
 from tests.serving.graph_mode import GraphModeModel, saved_model_cli_run
 
 SEQ_LENGTH = 24
-DENSE_PER_BLOCK = ("query", "key", "value", "attention_output", "intermediate", "output")
 
 
 def cosines(a, b):
@@ -27,99 +31,25 @@ def cosines(a, b):
     return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
 
 
-def test_quantize_columns_rounds_to_the_nearest_step_of_each_column():
-    matrix = np.random.default_rng(0).standard_normal((50, 6)).astype(np.float32)
-    matrix[:, 2] *= 100.0  # columns keep their own scale
-    matrix[:, 4] = 0.0
-    quantized, scales = int8.quantize_columns(matrix)
-    assert quantized.dtype == np.int8 and scales.shape == (6,)
-    np.testing.assert_allclose(scales[[0, 2]], np.abs(matrix[:, [0, 2]]).max(0) / 127)
-    assert np.abs(quantized).max() == 127 and scales[4] == 1.0 and not quantized[:, 4].any()
-    assert (np.abs(quantized * scales - matrix) <= scales / 2 + 1e-7).all()
-
-
-def test_quantize_rows_gives_each_row_its_own_scale():
-    x = np.random.default_rng(1).standard_normal((5, 40)).astype(np.float32)
-    x[1] *= 1000.0
-    x[3] = 0.0
-    quantized, scales = int8.quantize_rows(tf.constant(x))
-    values = tf.bitcast(quantized, tf.int8).numpy()
-    np.testing.assert_allclose(scales.numpy()[:, 0][[0, 1]], np.abs(x[[0, 1]]).max(1) / 127)
-    assert np.abs(values).max(1).tolist() == [127, 127, 127, 0, 127]
-    assert (np.abs(values * scales.numpy() - x) <= scales.numpy() / 2 * 1.0001).all()
-
-
-def float_dense(units, inputs, seed):
-    rng = np.random.default_rng(seed)
-    dense = keras.layers.Dense(units)
-    dense.build((None, inputs))
-    dense.kernel.assign(rng.standard_normal((inputs, units)).astype(np.float32) * 0.05)
-    dense.bias.assign(rng.standard_normal(units).astype(np.float32))
-    return dense
-
-
-def test_int8_dense_is_integer_arithmetic_close_to_float():
-    dense = float_dense(48, 64, seed=2)
-    layer = int8.Int8Dense.from_dense(dense)
-    assert layer.kernel.dtype == "int8" and layer.name == dense.name
-    x = np.random.default_rng(3).standard_normal((2, 7, 64)).astype(np.float32)
-    got = np.asarray(layer(x))  # eagerly: [2, 7, 64] -> [2, 7, 48]
-    np.testing.assert_allclose(np.asarray(tf.function(layer)(x)), got, rtol=0, atol=1e-6)
-    # What the layer means: integer products of the rounded values, then the two scales.
-    rows = x.reshape(-1, 64)
-    row_scales = np.abs(rows).max(1, keepdims=True) / 127
-    column_scales = layer.kernel_range.numpy() / 127
-    exact = (np.rint(rows / row_scales) @ layer.kernel.numpy().astype(np.float64)
-             * row_scales * column_scales + dense.bias.numpy())
-    np.testing.assert_allclose(got.reshape(-1, 48), exact, rtol=1e-5, atol=1e-5)
-    reference = np.asarray(dense(x))
-    assert np.abs(got - reference).max() < 0.02 * np.abs(reference).max()
-    with pytest.raises(ValueError, match="activation"):
-        int8.Int8Dense.from_dense(keras.layers.Dense(3, activation="relu"))
-
-
-def test_eager_calls_keep_each_layers_own_kernel():
-    """Eager calls share one graph node; it must not reuse the first kernel it reordered."""
-    first, second = (int8.Int8Dense.from_dense(float_dense(16, 32, seed)) for seed in (4, 5))
-    x = np.random.default_rng(6).standard_normal((3, 32)).astype(np.float32)
-    eager = [np.asarray(first(x)), np.asarray(second(x))]
-    graph = [np.asarray(tf.function(layer)(x)) for layer in (first, second)]
-    np.testing.assert_allclose(eager, graph, atol=1e-6)
-    assert np.abs(eager[0] - eager[1]).max() > 0.1
-
-
-def test_int8_embedding_dequantizes_each_row_with_its_scale():
-    embedding = keras.layers.Embedding(10, 8)
-    embedding.build()
-    table = np.random.default_rng(7).standard_normal((10, 8)).astype(np.float32)
-    table[3] *= 50.0
-    embedding.embeddings.assign(table)
-    layer = int8.Int8Embedding.from_embedding(embedding)
-    assert layer.embeddings.dtype == "int8" and layer.embeddings_scale.shape == (10,)
-    ids = np.array([[3, 0, 9], [1, 3, 3]])
-    got = np.asarray(layer(ids))
-    scales = np.abs(table).max(1) / 127
-    assert got.shape == (2, 3, 8)
-    assert (np.abs(got - table[ids]) <= scales[ids][..., None] / 2 + 1e-6).all()
-
-
-def test_int8_copy_replaces_the_dense_layers_of_every_block_and_leaves_the_model():
+def test_quantize_int8_quantizes_the_dense_layers_of_every_block_and_the_word_embeddings():
     encoder = BertEncoder(vocab_size=50, hidden_size=16, num_hidden_layers=2,
                           num_attention_heads=2, intermediate_size=32)
-    copy = int8.int8_copy(encoder)
+    copy = int8.quantized_copy(encoder)
     for block in copy.transformer_layers:
         layers = [block.attention.query, block.attention.key, block.attention.value,
                   block.attention_output, block.intermediate, block.output_dense]
-        assert [type(layer) for layer in layers] == [int8.Int8Dense] * 6
-        assert [layer.name for layer in layers] == list(DENSE_PER_BLOCK)
-    assert isinstance(copy.embeddings.word_embeddings, int8.Int8Embedding)
-    assert isinstance(copy.pooler, keras.layers.Dense)  # [batch, hidden]: does not pay
-    block = encoder.transformer_layers[0]  # the original is untouched
-    assert type(block.intermediate) is keras.layers.Dense
+        assert [layer.quantization_mode for layer in layers] == ["int8"] * 6
+        assert [layer.kernel.dtype for layer in layers] == ["int8"] * 6
+    assert copy.embeddings.word_embeddings.quantization_mode == "int8"
+    assert copy.int8_layers()[0] is copy.embeddings.word_embeddings
+    # [batch, hidden] and small tables: int8 does not pay.
+    assert copy.pooler.quantization_mode is None
+    assert copy.embeddings.token_type_embeddings.quantization_mode is None
+    assert not is_int8(encoder) and is_int8(copy)  # the original is untouched
     bf16 = BertEncoder(vocab_size=50, hidden_size=16, num_hidden_layers=1,
                        num_attention_heads=2, intermediate_size=32, dtype="mixed_bfloat16")
     with pytest.raises(ValueError, match="float32 model"):
-        int8.int8_copy(bf16)
+        int8.quantized_copy(bf16)
 
 
 @pytest.fixture(scope="module")
@@ -221,7 +151,7 @@ def test_without_the_int8_kernel_export_refuses_and_writes_nothing(preprocessor,
     def no_kernel(*args):
         raise tf.errors.NotFoundError(None, None, "No registered '_QuantizedMatMul' OpKernel "
                                                   "for 'CPU' devices compatible with node")
-    monkeypatch.setattr(int8, "_int8_matmul_function", no_kernel)
+    monkeypatch.setattr(int8_layers, "_int8_matmul_function", no_kernel)
     with pytest.raises(int8.Int8KernelMissing, match="cannot run oneDNN's int8 matmul"):
         export_model(model, str(tmp_path), "encoder", preprocessor=preprocessor,
                      quantize="int8")
@@ -241,6 +171,79 @@ def task_encoder():
     keras.utils.set_random_seed(3)
     return BertEncoder(vocab_size=30522, hidden_size=32, num_hidden_layers=2,
                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+
+
+QUANTIZED_TEXTS = ["She opened the door and left.", "He ate", "A much longer sentence about "
+                   "nothing in particular, to pad the others in its batch."]
+
+
+@pytest.fixture(scope="module")
+def quantized_classifier(preprocessor, tmp_path_factory):
+    """A classifier, its int8 export made from float32 (export_model(quantize="int8")), then
+    the same classifier after quantize("int8") in place."""
+    model = BertClassifier(task_encoder(), 3, preprocessor=preprocessor)
+    texts = np.array(QUANTIZED_TEXTS, object)
+    base = str(tmp_path_factory.mktemp("quantized"))
+    float_probabilities = model.predict(texts, verbose=0)
+    exported = export_model(model, base, "from-float", quantize="int8")
+    model.quantize("int8")
+    return model, float_probabilities, exported, base
+
+
+def test_quantize_then_predict_gives_the_int8_exports_outputs(quantized_classifier):
+    model, float_probabilities, exported, base = quantized_classifier
+    texts = np.array(QUANTIZED_TEXTS, object)
+    got = model.predict(texts, verbose=0)
+    served = GraphModeModel(exported).run("serving_default", text=texts)["probabilities"]
+    np.testing.assert_allclose(got, served, atol=1e-5)
+    assert 0 < np.abs(got - float_probabilities).max() < 0.05  # int8, close to float32
+    # The quantized model's own export is an int8 export, the same graph and numbers.
+    path = export_model(model, base, "quantized")
+    reader = tf.train.load_checkpoint(os.path.join(path, "variables", "variables"))
+    assert sum(dtype == tf.int8 for dtype in reader.get_variable_to_dtype_map().values()) == 13
+    assert check_ops(path, int8=True) == saved_model_op_types(exported)
+    with pytest.raises(ValueError, match="_QuantizedMatMul"):
+        check_ops(path)
+    own = GraphModeModel(path).run("serving_default", text=texts)["probabilities"]
+    np.testing.assert_allclose(own, served, atol=1e-6)
+    with pytest.raises(ValueError, match="quantized to int8"):
+        export_model(model, base, "bf16", mixed_precision="bf16")
+
+
+LOAD_IN_A_FRESH_PROCESS = """
+import sys
+import keras
+import numpy as np
+import tensorflow as tf
+import keras_bert  # noqa: F401  (registers the classes)
+
+model = keras.saving.load_model(sys.argv[1])
+texts = np.array(sys.argv[3:], object)
+np.save(sys.argv[2], model.predict(texts, verbose=0))
+packed = model.preprocessor(tf.constant(texts))
+graph = tf.function(lambda x: model(x, training=False)).get_concrete_function(packed).graph
+print("int8 matmuls:", sum(op.type == "_QuantizedMatMul" for op in graph.get_operations()))
+from keras_bert.export import export_model, saved_model_op_types
+path = export_model(model, sys.argv[1] + "-exports", "loaded")
+print("int8 export:", "_QuantizedMatMul" in saved_model_op_types(path))
+"""
+
+
+def test_a_saved_quantized_model_loads_in_a_fresh_process_on_the_int8_path(quantized_classifier,
+                                                                           tmp_path):
+    model, *_ = quantized_classifier
+    model.save(tmp_path / "quantized.keras")
+    result = subprocess.run(
+        [sys.executable, "-c", LOAD_IN_A_FRESH_PROCESS, str(tmp_path / "quantized.keras"),
+         str(tmp_path / "probabilities.npy"), *QUANTIZED_TEXTS],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "int8 matmuls: 12" in result.stdout  # six per block, two blocks
+    assert "int8 export: True" in result.stdout  # the loaded model still exports as int8
+    np.testing.assert_allclose(np.load(tmp_path / "probabilities.npy"),
+                               model.predict(np.array(QUANTIZED_TEXTS, object), verbose=0),
+                               atol=1e-6)
 
 
 CONTEXTS = ["She opened the door", "He ate"]

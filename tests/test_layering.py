@@ -15,7 +15,7 @@ LAYERS = [
     ("keras_bert.tokenization",),
     ("keras_bert.pretraining_data",),
     ("keras_bert.checkpoints",),
-    ("keras_bert.layers", "keras_bert.optimization"),
+    ("keras_bert.tf_internals", "keras_bert.layers", "keras_bert.optimization"),
     ("keras_bert.models",),
     ("keras_bert.export",),
     ("keras_bert.tasks",),

@@ -1,4 +1,4 @@
-"""keras_bert/export/tf_internals.py against the installed TensorFlow.
+"""keras_bert/tf_internals.py against the installed TensorFlow.
 
 Each private name the adapter reads must exist and mean what the adapter says; if a TensorFlow
 upgrade moves one, these tests fail naming it (instead of the op check of exports silently letting
@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.export import tf_internals
+from keras_bert import tf_internals
 from keras_bert.export.ops import check_ops, is_core_op, saved_model_op_types, tensorflow_text_ops
 
-PACKAGE = pathlib.Path(tf_internals.__file__).resolve().parent.parent
+PACKAGE = pathlib.Path(tf_internals.__file__).resolve().parent
 ADAPTER = pathlib.Path(tf_internals.__file__).resolve()
 # The tensorflow-text ops in the graph of a raw-text export (the preprocessor's).
 EXPORTED_TEXT_OPS = {"FastWordpieceTokenizeWithOffsets", "FastBertNormalize", "CaseFoldUTF8",
@@ -28,7 +28,7 @@ EXPORTED_TEXT_OPS = {"FastWordpieceTokenizeWithOffsets", "FastBertNormalize", "C
 def test_every_private_function_exists_in_installed_tensorflow(name):
     module, attribute = name.split(":")
     assert callable(getattr(importlib.import_module(module), attribute, None)), (
-        f"{name} is gone (TensorFlow {tf.__version__}); update keras_bert/export/tf_internals.py")
+        f"{name} is gone (TensorFlow {tf.__version__}); update keras_bert/tf_internals.py")
 
 
 def test_load_op_library_marks_its_modules():
@@ -39,7 +39,7 @@ def test_load_op_library_marks_its_modules():
     module = tf.load_op_library(str(library))  # the public loader; already loaded, so cached
     assert tf_internals.is_op_library(module), (
         f"tf.load_op_library no longer sets {tf_internals.OP_LIBRARY_MARK} "
-        f"(TensorFlow {tf.__version__}); update keras_bert/export/tf_internals.py")
+        f"(TensorFlow {tf.__version__}); update keras_bert/tf_internals.py")
     assert not tf_internals.is_op_library(tf) and not tf_internals.is_op_library(tf.raw_ops)
     assert not tf_internals.is_op_library(tensorflow_text)
 

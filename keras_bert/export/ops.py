@@ -8,7 +8,7 @@ import sys
 
 import tensorflow as tf
 
-from keras_bert.export import tf_internals
+from keras_bert import tf_internals
 
 # Core ops that call back into Python: they cannot run outside the exporting process.
 PYTHON_CALLBACK_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})

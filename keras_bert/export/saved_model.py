@@ -12,6 +12,7 @@ import tensorflow as tf
 from keras_bert.export import int8, ops, signatures, warmup
 from keras_bert import fileio
 from keras_bert.fileio import atomic_output_dir, check_writable_location, is_remote, join
+from keras_bert.layers.int8 import is_int8
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization import vocab as vocab_lib
 from keras_bert.tokenization.preprocessor import BertPreprocessor
@@ -177,7 +178,8 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
         quantize: ``"int8"`` exports the encoder's dense layers as int8 matmuls and its word
             embeddings as int8 (``export.int8``; a third of the float32 size or less), for
             CPUs whose TensorFlow runs oneDNN's int8 kernel (x86-64 builds; checked first).
-            None (default): float32.
+            None (default): float32, unless ``model.quantize("int8")`` has run: a model
+            quantized so exports as int8 either way.
 
     Returns:
         ``<export_base>/<model_name>/<version>``, which appears only once complete.
@@ -192,14 +194,18 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
     if quantize and mixed_precision:
         raise ValueError(f"quantize={quantize!r} and mixed_precision={mixed_precision!r} "
                          "exclude each other; pick one")
-    if quantize:
+    quantized = quantize == "int8" or is_int8(model)
+    if quantized and mixed_precision:
+        raise ValueError(f"{type(model).__name__} is quantized to int8; mixed_precision="
+                         f"{mixed_precision!r} is for float32 models")
+    if quantized:
         int8.check_int8_kernel()
     check_export_target(export_base, model_name, version)
     preprocessor = resolve_preprocessor(model, preprocessor, vocab_file, lower_case, seq_length)
     if mixed_precision is not None:
         model = with_compute_dtype(model, mixed_precision)
-    if quantize:
-        model = int8.int8_copy(model)
+    if quantize and not is_int8(model):
+        model = int8.quantized_copy(model)
     model_dir = join(export_base, model_name)
     version = next_version(model_dir) if version is None else int(version)
     version_dir = join(model_dir, str(version))
@@ -210,15 +216,15 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
         module = ExportModule(model, functions, vocab_path, preprocessor.lower_case)
         if not is_remote(version_dir):
             with atomic_output_dir(version_dir) as out:
-                _save(module, functions, out, quantized=bool(quantize))
+                _save(module, functions, out, quantized=quantized)
                 warmup.write_warmup_requests(out, preprocessor)
         else:
             local = os.path.join(scratch, "saved_model")
-            _save(module, functions, local, quantized=bool(quantize))
+            _save(module, functions, local, quantized=quantized)
             warmup.write_warmup_requests(local, preprocessor)
             _upload_saved_model_last(local, version_dir)
     logger.info("exported %s%s as %s (%s; signatures: %s)", type(model).__name__,
-                " (int8)" if quantize else "", version_dir, _describe_size(module.variables),
+                " (int8)" if quantized else "", version_dir, _describe_size(module.variables),
                 ", ".join(sorted(functions)))
     return version_dir
 

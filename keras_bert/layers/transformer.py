@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_bert.layers.activations import get_activation, get_training_activation
 from keras_bert.layers.dropout import BertDropout
+from keras_bert.layers.int8 import apply_dense
 from keras_bert.layers.layer_normalization import BertLayerNormalization
 from keras_bert.layers.renamed_args import take_renamed
 from keras_bert.layers.shapes import MASK_BIAS, SEQUENCE, check_rank
@@ -75,9 +76,10 @@ class BertSelfAttention(keras.layers.Layer):
         check_rank("BertSelfAttention", "mask_bias", mask_bias, MASK_BIAS)
         batch, seq = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
         flat = ops.reshape(hidden_states, (-1, self.hidden_size))             # [B*S, H]
-        query = self._split_heads(self.query(flat), batch, seq)                # [B, N, S, D]
-        key = self._split_heads(self.key(flat), batch, seq)
-        value = self._split_heads(self.value(flat), batch, seq)
+        # After quantize("int8"), apply_dense runs the int8 projections on oneDNN's int8 matmul.
+        query = self._split_heads(apply_dense(self.query, flat, training), batch, seq)
+        key = self._split_heads(apply_dense(self.key, flat, training), batch, seq)  # [B, N, S, D]
+        value = self._split_heads(apply_dense(self.value, flat, training), batch, seq)
 
         dtype = self.compute_dtype
         query = query * ops.cast(1.0 / (self.head_size ** 0.5), dtype)
@@ -180,12 +182,14 @@ class TransformerBlock(keras.layers.Layer):
         # rewrite fuses into one op; on [B, S, H] Keras emits a tensordot that it cannot fuse.
         flat = ops.reshape(hidden_states, (-1, self.hidden_size))             # [B*S, H]
         attention = self.attention(hidden_states, mask_bias, training=training)
-        attention = self.attention_output(ops.reshape(attention, (-1, self.hidden_size)))
+        # After quantize("int8"), apply_dense runs the int8 layers on oneDNN's int8 matmul.
+        attention = apply_dense(self.attention_output,
+                                ops.reshape(attention, (-1, self.hidden_size)), training)
         attention = self.attention_dropout_layer(attention, training=training)
         flat = self.attention_layer_norm(flat + attention, training=training)
-        intermediate = self.intermediate(flat)                                # [B*S, I]
+        intermediate = apply_dense(self.intermediate, flat, training)         # [B*S, I]
         activation = self.training_activation if training else self.activation
-        feed_forward = self.output_dense(activation(intermediate))
+        feed_forward = apply_dense(self.output_dense, activation(intermediate), training)
         feed_forward = self.output_dropout_layer(feed_forward, training=training)
         flat = self.output_layer_norm(flat + feed_forward, training=training)
         return ops.reshape(flat, (batch, seq, self.hidden_size))

@@ -11,6 +11,7 @@ from keras import ops
 from keras_bert.config import BertConfig
 from keras_bert.layers import BertEmbeddings, TransformerBlock, attention_mask_bias
 from keras_bert.layers.shapes import TOKEN_IDS, check_input_ranks
+from keras_bert.optimization import keras_internals
 from keras_bert.tokenization.packing import INPUT_NAMES  # noqa: F401  (re-exported)
 
 logger = logging.getLogger(__name__)
@@ -35,6 +36,10 @@ class BertEncoder(keras.Model):
 
     Under a mixed policy (``dtype="mixed_bfloat16"`` or ``"mixed_float16"``) weights stay float32,
     matmuls run in the half type, and softmax and LayerNorm compute in float32.
+
+    ``quantize("int8")`` (Keras' convention) stores ``int8_layers()`` as int8 and runs them on
+    oneDNN's int8 matmul (``keras_bert.layers.int8``): in ``predict``, after saving to ``.keras``
+    and ``keras.saving.load_model``, and in exports, which are then int8 exports.
 
     Example:
     >>> import numpy as np
@@ -171,13 +176,42 @@ class BertEncoder(keras.Model):
         ones = ops.ones((batch_size, seq_length), dtype="int32")
         return {"input_word_ids": ones, "input_mask": ones, "input_type_ids": ones * 0}
 
+    def int8_layers(self) -> list[keras.layers.Layer]:
+        """The layers ``quantize("int8")`` quantizes (the same as an int8 export): in every
+        block the query, key, value, attention-output, intermediate and output Dense layers,
+        and the word embeddings. The pooler ([batch, hidden]) and the position and segment
+        tables stay float32: int8 saves no time there."""
+        layers = [self.embeddings.word_embeddings]
+        for block in self.transformer_layers:
+            layers += [block.attention.query, block.attention.key, block.attention.value,
+                       block.attention_output, block.intermediate, block.output_dense]
+        return layers
+
+    def quantize(self, mode=None, config=None, filters=None, **kwargs) -> None:
+        """``keras.Model.quantize``; ``"int8"`` without ``filters`` quantizes ``int8_layers()``."""
+        super().quantize(mode, config=config,
+                         filters=quantization_filters(self, mode, config, filters), **kwargs)
+
     def get_config(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "dtype": keras.dtype_policies.serialize(self._saved_dtype_policy()),
             **self.bert_config.to_dict(),
         }
+
+    def _saved_dtype_policy(self) -> keras.DTypePolicy:
+        """The model's policy; once quantized, a DTypePolicyMap from each quantized layer's path
+        to its policy (Keras' way to save them: the constructor hands it to every layer, and
+        each one builds the int8 weights its path names, which the saved ones then fill)."""
+        if isinstance(self.dtype_policy, keras.dtype_policies.DTypePolicyMap):
+            return self.dtype_policy
+        quantized = {layer.path: layer.dtype_policy for layer in keras_internals.sublayers(self)
+                     if layer.quantization_mode is not None}
+        if not quantized:
+            return self.dtype_policy
+        return keras.dtype_policies.DTypePolicyMap(default_policy=self.dtype_policy,
+                                                   policy_map=quantized)
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> "BertEncoder":
@@ -185,3 +219,12 @@ class BertEncoder(keras.Model):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
+
+
+def quantization_filters(encoder: BertEncoder, mode, config, filters):
+    """The ``filters`` that ``quantize`` of ``encoder`` (or of a task model around it) hands to
+    Keras: for int8 without filters, ``encoder.int8_layers()``; otherwise ``filters``."""
+    if filters is not None or (mode or getattr(config, "mode", None)) != "int8":
+        return filters
+    chosen = {id(layer) for layer in encoder.int8_layers()}
+    return lambda layer: id(layer) in chosen

@@ -16,6 +16,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.models.encoder import quantization_filters
 from keras_bert.models.task_pipeline import INPUT_NAMES, is_packed, make_task_dataset
 from keras_bert.tokenization.preprocessor import PAD_MULTIPLE
 
@@ -75,6 +76,14 @@ class BertTask(keras.Model):
             from keras_bert.models.pretrained import tokenizer_of
             self._tokenizer = tokenizer_of(self.preprocessor, type(self).__name__)
         return self._tokenizer
+
+    def quantize(self, mode=None, config=None, filters=None, **kwargs) -> None:
+        """``keras.Model.quantize``; ``"int8"`` without ``filters`` quantizes the encoder's
+        ``int8_layers()`` (the head stays float32), which then run on oneDNN's int8 matmul in
+        ``predict``, in ``.keras`` files and in exports (``BertEncoder``)."""
+        super().quantize(mode, config=config,
+                         filters=quantization_filters(self.encoder, mode, config, filters),
+                         **kwargs)
 
     def save_to_preset(self, directory: str, overwrite: bool = False) -> str:
         """Saves the task model (head, encoder, preprocessor and its vocab.txt) as a preset

@@ -1,4 +1,4 @@
-"""The one place keras_bert touches private Keras optimizer names.
+"""The one place keras_bert touches private Keras names: its optimizers' and its int8 layers'.
 
 Keras 3 has no public API for what BERT's optimizers need:
 - the Adam moment variables of one model variable (BertAdamW runs TensorFlow's fused
@@ -10,10 +10,17 @@ Keras 3 has no public API for what BERT's optimizers need:
   and hands each to a public-named method that the BERT optimizers define
   (``reduce_gradients_before_clipping``, ``reduce_gradients``, ``decay_outside_step``).
 
+Nor for what the int8 path of quantized models (``layers/int8.py``) needs:
+- the int8 kernel and per-column scales that ``Dense.quantize("int8")`` leaves, and whether
+  Keras quantizes that layer's inputs per row as the int8 path does: ``int8_dense_weights``;
+- every layer of a model, nested ones included, as ``Model.quantize`` visits them:
+  ``sublayers``.
+
 Everything private is read here and nowhere else; tests/training/test_keras_internals.py runs
 each against the installed Keras (names present, called by ``apply``, slots equal to the
-moments Keras' own Adam computes), so a Keras upgrade that moves one fails there, by name,
-instead of silently changing training. Written against Keras 3.15.
+moments Keras' own Adam computes, the int8 weights giving Keras' own int8 output), so a Keras
+upgrade that moves one fails there, by name, instead of silently changing training or
+inference. Written against Keras 3.15.
 """
 
 from __future__ import annotations
@@ -24,6 +31,12 @@ import keras
 HOOKS = ("_clip_gradients", "_all_reduce_sum_gradients", "_apply_weight_decay")
 # The private attributes and methods the functions below read.
 READS = ("_momentums", "_velocities", "_get_variable_index", "_var_key", "_use_weight_decay")
+# What Dense.quantize("int8") adds to a Dense (Dense._int8_build), and the layer walk
+# Model.quantize uses: read by int8_dense_weights and sublayers.
+INT8_READS = ("kernel_scale", "inputs_quantizer", "_flatten_layers")
+# The activation quantizer that int8_dense_weights accepts: Keras' default for int8 Dense,
+# one symmetric scale per row, 127 / max |row|.
+INT8_ROW_RANGE = (-127, 127)
 
 
 def adam_slots(optimizer: keras.optimizers.Optimizer, variable) -> tuple:
@@ -40,6 +53,31 @@ def variable_key(optimizer: keras.optimizers.Optimizer, variable):
 def is_decayed(optimizer: keras.optimizers.Optimizer, variable) -> bool:
     """Whether Keras' weight-decay exclusions (``exclude_from_weight_decay``) leave it decayed."""
     return bool(optimizer._use_weight_decay(variable))
+
+
+def int8_dense_weights(dense: keras.layers.Layer) -> tuple | None:
+    """(kernel, kernel_scale) of a Dense that ``quantize("int8")`` left as Keras' int8 Dense
+    with its default activation quantizer; None for any other layer (float, another mode,
+    LoRA, a custom quantizer, a Dense subclass).
+
+    Keras then computes, per input row x [in] with s_x = 127 / max |x|, and kernel_scale
+    [units] = 127 / max |W[:, j]| per column (kernel [in, units] int8 = round(W * kernel_scale)):
+    ``y = (round(x * s_x) @ kernel) / (s_x * kernel_scale) + bias``.
+    """
+    if (type(dense) is not keras.layers.Dense or dense.quantization_mode != "int8"
+            or dense.lora_enabled):
+        return None
+    quantizer = getattr(dense, "inputs_quantizer", None)
+    if (type(quantizer) is not keras.quantizers.AbsMaxQuantizer
+            or tuple(quantizer.value_range) != INT8_ROW_RANGE
+            or quantizer.output_dtype != "int8"):
+        return None
+    return dense.kernel, dense.kernel_scale
+
+
+def sublayers(layer: keras.layers.Layer) -> list:
+    """Every layer inside ``layer``, nested ones included, ``layer`` itself not."""
+    return list(layer._flatten_layers(include_self=False, recursive=True))
 
 
 class OptimizerHooks:

@@ -97,3 +97,62 @@ def test_bert_optimizers_use_no_private_keras_name_outside_the_adapter():
     assert not used, f"optimizers.py uses {used}; go through keras_internals"
     assert issubclass(BertAdamW, keras_internals.OptimizerHooks)
     assert issubclass(BertLamb, keras_internals.OptimizerHooks)
+
+
+def _int8_dense(units=6, inputs=10, **kwargs):
+    rng = np.random.default_rng(11)
+    dense = keras.layers.Dense(units, **kwargs)
+    dense.build((None, inputs))
+    dense.kernel.assign(rng.standard_normal((inputs, units)).astype("float32"))
+    dense.bias.assign(rng.standard_normal(units).astype("float32"))
+    return dense
+
+
+def test_int8_dense_weights_are_what_keras_int8_dense_computes_with():
+    dense = _int8_dense()
+    float_kernel = dense.kernel.numpy()
+    assert keras_internals.int8_dense_weights(dense) is None  # float32: nothing to read
+    dense.quantize("int8")
+    kernel, kernel_scale = keras_internals.int8_dense_weights(dense)
+    assert kernel.dtype == "int8" and kernel_scale.shape == (6,)
+    # kernel = round(W * kernel_scale), kernel_scale = 127 / max |W[:, j]|
+    np.testing.assert_allclose(kernel_scale.numpy(), 127 / np.abs(float_kernel).max(0),
+                               rtol=1e-5)
+    np.testing.assert_array_equal(kernel.numpy(), np.rint(float_kernel * kernel_scale.numpy()))
+    # Keras' own int8 call is y = (round(x * s_x) @ kernel) / (s_x * kernel_scale) + bias.
+    x = np.random.default_rng(12).standard_normal((4, 10)).astype("float32")
+    row_scale = 127 / np.abs(x).max(1, keepdims=True)
+    expected = (np.rint(x * row_scale) @ kernel.numpy().astype(np.float64)
+                / (row_scale * kernel_scale.numpy()) + dense.bias.numpy())
+    np.testing.assert_allclose(np.asarray(dense(x)), expected, rtol=1e-5, atol=1e-5)
+    for name in keras_internals.INT8_READS[:2]:
+        assert hasattr(dense, name), f"Keras' int8 Dense has no {name} (Keras {keras.__version__})"
+
+
+def test_int8_dense_weights_refuse_what_the_int8_path_does_not_compute():
+    from keras.quantizers import AbsMaxQuantizer, Int8QuantizationConfig
+    weight_only = _int8_dense()
+    weight_only.quantize("int8", config=Int8QuantizationConfig(
+        weight_quantizer=AbsMaxQuantizer(axis=0), activation_quantizer=None))
+    narrow = _int8_dense()
+    narrow.quantize("int8", config=Int8QuantizationConfig(
+        weight_quantizer=AbsMaxQuantizer(axis=0),
+        activation_quantizer=AbsMaxQuantizer(value_range=(-63, 63))))
+    lora = _int8_dense()
+    lora.quantize("int8")
+    lora.enable_lora(2)
+    assert [keras_internals.int8_dense_weights(d) for d in (weight_only, narrow, lora)] == [
+        None] * 3
+    embedding = keras.layers.Embedding(5, 3)
+    embedding.build()
+    embedding.quantize("int8")
+    assert keras_internals.int8_dense_weights(embedding) is None
+
+
+def test_sublayers_are_the_layers_model_quantize_visits():
+    inner = keras.Sequential([keras.layers.Dense(3), keras.layers.Dense(2)], name="inner")
+    model = keras.Sequential([keras.Input((4,)), inner, keras.layers.Dense(1)])
+    found = keras_internals.sublayers(model)
+    assert inner in found and set(inner.layers) <= set(found) and model not in found
+    denses = [layer for layer in found if isinstance(layer, keras.layers.Dense)]
+    assert sorted(layer.units for layer in denses) == [1, 2, 3]

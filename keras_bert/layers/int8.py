@@ -1,0 +1,97 @@
+"""The int8 path of quantized models: Keras' int8 Dense maths on oneDNN's int8 matmul.
+
+``model.quantize("int8")`` (Keras' convention) leaves each quantized Dense with an int8 kernel
+[in, units] and one scale per output column, and Keras then computes every call with int8
+products that TensorFlow runs at half the float32 speed. The transformer block calls its Dense
+layers through ``apply_dense``, which, for such a layer at inference, computes the same numbers on
+oneDNN's ``_QuantizedMatMul`` (``tf_internals.int8_matmul``; x86-64 TensorFlow builds run a
+768x3072 one at 3.4x float32 on an AVX512_VNNI CPU, and MiniLM's ``predict`` gains 1.4x in CPU
+time, benchmarks/quantize_predict.py):
+- each input row x [in] is quantized with its own scale r = max |x| / 127 on every call;
+- the int8 matmul sums int8 products exactly in int32 and scales each column by its weight
+  scale in the kernel's epilogue; then y = acc * r + bias, in float32.
+The same graph is what an int8 export saves (``export/int8.py``), and a ``.keras`` file of a
+quantized model holds Keras' own int8 weights, so it loads with ``keras.saving.load_model`` and
+runs this path again.
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from keras_bert import tf_internals
+from keras_bert.optimization import keras_internals
+
+INT8_MAX = 127.0
+
+
+def quantize_rows(x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """float32 [m, k] -> (qint8 [m, k], float32 [m, 1] scales), x ~= qint8 * scales per row.
+
+    One symmetric scale per row, max |row| / 127, computed on every call (an all-zero row
+    quantizes to zeros).
+    """
+    ranges = tf.maximum(tf.reduce_max(tf.abs(x), axis=1, keepdims=True), 1e-30)
+    quantized = tf.cast(tf.round(x * (INT8_MAX / ranges)), tf.int8)  # |values| <= 127
+    return tf.bitcast(quantized, tf.qint8), ranges / INT8_MAX
+
+
+def int8_matmul_rows(inputs: tf.Tensor, kernel, kernel_scale, bias=None) -> tf.Tensor:
+    """float32 [..., units] ~= inputs @ W + bias, with W ~= kernel / kernel_scale per column.
+
+    Args:
+        inputs: float [..., in].
+        kernel: int8 [in, units] (a variable or a tensor).
+        kernel_scale: float32 [units], 127 / max |W[:, j]| (Keras' ``kernel_scale``).
+        bias: float32 [units] or None.
+    """
+    inputs = tf.cast(inputs, tf.float32)
+    flat = tf.reshape(inputs, [-1, tf.shape(inputs)[-1]])                     # [m, in]
+    quantized, row_scales = quantize_rows(flat)
+    kernel = tf.bitcast(tf.convert_to_tensor(kernel), tf.qint8)
+    kernel_range = INT8_MAX / tf.convert_to_tensor(kernel_scale)              # max |W[:, j]|
+    if tf.executing_eagerly():
+        outputs = _int8_matmul_function(quantized, kernel, kernel_range)
+    else:
+        outputs = tf_internals.int8_matmul(quantized, kernel, kernel_range)
+    outputs = outputs * row_scales                                             # [m, units]
+    if bias is not None:
+        outputs = tf.nn.bias_add(outputs, tf.cast(bias, tf.float32))
+    return tf.reshape(outputs, tf.concat([tf.shape(inputs)[:-1], [kernel.shape[1]]], 0))
+
+
+# For eager calls (a model called outside tf.function): the op exists only in graphs. All
+# eager calls share this one node, so it must not keep the first kernel it sees.
+_int8_matmul_function = tf.function(
+    lambda inputs, kernel, kernel_range: tf_internals.int8_matmul(
+        inputs, kernel, kernel_range, constant_kernel=False),
+    autograph=False, reduce_retracing=True)
+
+
+def apply_dense(dense: keras.layers.Dense, inputs, training=None):
+    """``dense(inputs)``; for a Dense that Keras quantized to int8, at inference (``training``
+    not True), the same numbers through ``int8_matmul_rows``.
+
+    Keras' own int8 call runs when training (it has the gradient), and for an int8 Dense this
+    path does not compute as Keras does (LoRA, a custom activation quantizer).
+
+    Args:
+        dense: a built ``keras.layers.Dense``.
+        inputs: float [..., in].
+
+    Returns:
+        [..., units] in ``dense``'s compute dtype.
+    """
+    weights = None if training else keras_internals.int8_dense_weights(dense)
+    if weights is None:
+        return dense(inputs)
+    outputs = int8_matmul_rows(inputs, *weights, dense.bias)
+    if dense.activation is not None:
+        outputs = dense.activation(outputs)
+    return tf.cast(outputs, dense.compute_dtype)
+
+
+def is_int8(model: keras.layers.Layer) -> bool:
+    """Whether ``model.quantize("int8")`` has run: some layer inside it is int8."""
+    return any(layer.quantization_mode == "int8" for layer in keras_internals.sublayers(model))

@@ -1,0 +1,79 @@
+"""keras_bert/layers/int8.py: Keras' int8 Dense maths on oneDNN's int8 matmul, against integer
+arithmetic, Keras' own int8 call and float32."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.layers import int8
+
+
+def test_quantize_rows_gives_each_row_its_own_scale():
+    x = np.random.default_rng(1).standard_normal((5, 40)).astype(np.float32)
+    x[1] *= 1000.0
+    x[3] = 0.0
+    quantized, scales = int8.quantize_rows(tf.constant(x))
+    values = tf.bitcast(quantized, tf.int8).numpy()
+    np.testing.assert_allclose(scales.numpy()[:, 0][[0, 1]], np.abs(x[[0, 1]]).max(1) / 127)
+    assert np.abs(values).max(1).tolist() == [127, 127, 127, 0, 127]
+    assert (np.abs(values * scales.numpy() - x) <= scales.numpy() / 2 * 1.0001).all()
+
+
+def quantized_dense(units, inputs, seed, activation=None):
+    rng = np.random.default_rng(seed)
+    dense = keras.layers.Dense(units, activation=activation)
+    dense.build((None, inputs))
+    dense.kernel.assign(rng.standard_normal((inputs, units)).astype(np.float32) * 0.05)
+    dense.bias.assign(rng.standard_normal(units).astype(np.float32))
+    float_dense = keras.layers.Dense(units, activation=activation)
+    float_dense.build((None, inputs))
+    float_dense.set_weights(dense.get_weights())
+    dense.quantize("int8")
+    return dense, float_dense
+
+
+def test_apply_dense_is_kerass_int8_maths_on_the_int8_matmul():
+    dense, float_dense = quantized_dense(48, 64, seed=2)
+    x = np.random.default_rng(3).standard_normal((2, 7, 64)).astype(np.float32)
+    got = np.asarray(int8.apply_dense(dense, x))  # eagerly: [2, 7, 64] -> [2, 7, 48]
+    traced = tf.function(lambda x: int8.apply_dense(dense, x), autograph=False)
+    np.testing.assert_allclose(np.asarray(traced(x)), got, rtol=0, atol=1e-6)
+    graph = traced.get_concrete_function(tf.TensorSpec([None, None, 64])).graph
+    assert "_QuantizedMatMul" in {op.type for op in graph.get_operations()}
+    # What the layer means: integer products of the rounded values, then the two scales.
+    rows = x.reshape(-1, 64)
+    row_scales = np.abs(rows).max(1, keepdims=True) / 127
+    exact = (np.rint(rows / row_scales) @ dense.kernel.numpy().astype(np.float64)
+             * row_scales / dense.kernel_scale.numpy() + dense.bias.numpy())
+    np.testing.assert_allclose(got.reshape(-1, 48), exact, rtol=1e-5, atol=1e-5)
+    # Keras' own int8 call computes the same numbers (its row scale has an epsilon).
+    np.testing.assert_allclose(got, np.asarray(dense(x)), rtol=1e-4, atol=1e-4)
+    reference = np.asarray(float_dense(x))
+    assert 0 < np.abs(got - reference).max() < 0.02 * np.abs(reference).max()
+
+
+def test_apply_dense_keeps_kerass_call_for_training_and_float_layers():
+    dense, float_dense = quantized_dense(8, 16, seed=4, activation="tanh")
+    x = np.random.default_rng(5).standard_normal((3, 16)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(int8.apply_dense(float_dense, x)),
+                                  np.asarray(float_dense(x)))
+    with tf.GradientTape() as tape:  # training: Keras' call, which has the gradient
+        inputs = tf.constant(x)
+        tape.watch(inputs)
+        outputs = int8.apply_dense(dense, inputs, training=True)
+    assert tape.gradient(outputs, inputs) is not None
+    # The activation applies after the int8 matmul, as in Keras' call.
+    np.testing.assert_allclose(np.asarray(int8.apply_dense(dense, x)), np.asarray(outputs),
+                               atol=1e-4)
+    assert np.abs(np.asarray(outputs)).max() <= 1.0
+
+
+def test_eager_calls_keep_each_layers_own_kernel():
+    """Eager calls share one graph node; it must not reuse the first kernel it reordered."""
+    first, second = (quantized_dense(16, 32, seed)[0] for seed in (4, 5))
+    x = np.random.default_rng(6).standard_normal((3, 32)).astype(np.float32)
+    eager = [np.asarray(int8.apply_dense(layer, x)) for layer in (first, second)]
+    graph = [np.asarray(tf.function(lambda x, layer=layer: int8.apply_dense(layer, x))(x))
+             for layer in (first, second)]
+    np.testing.assert_allclose(eager, graph, atol=1e-6)
+    assert np.abs(eager[0] - eager[1]).max() > 0.1
