@@ -1,4 +1,4 @@
-"""Fine-tuning throughput: keras-bert's BertClassifier.fit against keras-hub's BertTextClassifier.fit.
+"""Fine-tuning throughput: keras-bert's BertClassifier.fit against keras-hub's BertTextClassifier.
 
 Every contender fine-tunes a text classifier from raw text, the way a user would: the same
 architecture (random weights), the real uncased vocabulary (MiniLM's vocab.txt, 30,522 tokens),
@@ -22,7 +22,8 @@ This orchestrator imports no TensorFlow; the workers are this same file run with
 
 Usage (from the repository root):
     python benchmarks/encoder_inference.py --setup    # once: benchmarks/.venvs/keras-hub
-    python ../shared/bench/make_corpus.py --out benchmarks/data/bench_corpus.txt --target-bytes 2000000
+    python ../shared/bench/make_corpus.py --out benchmarks/data/bench_corpus.txt \
+        --target-bytes 2000000
     python benchmarks/finetune.py --preset L-4_H-256_A-4 --texts 1024 --rounds 5
     python benchmarks/finetune.py --preset L-12_H-768_A-12 --texts 256 --rounds 3 \
         --contenders ours ours-bf16 keras-hub

@@ -14,7 +14,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.models.task_pipeline import (AUTO, INPUT_NAMES, EpochCounter, SetDataEpoch,
+from keras_bert.models.task_pipeline import (INPUT_NAMES, EpochCounter, SetDataEpoch,
                                              is_packed, make_task_dataset, pack_examples)
 from keras_bert.tokenization.preprocessor import PAD_MULTIPLE
 
@@ -26,7 +26,6 @@ DEFAULT_BATCH_SIZE = 32
 DEFAULT_EPOCHS = 3
 DEFAULT_WARMUP_FRACTION = 0.1
 DEFAULT_WEIGHT_DECAY = 0.01
-AUTO_BUCKETS = AUTO  # fit's and evaluate's bucket_lengths: a ladder from the data's lengths
 
 
 class BertTask(keras.Model):
@@ -209,11 +208,6 @@ class BertTask(keras.Model):
                 return x
             return x.map(lambda *e: (self._preprocess(e[0]), *e[1:]) if len(e) > 1
                          else self._preprocess(e[0]), num_parallel_calls=tf.data.AUTOTUNE)
-        return self._grouped_dataset(x, y, sample_weight, batch_size, shuffle, seed,
-                                     bucket_lengths, drop_remainder, epoch)
-
-    def _grouped_dataset(self, x, y, sample_weight, batch_size, shuffle, seed, bucket_lengths,
-                         drop_remainder, epoch) -> tf.data.Dataset:
         x, y = self.to_arrays(x, y)
         data = (x,) if y is None else ((x, y) if sample_weight is None else (x, y, sample_weight))
         return make_task_dataset(data, self._preprocess, batch_size or DEFAULT_BATCH_SIZE,
@@ -227,7 +221,7 @@ class BertTask(keras.Model):
         if not isinstance(validation_data, tuple):
             validation_data = (validation_data,)
         return self.make_dataset(*validation_data, batch_size=batch_size,
-                                 bucket_lengths=AUTO_BUCKETS)
+                                 bucket_lengths="auto")
 
     # ----------------------------------------------------------------------- Keras API
     def compile(self, optimizer: Any = "auto", loss: Any = "auto", metrics: Any = "auto",
@@ -278,13 +272,13 @@ class BertTask(keras.Model):
 
     def fit(self, x=None, y=None, batch_size: int | None = None, epochs: int = DEFAULT_EPOCHS,
             verbose="auto", callbacks=None, validation_data=None, shuffle: bool = True,
-            sample_weight=None, bucket_lengths=AUTO_BUCKETS, seed: int | None = None, **kwargs):
+            sample_weight=None, bucket_lengths="auto", seed: int | None = None, **kwargs):
         """``keras.Model.fit`` that also takes raw examples and defaults to BERT's batch 32 and
         3 epochs.
 
         In-memory examples (raw text, pairs, read examples, feature columns, packed ids) are
         tokenized once, then grouped by length: every epoch the rows are shuffled, sorted by
-        length within windows of 50 batches, cut into batches and the batches shuffled; each
+        length within windows of up to 50 batches, cut into batches and the batches shuffled; each
         batch is padded only to the smallest of a few bucket lengths that holds its longest row
         (``bucket_lengths="auto"``: at most 8 multiples of 8, chosen from the data's lengths to
         pad least; a list: those; None: every batch padded to seq_length, as
@@ -324,7 +318,7 @@ class BertTask(keras.Model):
                                shuffle=False, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size: int | None = None, verbose="auto",
-                 sample_weight=None, *, bucket_lengths=AUTO_BUCKETS, **kwargs):
+                 sample_weight=None, *, bucket_lengths="auto", **kwargs):
         """``keras.Model.evaluate`` that also takes raw examples, grouped by length as in
         ``fit`` (sorted, not shuffled; the scores do not depend on the order)."""
         dataset = self.make_dataset(x, y, sample_weight, batch_size,

@@ -28,7 +28,6 @@ IGNORED_LABEL = -1  # token labels with this value are left out of the loss and 
 LENGTH_MULTIPLE = 8  # bucket lengths are multiples of this (aligned matmuls, few shapes)
 MAX_BUCKETS = 8  # the "auto" ladder has at most this many lengths (XLA/TPU compile one each)
 WINDOW_BATCHES = 50  # batches per window of rows grouped by length
-AUTO = "auto"
 PACK_BATCH_SIZE = 256  # examples tokenized together
 
 
@@ -102,7 +101,7 @@ def resolve_bucket_lengths(bucket_lengths, lengths: np.ndarray, width: int) -> l
     if bucket_lengths is None:
         return [width]
     if isinstance(bucket_lengths, str):
-        if bucket_lengths != AUTO:
+        if bucket_lengths != "auto":
             raise ValueError(f"bucket_lengths must be 'auto', None or a list of lengths, got "
                              f"{bucket_lengths!r}")
         return length_ladder(lengths, width)
@@ -267,7 +266,7 @@ def pack_examples(x, preprocess: Callable) -> dict[str, np.ndarray]:
 
 
 def make_task_dataset(data: tuple, preprocess: Callable, batch_size: int, shuffle: bool = False,
-                      seed: int | None = None, bucket_lengths=AUTO,
+                      seed: int | None = None, bucket_lengths="auto",
                       token_level_labels: bool = False, drop_remainder: bool = False,
                       epoch: int | EpochCounter | None = None) -> tf.data.Dataset:
     """A batched dataset of packed ids from in-memory examples, grouped by length.

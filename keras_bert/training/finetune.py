@@ -34,7 +34,7 @@ import tensorflow as tf
 
 from keras_bert import fileio
 from keras_bert.fileio import atomic_output_dir, atomic_write, join
-from keras_bert.models.task_pipeline import AUTO, EpochCounter, SetDataEpoch, num_batches
+from keras_bert.models.task_pipeline import EpochCounter, SetDataEpoch, num_batches
 from keras_bert.tasks import get_task
 from keras_bert.tasks.base import CommonOptions, Task, TaskOptions
 from keras_bert.training.finetune_loop import distribute_global_batches, fit_distributed
@@ -98,7 +98,7 @@ class FinetuneConfig:
     epochs: int = 3
     warmup_fraction: float = 0.1
     weight_decay: float = 0.01
-    bucket_lengths: Sequence[int] | str | None = AUTO
+    bucket_lengths: Sequence[int] | str | None = "auto"
     strategy: str | None = None
     tpu: str | None = None
     seed: int = 0
@@ -192,7 +192,6 @@ class EpochCheckpoint(keras.callbacks.Callback):
                  restore_from: str | None = None):
         super().__init__()
         self.evaluation = evaluation
-        self.temporary = directory is None
         self.directory = tempfile.mkdtemp(prefix="keras_bert_ckpt-") if directory is None \
             else directory
         self.restore_from = restore_from or self.directory
