@@ -18,14 +18,14 @@ processes falls on all alike. It reports the median texts/s, the texts per CPU-s
 other load disturbs less), CPU milliseconds per text, and how many times the train step was
 traced (the shapes tf.function built a graph for).
 
-This orchestrator imports no TensorFlow; the workers are this same file run with --worker.
+This orchestrator imports no TensorFlow; the workers are this same module run with --worker.
 
 Usage (from the repository root):
     python benchmarks/encoder_inference.py --setup    # once: benchmarks/.venvs/keras-hub
     python ../shared/bench/make_corpus.py --out benchmarks/data/bench_corpus.txt \
         --target-bytes 2000000
-    python benchmarks/finetune.py --preset L-4_H-256_A-4 --texts 1024 --rounds 5
-    python benchmarks/finetune.py --preset L-12_H-768_A-12 --texts 256 --rounds 3 \
+    python -m benchmarks.finetune --preset L-4_H-256_A-4 --texts 1024 --rounds 5
+    python -m benchmarks.finetune --preset L-12_H-768_A-12 --texts 256 --rounds 3 \
         --contenders ours ours-bf16 keras-hub
 """
 
@@ -177,7 +177,7 @@ class Worker:
             raise SystemExit(f"{python} is missing: run 'python benchmarks/encoder_inference.py "
                              f"--setup' or pass --keras-hub-python")
         self.name, self.log_path = name, os.path.join(log_dir, f"{name}.log")
-        command = [python, os.path.abspath(__file__), "--worker", name, "--preset", args.preset,
+        command = [python, "-m", "benchmarks.finetune", "--worker", name, "--preset", args.preset,
                    "--texts", str(args.texts), "--threads", str(args.threads),
                    "--corpus", args.corpus, "--vocab", args.vocab]
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",

@@ -216,3 +216,21 @@ def test_features_ride_along_ungrouped_columns():
     assert x["input_mask"].numpy().sum(axis=1).tolist() == [4, 6, 10]
     assert x["age"].numpy().tolist() == [30.0, 20.0, 40.0]
     assert x["country"].numpy().tolist() == [b"us", b"fr", b"fr"]
+
+
+def test_finetune_and_fit_share_the_default():
+    import inspect
+
+    from keras_bert.cli import build_parser
+    from keras_bert.models.task import BertTask
+    from keras_bert.training.finetune import FinetuneConfig
+
+    def flag(*flags):
+        return build_parser("finetune").parse_args(
+            ["finetune", "--task", "classification", "--init_checkpoint", "c", "--train_file",
+             "t", "--output_dir", "o", *flags]).bucket_lengths
+
+    fit_default = inspect.signature(BertTask.fit).parameters["bucket_lengths"].default
+    assert flag() == FinetuneConfig.bucket_lengths == fit_default == "auto"
+    assert flag("--bucket_lengths", "none") is None
+    assert flag("--bucket_lengths", "32,16") == [32, 16]
