@@ -277,12 +277,12 @@ class BertTask(keras.Model):
         3 epochs.
 
         In-memory examples (raw text, pairs, read examples, feature columns, packed ids) are
-        tokenized once, then grouped by length: every epoch the rows are shuffled, sorted by
-        length within windows of up to 50 batches, cut into batches and the batches shuffled; each
-        batch is padded only to the smallest of a few bucket lengths that holds its longest row
-        (``bucket_lengths="auto"``: at most 8 multiples of 8, chosen from the data's lengths to
-        pad least; a list: those; None: every batch padded to seq_length, as
-        ``keras.Model.fit`` on packed ids). An epoch has ``ceil(rows / batch_size)`` batches
+        tokenized once, then grouped by length: each batch is padded only to the smallest of a
+        few bucket lengths that holds its longest row (``bucket_lengths="auto"``: at most 8
+        multiples of 8, chosen from the data's lengths to pad least; a list: those; None: every
+        batch padded to seq_length, as ``keras.Model.fit`` on packed ids). Every epoch the rows
+        are shuffled, ordered by bucket within windows of 50 batches (shuffled within a
+        bucket), cut into batches, and the batches shuffled. An epoch has ``ceil(rows / batch_size)`` batches
         either way, and epoch e's batches are a function of (``seed``, e) alone, so a fit
         resumed by ``keras.callbacks.BackupAndRestore`` at epoch e reads the batches an
         uninterrupted one would (give ``seed``; None draws one from NumPy's global generator).
@@ -320,7 +320,7 @@ class BertTask(keras.Model):
     def evaluate(self, x=None, y=None, batch_size: int | None = None, verbose="auto",
                  sample_weight=None, *, bucket_lengths="auto", **kwargs):
         """``keras.Model.evaluate`` that also takes raw examples, grouped by length as in
-        ``fit`` (sorted, not shuffled; the scores do not depend on the order)."""
+        ``fit`` (ordered by bucket, not shuffled; the scores do not depend on the order)."""
         dataset = self.make_dataset(x, y, sample_weight, batch_size,
                                     bucket_lengths=bucket_lengths)
         return super().evaluate(dataset, verbose=verbose, **kwargs)

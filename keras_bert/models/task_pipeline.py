@@ -4,11 +4,14 @@ is a function of (seed, epoch), so a resumed run reads the batches an uninterrup
 and every worker of a multi-worker run builds the same batches. Nothing here runs in the model,
 so the model only ever sees int32 ids (what TPUs and every tf.distribute strategy need).
 
-How an epoch's batches are made (``BatchPlan``): the rows are shuffled, cut into windows of up
-to 50 batches (Hugging Face's ``group_by_length`` "mega-batches"), sorted by length within each
-window and cut into batches, and the batches are shuffled. Every batch but the last is full, so
-an epoch has ``ceil(rows / batch_size)`` batches (``floor`` with ``drop_remainder``), as without
-grouping, and the learning-rate schedule knows the number of steps in advance.
+How an epoch's batches are made (``BatchPlan``): the rows are shuffled, cut into windows of 50
+batches (Hugging Face's ``group_by_length`` "mega-batches"), ordered by bucket within each
+window (rows of one bucket stay in shuffled order) and cut into batches, and the batches are
+shuffled. A batch is padded to the bucket of its longest row, so ordering by bucket pads as
+little as sorting by exact length would, and rows of a bucket meet new neighbours every epoch.
+Every batch but the last is full, so an epoch has ``ceil(rows / batch_size)`` batches
+(``floor`` with ``drop_remainder``), as without grouping, and the learning-rate schedule knows
+the number of steps in advance.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ logger = logging.getLogger(__name__)
 IGNORED_LABEL = -1  # token labels with this value are left out of the loss and the metrics
 LENGTH_MULTIPLE = 8  # bucket lengths are multiples of this (aligned matmuls, few shapes)
 MAX_BUCKETS = 8  # the "auto" ladder has at most this many lengths (XLA/TPU compile one each)
-WINDOW_BATCHES = 50  # batches per window of rows grouped by length
+WINDOW_BATCHES = 50  # batches per window of rows grouped by bucket
 PACK_BATCH_SIZE = 256  # examples tokenized together
 
 
@@ -116,10 +119,11 @@ class BatchPlan:
 
     ``plan(epoch)`` is a function of (seed, epoch) alone, in TensorFlow ops (it runs inside
     tf.data): with ``shuffle``, the rows are shuffled, cut into windows of ``window_batches``
-    batches, sorted by length within each window (ties in shuffled order) and cut into
-    batches, and the batches are shuffled; without, the rows are sorted by length over the whole
-    set. With a single bucket length no sorting is done (plain shuffled batches). Each batch is
-    padded to the smallest bucket length that holds its longest row.
+    batches, ordered by bucket within each window (a stable sort: shuffled order within a
+    bucket) and cut into batches, and the batches are shuffled; without, the rows are ordered
+    by bucket over the whole set, in their order within one. With a single bucket length no
+    reordering is done (plain shuffled batches). Each batch is padded to the smallest bucket
+    length that holds its longest row.
 
     Args:
         lengths: int [rows], each row's real length.
@@ -129,21 +133,19 @@ class BatchPlan:
         seed: the shuffling seed (an int).
         drop_remainder: leave out the ``rows % batch_size`` rows that do not fill a batch (other
             rows each epoch), so that every batch is full (static batch size for TPUs).
-        window_batches: batches per window of rows sorted together (None: Hugging Face's
-            choice, ``min(rows // (4 * batch_size), 50)``, at least 1: four windows or more
-            keep small data sets random).
+        window_batches: batches per window of rows grouped together.
 
     Example:
     >>> plan = BatchPlan(np.array([3, 9, 4, 10, 2]), batch_size=2, bucket_lengths=[8, 16],
     ...                  shuffle=False, seed=0)
     >>> rows, padded = plan(0)
     >>> rows.numpy().tolist(), padded.numpy().tolist()
-    ([[4, 0], [2, 1], [3, -1]], [8, 16, 16])
+    ([[0, 2], [4, 1], [3, -1]], [8, 16, 16])
     """
 
     def __init__(self, lengths: np.ndarray, batch_size: int, bucket_lengths: Sequence[int],
                  shuffle: bool, seed: int, drop_remainder: bool = False,
-                 window_batches: int | None = None):
+                 window_batches: int = WINDOW_BATCHES):
         self.lengths = np.asarray(lengths, dtype=np.int32)
         self.batch_size = int(batch_size)
         self.bucket_lengths = [int(b) for b in bucket_lengths]
@@ -154,8 +156,6 @@ class BatchPlan:
         rows = len(self.lengths)
         self.num_batches = num_batches(rows, self.batch_size, drop_remainder)
         self.rows_per_epoch = min(rows, self.num_batches * self.batch_size)
-        if window_batches is None:
-            window_batches = max(1, min(rows // (4 * self.batch_size), WINDOW_BATCHES))
         self.window_rows = window_batches * self.batch_size if shuffle else max(rows, 1)
         self.grouped = len(self.bucket_lengths) > 1
 
@@ -170,16 +170,17 @@ class BatchPlan:
                 tf.stack([tf.constant(self.seed, tf.int64), tf.cast(epoch, tf.int64)]), 2))
             rows = tf.argsort(tf.random.stateless_uniform([len(self.lengths)], row_seed))
         rows = rows[:self.rows_per_epoch]
-        if self.grouped:  # sort by (window, length); a stable sort keeps ties shuffled
+        ladder = tf.constant(self.bucket_lengths)
+        if self.grouped:  # order by (window, bucket); a stable sort keeps a bucket shuffled
             window = tf.range(self.rows_per_epoch, dtype=tf.int32) // self.window_rows
-            key = window * (self.bucket_lengths[-1] + 1) + tf.gather(lengths, rows)
+            bucket = tf.searchsorted(ladder, tf.gather(lengths, rows), side="left")
+            key = window * len(self.bucket_lengths) + bucket
             rows = tf.gather(rows, tf.argsort(key, stable=True))
         padding = self.num_batches * self.batch_size - self.rows_per_epoch
         rows = tf.reshape(tf.concat([rows, tf.fill([padding], -1)], 0),
                           [self.num_batches, self.batch_size])
         longest = tf.reduce_max(tf.gather(tf.concat([lengths, [0]], 0),
                                           tf.where(rows < 0, len(self.lengths), rows)), axis=1)
-        ladder = tf.constant(self.bucket_lengths)
         padded = tf.gather(ladder, tf.searchsorted(ladder, longest, side="left"))
         if self.shuffle:
             order = tf.argsort(tf.random.stateless_uniform([self.num_batches], batch_seed))

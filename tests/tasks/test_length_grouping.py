@@ -199,22 +199,23 @@ def test_token_labels_and_choices_are_cut_with_the_ids():
     data = [("john sat", ["down", "on the very old red river city"]), ("a dog", ["ran", "sat"])]
     x, y = next(iter(chooser.make_dataset(data, [1, 0], batch_size=2, bucket_lengths="auto")))
     assert x["input_word_ids"].shape == (2, 2, 16)  # the longest choice (12 tokens) decides
-    assert y.numpy().tolist() == [0, 1]  # sorted by length: "a dog" (6 tokens) first
+    assert y.numpy().tolist() == [0, 1]  # ordered by bucket: "a dog" (6 tokens) first
 
 
 def test_features_ride_along_ungrouped_columns():
     model = BertClassifier(tiny_encoder(), 2, numeric_features=["age"],
                            categorical_features=["country"],
                            preprocessor=BertPreprocessor(vocabulary=VOCAB, seq_length=32))
-    columns = {"text": ["the movie was good", "a film", "the city river was very nice and old"],
-               "age": [20.0, 30.0, 40.0], "country": ["fr", "us", "fr"]}
+    columns = {"text": ["the city river was very nice and old", "the movie was good", "a film"],
+               "age": [40.0, 20.0, 30.0], "country": ["fr", "us", "fr"]}
     model.adapt_features(columns)
     x, _ = next(iter(model.make_dataset(columns, [0, 1, 1], batch_size=3,
                                         bucket_lengths="auto")))
     assert x["input_word_ids"].shape == (3, 16)
-    # Sorted by length, each feature with its own row.
-    assert x["input_mask"].numpy().sum(axis=1).tolist() == [4, 6, 10]
-    assert x["age"].numpy().tolist() == [30.0, 20.0, 40.0]
+    # Ordered by bucket (8: the two short texts, in their order; 16: the long one), each
+    # feature with its own row.
+    assert x["input_mask"].numpy().sum(axis=1).tolist() == [6, 4, 10]
+    assert x["age"].numpy().tolist() == [20.0, 30.0, 40.0]
     assert x["country"].numpy().tolist() == [b"us", b"fr", b"fr"]
 
 
