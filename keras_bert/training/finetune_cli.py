@@ -82,10 +82,18 @@ def add_parser(subparsers) -> None:
 
 
 def _bucket_lengths(text: str) -> list[int] | str | None:
-    """'auto', 'none' (None) or a comma-separated list of lengths."""
-    if text.strip().lower() in ("auto", "none"):
-        return None if text.strip().lower() == "none" else "auto"
-    return int_list(text)
+    """An argparse type: 'auto', 'none' (None) or comma-separated positive lengths."""
+    word = text.strip().lower()
+    if word in ("auto", "none"):
+        return None if word == "none" else "auto"
+    try:
+        lengths = int_list(text)
+    except argparse.ArgumentTypeError:
+        lengths = []
+    if not lengths or min(lengths) <= 0:
+        raise argparse.ArgumentTypeError(
+            f"expected 'auto', 'none' or comma-separated positive lengths, got {text!r}")
+    return lengths
 
 
 def _comma_list(text: str) -> list[str] | None:

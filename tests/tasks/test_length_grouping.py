@@ -235,3 +235,9 @@ def test_finetune_and_fit_share_the_default():
     assert flag() == FinetuneConfig.bucket_lengths == fit_default == "auto"
     assert flag("--bucket_lengths", "none") is None
     assert flag("--bucket_lengths", "32,16") == [32, 16]
+    assert flag("--bucket_lengths", "16,32,64,128") == [16, 32, 64, 128]
+    assert flag("--bucket_lengths", " Auto ") == "auto"
+    assert flag("--bucket_lengths", "NONE") is None
+    for bad in ("", "16,x", "0,32", "-8", "fixed"):
+        with pytest.raises(SystemExit):
+            flag("--bucket_lengths", bad)
