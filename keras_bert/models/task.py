@@ -282,7 +282,9 @@ class BertTask(keras.Model):
         multiples of 8, chosen from the data's lengths to pad least; a list: those; None: every
         batch padded to seq_length, as ``keras.Model.fit`` on packed ids). Every epoch the rows
         are shuffled, ordered by bucket within windows of 50 batches (shuffled within a
-        bucket), cut into batches, and the batches shuffled. An epoch has ``ceil(rows / batch_size)`` batches
+        bucket), cut into batches, and the batches shuffled; where the lengths are too alike
+        for that to pad at least 20% less, the shuffled rows are batched as they come, each
+        batch still padded to its bucket. An epoch has ``ceil(rows / batch_size)`` batches
         either way, and epoch e's batches are a function of (``seed``, e) alone, so a fit
         resumed by ``keras.callbacks.BackupAndRestore`` at epoch e reads the batches an
         uninterrupted one would (give ``seed``; None draws one from NumPy's global generator).

@@ -9,6 +9,9 @@ batches (Hugging Face's ``group_by_length`` "mega-batches"), ordered by bucket w
 window (rows of one bucket stay in shuffled order) and cut into batches, and the batches are
 shuffled. A batch is padded to the bucket of its longest row, so ordering by bucket pads as
 little as sorting by exact length would, and rows of a bucket meet new neighbours every epoch.
+Where the lengths are too alike for this to pad at least ``MIN_GROUPING_SAVING`` less than
+shuffled batches (``grouping_saving``), the shuffled rows are batched as they come, each batch
+still padded to its bucket: batches as random as with fixed padding, for little lost time.
 Every batch but the last is full, so an epoch has ``ceil(rows / batch_size)`` batches
 (``floor`` with ``drop_remainder``), as without grouping, and the learning-rate schedule knows
 the number of steps in advance.
@@ -31,6 +34,10 @@ IGNORED_LABEL = -1  # token labels with this value are left out of the loss and 
 LENGTH_MULTIPLE = 8  # bucket lengths are multiples of this (aligned matmuls, few shapes)
 MAX_BUCKETS = 8  # the "auto" ladder has at most this many lengths (XLA/TPU compile one each)
 WINDOW_BATCHES = 50  # batches per window of rows grouped by bucket
+# Shuffled rows are regrouped only when that cuts the padded positions by at least this share
+# (against shuffled batches each padded to their bucket): regrouping makes a batch's rows less
+# random, which costs learning on small, uniform data sets and buys little time there.
+MIN_GROUPING_SAVING = 0.2
 PACK_BATCH_SIZE = 256  # examples tokenized together
 
 
@@ -121,9 +128,11 @@ class BatchPlan:
     tf.data): with ``shuffle``, the rows are shuffled, cut into windows of ``window_batches``
     batches, ordered by bucket within each window (a stable sort: shuffled order within a
     bucket) and cut into batches, and the batches are shuffled; without, the rows are ordered
-    by bucket over the whole set, in their order within one. With a single bucket length no
-    reordering is done (plain shuffled batches). Each batch is padded to the smallest bucket
-    length that holds its longest row.
+    by bucket over the whole set, in their order within one. With a single bucket length, or
+    when shuffled rows regrouped would fill less than ``MIN_GROUPING_SAVING`` fewer padded
+    positions than plain shuffled batches (``grouping_saving``: lengths too alike for grouping
+    to pay, as on small generated data sets), no reordering is done (plain shuffled batches).
+    Each batch is padded to the smallest bucket length that holds its longest row.
 
     Args:
         lengths: int [rows], each row's real length.
@@ -157,7 +166,9 @@ class BatchPlan:
         self.num_batches = num_batches(rows, self.batch_size, drop_remainder)
         self.rows_per_epoch = min(rows, self.num_batches * self.batch_size)
         self.window_rows = window_batches * self.batch_size if shuffle else max(rows, 1)
-        self.grouped = len(self.bucket_lengths) > 1
+        self.saving = grouping_saving(self.lengths, self.batch_size, self.bucket_lengths)
+        self.grouped = len(self.bucket_lengths) > 1 and (
+            not shuffle or self.saving >= MIN_GROUPING_SAVING)
 
     def __call__(self, epoch) -> tuple[tf.Tensor, tf.Tensor]:
         """``(rows, padded_lengths)`` of epoch ``epoch`` (int or int64 scalar tensor): int32
@@ -195,9 +206,35 @@ class BatchPlan:
         total = int((counts * padded).sum())
         used = np.bincount(np.searchsorted(self.bucket_lengths, padded),
                            minlength=len(self.bucket_lengths))
+        order = ("" if self.grouped or not self.shuffle or len(self.bucket_lengths) < 2 else
+                 f"; rows left in shuffled order (grouping would pad only {self.saving:.0%} "
+                 f"less)")
         return (f"{self.num_batches} batches of {self.batch_size} per epoch, padded to "
                 f"{', '.join(f'{b} ({n})' for b, n in zip(self.bucket_lengths, used))}; "
-                f"{real / max(total, 1):.0%} of padded positions are text")
+                f"{real / max(total, 1):.0%} of padded positions are text{order}")
+
+
+def grouping_saving(lengths: np.ndarray, batch_size: int, bucket_lengths: Sequence[int]) -> float:
+    """The share of padded positions that grouping rows by bucket saves over shuffled batches
+    each padded to the bucket of its longest row: ``1 - grouped / shuffled``, with ``grouped``
+    each row's own bucket length (what full grouped batches pad to) and ``shuffled`` the
+    expected bucket of the longest of ``batch_size`` rows drawn at random.
+
+    >>> round(grouping_saving(np.array([10] * 90 + [60] * 10), 8, [16, 64]), 2)
+    0.52
+    >>> round(grouping_saving(np.array([30] * 40 + [36] * 60), 16, [32, 40]), 2)
+    0.08
+    """
+    lengths = np.asarray(lengths)
+    if lengths.size == 0 or len(bucket_lengths) < 2:
+        return 0.0
+    ladder = np.asarray(bucket_lengths, dtype=np.float64)
+    buckets = np.searchsorted(ladder, lengths, side="left")
+    share_up_to = np.cumsum(np.bincount(buckets, minlength=len(ladder))) / lengths.size
+    longest_in = np.diff(np.concatenate([[0.0], share_up_to ** batch_size]))
+    shuffled = float((ladder * longest_in).sum())
+    grouped = float(ladder[buckets].mean())
+    return 1.0 - grouped / shuffled
 
 
 def num_batches(rows: int, batch_size: int, drop_remainder: bool = False) -> int:

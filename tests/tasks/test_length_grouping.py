@@ -7,9 +7,12 @@ import numpy as np
 import pytest
 
 from keras_bert import (BertClassifier, BertEncoder, BertMultipleChoice, BertPreprocessor,
-                        BertTokenClassifier)
-from keras_bert.models.task_pipeline import BatchPlan, length_ladder, resolve_bucket_lengths
+                        BertQuestionAnswerer, BertTokenClassifier)
+from keras_bert.layers.task_heads import PADDING_LOGIT
+from keras_bert.models.task_pipeline import (MIN_GROUPING_SAVING, BatchPlan, grouping_saving,
+                                             length_ladder, resolve_bucket_lengths)
 from keras_bert.tasks.examples import TaggedSentence
+from keras_bert.tasks.squad.reader import SquadAnswer, SquadExample
 from tests.tasks.tiny_checkpoint import VOCAB, WORDS, tiny_encoder
 
 WIDTH = 64
@@ -83,6 +86,30 @@ def test_each_epoch_is_a_function_of_seed_and_epoch():
     assert epoch0[1].sum() < 0.85 * ungrouped.sum()
 
 
+def test_rows_of_alike_lengths_keep_the_fixed_padding_batches():
+    """Regrouping shuffled rows pays only where lengths differ enough. colab/04's generated
+    SQuAD windows are 28 to 39 tokens: regrouped into buckets 32 and 40, a batch's rows were
+    less random (the "Where was X born?" questions are the short ones) for 8% fewer padded
+    positions, and the shrunk run's exact match was lower (72.5 once against the test's 80).
+    There the batches are now the fixed-padding ones, each padded to 32 or 40."""
+    rng = np.random.default_rng(0)
+    alike = np.concatenate([rng.integers(28, 33, size=96), rng.integers(33, 40, size=160)])
+    assert grouping_saving(alike, 16, [32, 40]) < MIN_GROUPING_SAVING
+    plan = BatchPlan(alike, 16, [32, 40], shuffle=True, seed=3)
+    fixed = BatchPlan(alike, 16, [40], shuffle=True, seed=3)
+    for epoch in range(3):
+        rows, padded = plan_rows(plan, epoch)
+        np.testing.assert_array_equal(rows, plan_rows(fixed, epoch)[0])
+        longest = alike[rows].max(axis=1)
+        np.testing.assert_array_equal(padded, np.where(longest <= 32, 32, 40))
+    # Not shuffled (evaluate), rows are ordered by bucket anyway: the order does not matter.
+    assert BatchPlan(alike, 16, [32, 40], shuffle=False, seed=0).grouped
+    # Lengths that differ a lot are regrouped (a third fewer padded positions here).
+    spread = np.random.default_rng(1).integers(2, 60, size=203)
+    assert grouping_saving(spread, 8, [16, 32, 48, 64]) == pytest.approx(0.36, abs=0.01)
+    assert BatchPlan(spread, 8, [16, 32, 48, 64], shuffle=True, seed=7).grouped
+
+
 def test_drop_remainder_leaves_out_other_rows_every_epoch():
     plan = BatchPlan(np.arange(1, 22), batch_size=4, bucket_lengths=[8, 24], shuffle=True,
                      seed=0, drop_remainder=True)
@@ -141,6 +168,45 @@ def test_evaluate_grouped_by_length_scores_as_fixed_padding():
                            bucket_lengths=None)
     assert grouped["loss"] == pytest.approx(fixed["loss"], rel=1e-5)
     assert grouped["accuracy"] == fixed["accuracy"]
+
+
+def test_every_rows_loss_is_the_same_however_far_it_is_padded():
+    """Grouping by length is only a speed-up if a row's loss does not depend on the length its
+    batch is padded to. Span logits at padding used to take part in the softmax over
+    positions, so a SQuAD window padded to 64 had 40-odd more wrong positions than padded to
+    24: the loss, and what fit learned, changed with the bucket (colab/04's exact match)."""
+    context = "john lives in paris . mary works in london and she was not in the old city ."
+    examples = [SquadExample(f"q{i}", question, context,
+                             (SquadAnswer(answer, context.index(answer)),))
+                for i, (question, answer) in enumerate([
+                    ("where does john live ?", "paris"), ("who works in london ?", "mary"),
+                    ("where does mary work ?", "london"), ("is it old ?", "old city")])]
+    qa = BertQuestionAnswerer(tiny_encoder(), preprocessor=BertPreprocessor(
+        vocabulary=VOCAB, seq_length=WIDTH), doc_stride=32, max_query_length=16)
+    qa.compile()
+    grouped = qa.evaluate(examples, batch_size=2, verbose=0, return_dict=True)
+    fixed = qa.evaluate(examples, batch_size=2, verbose=0, return_dict=True,
+                        bucket_lengths=None)
+    assert grouped["loss"] == pytest.approx(fixed["loss"], rel=1e-5)
+    x, _ = qa.to_arrays(examples)
+    logits = keras.tree.map_structure(np.asarray, qa.predict_on_batch(x))  # padded to 64
+    padding = x["input_mask"] == 0
+    assert padding.any()
+    for name in ("start_logits", "end_logits"):
+        assert (logits[name][padding] == PADDING_LOGIT).all()
+        assert (logits[name][~padding] > PADDING_LOGIT / 10).all()
+
+    tagger = BertTokenClassifier(tiny_encoder(), ["O", "B-PER", "B-LOC"],
+                                 preprocessor=BertPreprocessor(vocabulary=VOCAB, seq_length=32))
+    sentences = [TaggedSentence(["john", "lives", "in", "paris"], ["B-PER", "O", "O", "B-LOC"]),
+                 TaggedSentence(["mary"] + ["went", "to", "london", "and"] * 4,
+                                ["B-PER"] + ["O", "O", "B-LOC", "O"] * 4)] * 2
+    tagger.compile()
+    # One batch (the loss is a mean over the batch's labelled tokens), padded to 24 or to 32.
+    grouped = tagger.evaluate(sentences, batch_size=4, verbose=0, return_dict=True)
+    fixed = tagger.evaluate(sentences, batch_size=4, verbose=0, return_dict=True,
+                            bucket_lengths=None)
+    assert grouped["loss"] == pytest.approx(fixed["loss"], rel=1e-5)
 
 
 class Crash(Exception):
