@@ -172,6 +172,15 @@ def makedirs(path: PathLike) -> None:
         os.makedirs(local_path(path), exist_ok=True)
 
 
+def rmtree(path: PathLike) -> None:
+    """Removes the directory ``path`` and everything in it (nothing when it does not exist)."""
+    if is_remote(path):
+        if _gfile().exists(os.fspath(path)):
+            _gfile().rmtree(os.fspath(path))
+    else:
+        shutil.rmtree(local_path(path), ignore_errors=True)
+
+
 def rename(src: PathLike, dst: PathLike, overwrite: bool = False) -> None:
     """Renames ``src`` to ``dst``; atomic on one local file system (``os.replace``).
 

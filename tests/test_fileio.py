@@ -113,6 +113,17 @@ def test_atomic_write_on_a_remote_file_system():
         assert f.read() == "remote\n"
 
 
+def test_rmtree_on_a_remote_file_system():
+    tf = pytest.importorskip("tensorflow")
+    directory = f"ram://fileio-{uuid.uuid4().hex}"
+    tf.io.gfile.makedirs(f"{directory}/sub")
+    with tf.io.gfile.GFile(f"{directory}/sub/x.txt", "w") as f:
+        f.write("x")
+    fileio.rmtree(directory)
+    assert not tf.io.gfile.exists(directory)
+    fileio.rmtree(directory)  # gone already: nothing to do
+
+
 def test_text_reads_as_through_gfile(tmp_path):
     """No newline translation in text mode: only ``\\n`` ends a line, as with tf.io.gfile (whose
     line iteration drops every ``\\r``), so a vocabulary has the same lines either way."""
@@ -172,6 +183,13 @@ def _calls(tmp: pathlib.Path) -> dict:
         fileio.makedirs(tmp / "m" / "n")
         return (tmp / "m" / "n").is_dir()
 
+    def rmtree():
+        (tmp / "t" / "u").mkdir(parents=True)
+        (tmp / "t" / "u" / "f.txt").write_text("f")
+        fileio.rmtree(tmp / "t")
+        fileio.rmtree(tmp / "missing")  # no error when there is nothing to remove
+        return not (tmp / "t").exists() and (tmp / "a.txt").exists()
+
     def ordinary_permissions():
         os.chmod(tmp / "dir", 0o700)
         fileio.ordinary_permissions(tmp / "dir")
@@ -201,6 +219,7 @@ def _calls(tmp: pathlib.Path) -> dict:
         "ordinary_permissions": ordinary_permissions,
         "remove": remove,
         "rename": rename,
+        "rmtree": rmtree,
     }
 
 

@@ -91,6 +91,9 @@ class TokenClassificationHead(ClassificationHead):
     input_name, input_axes = "sequence_output", SEQUENCE
 
 
+PADDING_LOGIT = -10000.0  # SpanHead's score at padding positions (as BERT's attention mask)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
 class SpanHead(keras.layers.Layer):
     """Start and end vectors S, E: token i scores ``S . h_i`` as an answer start, ``E . h_i`` as
@@ -101,6 +104,9 @@ class SpanHead(keras.layers.Layer):
 
     Call args:
         sequence_output: float [batch, seq, hidden].
+        input_mask: optional int or bool [batch, seq], 1 at real tokens: padding positions then
+            score ``PADDING_LOGIT``, so that no span starts or ends there and the softmax
+            over positions (the loss) is the same however far a row is padded.
 
     Returns:
         (start_logits, end_logits), each float32 [batch, seq].
@@ -120,10 +126,15 @@ class SpanHead(keras.layers.Layer):
     def build(self, input_shape):
         self.dense.build(input_shape)
 
-    def call(self, sequence_output):
+    def call(self, sequence_output, input_mask=None):
         check_rank("SpanHead", "sequence_output", sequence_output, SEQUENCE)
         logits = ops.cast(self.dense(sequence_output), "float32")
-        return logits[..., 0], logits[..., 1]
+        start, end = logits[..., 0], logits[..., 1]
+        if input_mask is not None:
+            real = ops.cast(input_mask, "bool")
+            start = ops.where(real, start, PADDING_LOGIT)
+            end = ops.where(real, end, PADDING_LOGIT)
+        return start, end
 
     def compute_output_shape(self, input_shape):
         check_rank("SpanHead", "sequence_output", input_shape, SEQUENCE)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import math
 import warnings
 from typing import Any, Self
 
@@ -17,7 +16,8 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.models.encoder import quantization_filters
-from keras_bert.models.task_pipeline import INPUT_NAMES, is_packed, make_task_dataset
+from keras_bert.models.task_pipeline import (INPUT_NAMES, PACK_BATCH_SIZE, EpochCounter,
+                                             SetDataEpoch, is_packed, make_task_dataset)
 from keras_bert.tokenization.preprocessor import PAD_MULTIPLE
 
 logger = logging.getLogger(__name__)
@@ -28,7 +28,6 @@ DEFAULT_BATCH_SIZE = 32
 DEFAULT_EPOCHS = 3
 DEFAULT_WARMUP_FRACTION = 0.1
 DEFAULT_WEIGHT_DECAY = 0.01
-PACK_BATCH_SIZE = 256  # examples tokenized together by predict
 # Rows per model call when predict's input fits one batch (export.signatures.LENGTH_CHUNK_ROWS
 # is the same for served requests).
 SMALL_CALL_CHUNK_ROWS = 8
@@ -191,19 +190,32 @@ class BertTask(keras.Model):
 
     # ----------------------------------------------------------------------- datasets
     def make_dataset(self, x, y=None, sample_weight=None, batch_size: int | None = None,
-                     shuffle: bool = False, seed: int | None = None,
-                     bucket_lengths=None, drop_remainder: bool = False) -> tf.data.Dataset:
+                     shuffle: bool = False, seed: int | None = None, bucket_lengths=None,
+                     drop_remainder: bool = False, epoch: int | EpochCounter | None = None
+                     ) -> tf.data.Dataset:
         """A tf.data pipeline of packed batches from raw examples, arrays or a dataset.
+
+        In-memory examples are packed once (raw text through the preprocessor), then each pass
+        over the dataset yields one epoch of batches (see ``keras_bert.models.task_pipeline``).
+        A tf.data dataset runs as it is batched (raw inputs are packed batch by batch).
 
         Args:
             x: raw examples (as the subclass documents), packed id arrays, or a batched
                 tf.data.Dataset of ``x`` or ``(x, y[, sample_weight])`` (raw or packed).
             y, sample_weight: labels and weights for in-memory ``x``.
             batch_size: examples per batch (32).
-            shuffle, seed: reshuffle in-memory examples every epoch.
-            bucket_lengths: batch sequences of similar length together, padded to one of these
-                lengths (see ``keras_bert.models.task_pipeline.bucket_by_length``).
-            drop_remainder: only full batches.
+            shuffle: shuffle the rows and the batch order of every epoch.
+            seed: the shuffling seed; epoch e's batches are a function of (seed, e) (None: one
+                drawn from NumPy's global generator, which ``keras.utils.set_random_seed``
+                fixes).
+            bucket_lengths: None (the default here) pads every batch to the preprocessor's
+                seq_length and keeps the rows in order unless shuffled, as ``predict`` on the
+                dataset needs; ``"auto"`` (``fit``'s and ``evaluate``'s default) or a list of
+                lengths groups rows of similar length, each batch padded to one of them.
+            drop_remainder: only full batches (other rows left out each epoch).
+            epoch: every pass yields this epoch's batches (an int, for custom loops), or the
+                epoch an ``EpochCounter`` holds when the pass starts (what ``fit`` passes);
+                None: the passes are epochs 0, 1, 2, ...
         """
         if isinstance(x, tf.data.Dataset):
             spec = x.element_spec
@@ -216,14 +228,15 @@ class BertTask(keras.Model):
         return make_task_dataset(data, self._preprocess, batch_size or DEFAULT_BATCH_SIZE,
                                  shuffle=shuffle, seed=seed, bucket_lengths=bucket_lengths,
                                  token_level_labels=self.token_level_labels,
-                                 drop_remainder=drop_remainder)
+                                 drop_remainder=drop_remainder, epoch=epoch)
 
     def _validation(self, validation_data, batch_size):
         if validation_data is None:
             return None
-        if isinstance(validation_data, tuple):
-            return self.make_dataset(*validation_data, batch_size=batch_size)
-        return self.make_dataset(validation_data, batch_size=batch_size)
+        if not isinstance(validation_data, tuple):
+            validation_data = (validation_data,)
+        return self.make_dataset(*validation_data, batch_size=batch_size,
+                                 bucket_lengths="auto")
 
     # ----------------------------------------------------------------------- Keras API
     def compile(self, optimizer: Any = "auto", loss: Any = "auto", metrics: Any = "auto",
@@ -255,19 +268,8 @@ class BertTask(keras.Model):
         if self.built:
             self.optimizer.build(self.trainable_variables)
 
-    def _make_auto_optimizer(self, dataset: tf.data.Dataset, epochs: int,
-                             steps_per_epoch: int | None, num_examples: int | None,
-                             batch_size: int, num_buckets: int) -> None:
+    def _make_auto_optimizer(self, steps_per_epoch: int, epochs: int) -> None:
         from keras_bert.optimization.optimizers import create_optimizer
-        if steps_per_epoch is None:
-            cardinality = int(dataset.cardinality())
-            if cardinality > 0:
-                steps_per_epoch = cardinality
-            elif num_examples is not None:
-                steps_per_epoch = math.ceil(num_examples / batch_size) + num_buckets
-            else:
-                raise ValueError("cannot tell the number of training steps for the learning-rate "
-                                 "schedule; pass steps_per_epoch= or compile with an optimizer")
         total = max(int(steps_per_epoch) * int(epochs), 1)
         settings = self._auto_optimizer
         optimizer = create_optimizer(
@@ -279,25 +281,52 @@ class BertTask(keras.Model):
                     int(total * settings["warmup_fraction"]))
         with self.distribute_strategy.scope():
             super().compile(optimizer=optimizer, **self._compile_kwargs)
+            # Built here, the train step creates no variables, so tf.function traces it once.
+            optimizer.build(self.trainable_variables)
         self._auto_optimizer = None
 
     def fit(self, x=None, y=None, batch_size: int | None = None, epochs: int = DEFAULT_EPOCHS,
             verbose="auto", callbacks=None, validation_data=None, shuffle: bool = True,
-            sample_weight=None, bucket_lengths=None, seed: int | None = None, **kwargs):
-        """``keras.Model.fit`` that also takes raw examples (tokenized in tf.data) and defaults
-        to BERT's batch 32 and 3 epochs. ``validation_data`` is ``(x, y)``, labelled examples
-        or a dataset; ``bucket_lengths`` and ``seed`` are as in ``make_dataset``."""
+            sample_weight=None, bucket_lengths="auto", seed: int | None = None, **kwargs):
+        """``keras.Model.fit`` that also takes raw examples and defaults to BERT's batch 32 and
+        3 epochs.
+
+        In-memory examples (raw text, pairs, read examples, feature columns, packed ids) are
+        tokenized once, then grouped by length: each batch is padded only to the smallest of a
+        few bucket lengths that holds its longest row (``bucket_lengths="auto"``: at most 8
+        multiples of 8, chosen from the data's lengths to pad least; a list: those; None: every
+        batch padded to seq_length, as ``keras.Model.fit`` on packed ids). Every epoch the rows
+        are shuffled, ordered by bucket within windows of 50 batches (shuffled within a
+        bucket), cut into batches, and the batches shuffled; where the lengths are too alike
+        for that to pad at least 20% less, the shuffled rows are batched as they come, each
+        batch still padded to its bucket. An epoch has ``ceil(rows / batch_size)`` batches
+        either way, and epoch e's batches are a function of (``seed``, e) alone, so a fit
+        resumed by ``keras.callbacks.BackupAndRestore`` at epoch e reads the batches an
+        uninterrupted one would (give ``seed``; None draws one from NumPy's global generator).
+        Under TPUStrategy only full batches are used. A tf.data dataset runs as it is batched.
+
+        ``validation_data`` is ``(x, y)``, labelled examples or a dataset, grouped by length
+        the same way without shuffling.
+        """
         batch_size = batch_size or DEFAULT_BATCH_SIZE
-        dataset = self.make_dataset(x, y, sample_weight, batch_size, shuffle=shuffle, seed=seed,
-                                    bucket_lengths=bucket_lengths)
+        callbacks = list(callbacks or [])
+        if isinstance(x, tf.data.Dataset):
+            dataset = self.make_dataset(x)
+        else:
+            counter = EpochCounter()
+            dataset = self.make_dataset(
+                x, y, sample_weight, batch_size, shuffle=shuffle, seed=seed,
+                bucket_lengths=bucket_lengths, epoch=counter,
+                drop_remainder=isinstance(self.distribute_strategy, tf.distribute.TPUStrategy))
+            callbacks.insert(0, SetDataEpoch(counter))
         if self._auto_optimizer is not None:
-            num_examples = None if isinstance(x, tf.data.Dataset) else _num_rows(
-                self.to_arrays(x, None)[0])
-            self._make_auto_optimizer(dataset, epochs, kwargs.get("steps_per_epoch"),
-                                      num_examples, batch_size, len(bucket_lengths or ()))
+            steps_per_epoch = kwargs.get("steps_per_epoch") or int(dataset.cardinality())
+            if steps_per_epoch <= 0:
+                raise ValueError("cannot tell the number of training steps for the learning-rate "
+                                 "schedule from this dataset; pass steps_per_epoch= or compile "
+                                 "with an optimizer")
+            self._make_auto_optimizer(steps_per_epoch, epochs)
         with warnings.catch_warnings():
-            # Bucketed datasets have no known length; Keras learns it in the first epoch.
-            warnings.filterwarnings("ignore", message="Your input ran out of data")
             # Span and tagging heads do not use the encoder's pooler; that is expected.
             warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables "
                                                       r"\['pooler/kernel', 'pooler/bias'\]")
@@ -306,9 +335,11 @@ class BertTask(keras.Model):
                                shuffle=False, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size: int | None = None, verbose="auto",
-                 sample_weight=None, **kwargs):
-        """``keras.Model.evaluate`` that also takes raw examples."""
-        dataset = self.make_dataset(x, y, sample_weight, batch_size)
+                 sample_weight=None, *, bucket_lengths="auto", **kwargs):
+        """``keras.Model.evaluate`` that also takes raw examples, grouped by length as in
+        ``fit`` (ordered by bucket, not shuffled; the scores do not depend on the order)."""
+        dataset = self.make_dataset(x, y, sample_weight, batch_size,
+                                    bucket_lengths=bucket_lengths)
         return super().evaluate(dataset, verbose=verbose, **kwargs)
 
     def predict(self, x, batch_size: int | None = None, verbose="auto", **kwargs):

@@ -1,17 +1,44 @@
-"""tf.data for fine-tuning: examples as tensors, batched, turned into packed ids by a preprocessing
-function inside the pipeline, and optionally bucketed by length so that short sequences are not
-padded to the longest one. Nothing here runs in the model, so the model only ever sees int32 ids
-(what TPUs and every tf.distribute strategy need)."""
+"""tf.data for fine-tuning: in-memory examples packed once into ids, then served in batches of rows
+of similar length, each padded only to one of a few bucket lengths. Which rows form each batch
+is a function of (seed, epoch), so a resumed run reads the batches an uninterrupted one would,
+and every worker of a multi-worker run builds the same batches. Nothing here runs in the model,
+so the model only ever sees int32 ids (what TPUs and every tf.distribute strategy need).
+
+How an epoch's batches are made (``BatchPlan``): the rows are shuffled, cut into windows of 50
+batches (Hugging Face's ``group_by_length`` "mega-batches"), ordered by bucket within each
+window (rows of one bucket stay in shuffled order) and cut into batches, and the batches are
+shuffled. A batch is padded to the bucket of its longest row, so ordering by bucket pads as
+little as sorting by exact length would, and rows of a bucket meet new neighbours every epoch.
+Where the lengths are too alike for this to pad at least ``MIN_GROUPING_SAVING`` less than
+shuffled batches (``grouping_saving``), the shuffled rows are batched as they come, each batch
+still padded to its bucket: batches as random as with fixed padding, for little lost time.
+Every batch but the last is full, so an epoch has ``ceil(rows / batch_size)`` batches
+(``floor`` with ``drop_remainder``), as without grouping, and the learning-rate schedule knows
+the number of steps in advance.
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 
+import keras
+import numpy as np
 import tensorflow as tf
 
-from keras_bert.tokenization.packing import INPUT_NAMES  # noqa: F401  (re-exported)
+from keras_bert.tokenization.packing import INPUT_NAMES
+
+logger = logging.getLogger(__name__)
 
 IGNORED_LABEL = -1  # token labels with this value are left out of the loss and the metrics
+LENGTH_MULTIPLE = 8  # bucket lengths are multiples of this (aligned matmuls, few shapes)
+MAX_BUCKETS = 8  # the "auto" ladder has at most this many lengths (XLA/TPU compile one each)
+WINDOW_BATCHES = 50  # batches per window of rows grouped by bucket
+# Shuffled rows are regrouped only when that cuts the padded positions by at least this share
+# (against shuffled batches each padded to their bucket): regrouping makes a batch's rows less
+# random, which costs learning on small, uniform data sets and buys little time there.
+MIN_GROUPING_SAVING = 0.2
+PACK_BATCH_SIZE = 256  # examples tokenized together
 
 
 def is_packed(x) -> bool:
@@ -19,116 +46,312 @@ def is_packed(x) -> bool:
     return isinstance(x, dict) and "input_word_ids" in x
 
 
-def _sequence_length(x) -> tf.Tensor:
-    """The longest real length in one example (mask [seq] or [num_choices, seq])."""
-    return tf.cast(tf.reduce_max(tf.reduce_sum(tf.cast(x["input_mask"], tf.int32), axis=-1)),
-                   tf.int64)
+def row_lengths(x: dict[str, np.ndarray]) -> np.ndarray:
+    """The real length of every row of packed ids: int32 [rows], from ``input_mask`` [rows, seq]
+    (the longest choice of [rows, num_choices, seq])."""
+    mask = np.asarray(x["input_mask"])
+    rows, width = mask.shape[0], mask.shape[-1]
+    return mask.reshape(rows, -1, width).sum(-1).max(-1).astype(np.int32)
 
 
-def _trim(x, length, token_level: bool):
-    """Cuts packed inputs (and token-level labels) to ``length`` positions; other inputs (a
-    classifier's features) have no sequence axis and stay as they are."""
-    if not token_level:
-        return x
-    if isinstance(x, dict):
-        return {name: value[..., :length] if name in INPUT_NAMES else value
-                for name, value in x.items()}
-    return tf.nest.map_structure(lambda t: t[..., :length], x)
+def length_ladder(lengths: np.ndarray, width: int, max_buckets: int = MAX_BUCKETS,
+                  multiple: int = LENGTH_MULTIPLE) -> list[int]:
+    """The bucket lengths that pad ``lengths`` least: at most ``max_buckets`` multiples of
+    ``multiple`` (``width`` in place of one above it), the last covering the longest row.
 
-
-def bucket_by_length(dataset: tf.data.Dataset, batch_size: int, bucket_lengths: Sequence[int],
-                     token_level_labels: bool = False, drop_remainder: bool = False
-                     ) -> tf.data.Dataset:
-    """Batches unbatched packed examples in buckets of similar length.
-
-    Each example is cut to its real length, grouped with examples that fit the same bucket, and
-    padded to that bucket's length, so a batch has one of ``len(bucket_lengths)`` static shapes
-    (XLA and TPUs compile one program per shape).
+    Each row counts as padded to the smallest chosen length that holds it; the choice minimizes
+    the total padded length over all rows (dynamic programming over the rounded-up lengths that
+    occur), so it follows the data's length histogram: short texts get fine steps, and a
+    rare long text costs one bucket, not ``width`` for every batch.
 
     Args:
-        dataset: unbatched elements ``x`` or ``(x, y)`` or ``(x, y, sample_weight)`` with ``x`` a
-            dict of packed int32 ids, [seq] or [num_choices, seq].
-        batch_size: examples per batch.
-        bucket_lengths: the padded lengths, ascending; the last must be at least the longest
-            sequence (the preprocessor's seq_length).
-        token_level_labels: labels (and sample weights) have a sequence axis to trim and pad,
-            with IGNORED_LABEL (weights with 0).
-        drop_remainder: drop each bucket's last partial batch (static batch size for TPUs).
+        lengths: int [rows], each row's real length (at most ``width``).
+        width: the packed length (the preprocessor's seq_length).
+        max_buckets: the most lengths to return.
+        multiple: lengths are rounded up to a multiple of this.
 
     Returns:
-        The batched dataset.
+        Ascending bucket lengths.
 
     Example:
-    >>> ids = tf.constant([[2, 5, 3, 0, 0, 0], [2, 5, 6, 7, 8, 3]])
-    >>> x = {"input_word_ids": ids, "input_mask": tf.cast(ids > 0, tf.int32),
-    ...      "input_type_ids": tf.zeros_like(ids)}
-    >>> batches = bucket_by_length(tf.data.Dataset.from_tensor_slices(x), 2, [4, 6])
-    >>> sorted(b["input_word_ids"].shape[1] for b in batches)
-    [4, 6]
+    >>> length_ladder(np.array([5, 7, 12, 13, 30, 31, 120]), width=128, max_buckets=3)
+    [16, 32, 120]
     """
-    lengths = sorted(int(b) for b in bucket_lengths)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if lengths.size == 0:
+        return [width]
+    rounded = np.minimum(-(-np.maximum(lengths, 1) // multiple) * multiple, width)
+    candidates, counts = np.unique(rounded, return_counts=True)
+    k = min(max_buckets, len(candidates))
+    prefix = np.concatenate([[0], np.cumsum(counts)])
+    # cost[b][j]: least padded length of the rows up to candidate j with b lengths, j chosen.
+    cost = np.full((k + 1, len(candidates)), np.inf)
+    previous = np.zeros((k + 1, len(candidates)), dtype=np.int64)
+    for j, length in enumerate(candidates):
+        cost[1][j] = length * prefix[j + 1]
+    for b in range(2, k + 1):
+        for j in range(b - 1, len(candidates)):
+            options = [cost[b - 1][i] + candidates[j] * (prefix[j + 1] - prefix[i + 1])
+                       for i in range(j)]
+            previous[b][j] = int(np.argmin(options))
+            cost[b][j] = options[previous[b][j]]
+    last = len(candidates) - 1
+    b = int(np.argmin(cost[1:, last])) + 1
+    ladder = []
+    while b >= 1:
+        ladder.append(int(candidates[last]))
+        last, b = int(previous[b][last]), b - 1
+    return sorted(ladder)
 
-    def trim(*element):
-        length = _sequence_length(element[0])
-        x = _trim(element[0], length, True)
-        rest = tuple(_trim(e, length, token_level_labels) for e in element[1:])
-        return (x, *rest) if rest else x
 
-    def padding_values(element_spec):
-        def value(spec, label_like):
-            if label_like and token_level_labels:
-                return tf.constant(IGNORED_LABEL if spec.dtype.is_integer else 0, spec.dtype)
-            return tf.constant("" if spec.dtype == tf.string else 0, spec.dtype)
-        if isinstance(element_spec, tuple):
-            return tuple(tf.nest.map_structure(lambda s, i=i: value(s, i > 0), part)
-                         for i, part in enumerate(element_spec))
-        return tf.nest.map_structure(lambda s: value(s, False), element_spec)
+def resolve_bucket_lengths(bucket_lengths, lengths: np.ndarray, width: int) -> list[int]:
+    """The lengths batches are padded to: ``"auto"`` gives ``length_ladder``'s, None the packed
+    width alone (every batch padded to seq_length), a list its lengths up to ``width`` plus
+    ``width`` when a row is longer than all of them."""
+    if bucket_lengths is None:
+        return [width]
+    if isinstance(bucket_lengths, str):
+        if bucket_lengths != "auto":
+            raise ValueError(f"bucket_lengths must be 'auto', None or a list of lengths, got "
+                             f"{bucket_lengths!r}")
+        return length_ladder(lengths, width)
+    ladder = sorted({int(b) for b in bucket_lengths if 0 < int(b) <= width})
+    if not ladder or (lengths.size and int(lengths.max()) > ladder[-1]):
+        ladder.append(width)
+    return ladder
 
-    dataset = dataset.map(trim, num_parallel_calls=tf.data.AUTOTUNE)
-    return dataset.bucket_by_sequence_length(
-        element_length_func=lambda *e: tf.cast(_sequence_length(e[0]), tf.int32),
-        bucket_boundaries=[b + 1 for b in lengths],
-        bucket_batch_sizes=[batch_size] * (len(lengths) + 1),
-        padding_values=padding_values(dataset.element_spec),
-        pad_to_bucket_boundary=True, drop_remainder=drop_remainder)
+
+class BatchPlan:
+    """Which rows form each batch of an epoch, and the length each batch is padded to.
+
+    ``plan(epoch)`` is a function of (seed, epoch) alone, in TensorFlow ops (it runs inside
+    tf.data): with ``shuffle``, the rows are shuffled, cut into windows of ``window_batches``
+    batches, ordered by bucket within each window (a stable sort: shuffled order within a
+    bucket) and cut into batches, and the batches are shuffled; without, the rows are ordered
+    by bucket over the whole set, in their order within one. With a single bucket length, or
+    when shuffled rows regrouped would fill less than ``MIN_GROUPING_SAVING`` fewer padded
+    positions than plain shuffled batches (``grouping_saving``: lengths too alike for grouping
+    to pay, as on small generated data sets), no reordering is done (plain shuffled batches).
+    Each batch is padded to the smallest bucket length that holds its longest row.
+
+    Args:
+        lengths: int [rows], each row's real length.
+        batch_size: rows per batch.
+        bucket_lengths: ascending padded lengths, the last at least ``max(lengths)``.
+        shuffle: shuffle the rows and the batch order of every epoch.
+        seed: the shuffling seed (an int).
+        drop_remainder: leave out the ``rows % batch_size`` rows that do not fill a batch (other
+            rows each epoch), so that every batch is full (static batch size for TPUs).
+        window_batches: batches per window of rows grouped together.
+
+    Example:
+    >>> plan = BatchPlan(np.array([3, 9, 4, 10, 2]), batch_size=2, bucket_lengths=[8, 16],
+    ...                  shuffle=False, seed=0)
+    >>> rows, padded = plan(0)
+    >>> rows.numpy().tolist(), padded.numpy().tolist()
+    ([[0, 2], [4, 1], [3, -1]], [8, 16, 16])
+    """
+
+    def __init__(self, lengths: np.ndarray, batch_size: int, bucket_lengths: Sequence[int],
+                 shuffle: bool, seed: int, drop_remainder: bool = False,
+                 window_batches: int = WINDOW_BATCHES):
+        self.lengths = np.asarray(lengths, dtype=np.int32)
+        self.batch_size = int(batch_size)
+        self.bucket_lengths = [int(b) for b in bucket_lengths]
+        if self.lengths.size and int(self.lengths.max()) > self.bucket_lengths[-1]:
+            raise ValueError(f"a row of length {int(self.lengths.max())} is longer than the "
+                             f"last bucket length {self.bucket_lengths[-1]}")
+        self.shuffle, self.seed, self.drop_remainder = shuffle, int(seed), drop_remainder
+        rows = len(self.lengths)
+        self.num_batches = num_batches(rows, self.batch_size, drop_remainder)
+        self.rows_per_epoch = min(rows, self.num_batches * self.batch_size)
+        self.window_rows = window_batches * self.batch_size if shuffle else max(rows, 1)
+        self.saving = grouping_saving(self.lengths, self.batch_size, self.bucket_lengths)
+        self.grouped = len(self.bucket_lengths) > 1 and (
+            not shuffle or self.saving >= MIN_GROUPING_SAVING)
+
+    def __call__(self, epoch) -> tuple[tf.Tensor, tf.Tensor]:
+        """``(rows, padded_lengths)`` of epoch ``epoch`` (int or int64 scalar tensor): int32
+        [num_batches, batch_size] row indices (-1 past the rows of a partial last batch) and
+        int32 [num_batches] the length each batch is padded to."""
+        lengths = tf.constant(self.lengths)
+        rows = tf.range(len(self.lengths), dtype=tf.int32)
+        if self.shuffle:
+            row_seed, batch_seed = tf.unstack(tf.random.experimental.stateless_split(
+                tf.stack([tf.constant(self.seed, tf.int64), tf.cast(epoch, tf.int64)]), 2))
+            rows = tf.argsort(tf.random.stateless_uniform([len(self.lengths)], row_seed))
+        rows = rows[:self.rows_per_epoch]
+        ladder = tf.constant(self.bucket_lengths)
+        if self.grouped:  # order by (window, bucket); a stable sort keeps a bucket shuffled
+            window = tf.range(self.rows_per_epoch, dtype=tf.int32) // self.window_rows
+            bucket = tf.searchsorted(ladder, tf.gather(lengths, rows), side="left")
+            key = window * len(self.bucket_lengths) + bucket
+            rows = tf.gather(rows, tf.argsort(key, stable=True))
+        padding = self.num_batches * self.batch_size - self.rows_per_epoch
+        rows = tf.reshape(tf.concat([rows, tf.fill([padding], -1)], 0),
+                          [self.num_batches, self.batch_size])
+        longest = tf.reduce_max(tf.gather(tf.concat([lengths, [0]], 0),
+                                          tf.where(rows < 0, len(self.lengths), rows)), axis=1)
+        padded = tf.gather(ladder, tf.searchsorted(ladder, longest, side="left"))
+        if self.shuffle:
+            order = tf.argsort(tf.random.stateless_uniform([self.num_batches], batch_seed))
+            rows, padded = tf.gather(rows, order), tf.gather(padded, order)
+        return rows, padded
+
+    def summary(self) -> str:
+        """One line for the log: buckets and how many of an epoch's padded positions are text."""
+        rows, padded = (t.numpy() for t in self(0))
+        counts = (rows >= 0).sum(axis=1)
+        real = int(self.lengths[rows[rows >= 0]].sum())
+        total = int((counts * padded).sum())
+        used = np.bincount(np.searchsorted(self.bucket_lengths, padded),
+                           minlength=len(self.bucket_lengths))
+        order = ("" if self.grouped or not self.shuffle or len(self.bucket_lengths) < 2 else
+                 f"; rows left in shuffled order (grouping would pad only {self.saving:.0%} "
+                 f"less)")
+        return (f"{self.num_batches} batches of {self.batch_size} per epoch, padded to "
+                f"{', '.join(f'{b} ({n})' for b, n in zip(self.bucket_lengths, used))}; "
+                f"{real / max(total, 1):.0%} of padded positions are text{order}")
+
+
+def grouping_saving(lengths: np.ndarray, batch_size: int, bucket_lengths: Sequence[int]) -> float:
+    """The share of padded positions that grouping rows by bucket saves over shuffled batches
+    each padded to the bucket of its longest row: ``1 - grouped / shuffled``, with ``grouped``
+    each row's own bucket length (what full grouped batches pad to) and ``shuffled`` the
+    expected bucket of the longest of ``batch_size`` rows drawn at random.
+
+    >>> round(grouping_saving(np.array([10] * 90 + [60] * 10), 8, [16, 64]), 2)
+    0.52
+    >>> round(grouping_saving(np.array([30] * 40 + [36] * 60), 16, [32, 40]), 2)
+    0.08
+    """
+    lengths = np.asarray(lengths)
+    if lengths.size == 0 or len(bucket_lengths) < 2:
+        return 0.0
+    ladder = np.asarray(bucket_lengths, dtype=np.float64)
+    buckets = np.searchsorted(ladder, lengths, side="left")
+    share_up_to = np.cumsum(np.bincount(buckets, minlength=len(ladder))) / lengths.size
+    longest_in = np.diff(np.concatenate([[0.0], share_up_to ** batch_size]))
+    shuffled = float((ladder * longest_in).sum())
+    grouped = float(ladder[buckets].mean())
+    return 1.0 - grouped / shuffled
+
+
+def num_batches(rows: int, batch_size: int, drop_remainder: bool = False) -> int:
+    """Batches in an epoch of ``rows`` rows: ``ceil(rows / batch_size)`` (``floor`` with
+    ``drop_remainder``), with or without grouping by length."""
+    return rows // batch_size if drop_remainder else -(-rows // batch_size)
+
+
+class EpochCounter:
+    """The epoch a dataset's next pass reads: every new iterator of the dataset takes the
+    counter's value and advances it (passes 0, 1, 2, ...), and ``set`` moves it (``fit`` sets it
+    at every epoch's start, so that a resumed fit reads epoch k's batches)."""
+
+    def __init__(self, first_epoch: int = 0):
+        self.variable = tf.Variable(first_epoch, dtype=tf.int64, trainable=False,
+                                    name="data_epoch")
+
+    def set(self, epoch: int) -> None:
+        self.variable.assign(epoch)
+
+    def take(self) -> tf.Tensor:
+        return self.variable.assign_add(1) - 1
+
+
+class SetDataEpoch(keras.callbacks.Callback):
+    """Sets an ``EpochCounter`` to Keras' epoch at each epoch's start, before ``fit`` makes that
+    epoch's iterator: the dataset then reads the epoch's own batches, also when ``fit`` starts
+    at a later epoch (``initial_epoch``, ``keras.callbacks.BackupAndRestore``)."""
+
+    def __init__(self, counter: EpochCounter):
+        super().__init__()
+        self.counter = counter
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.counter.set(epoch)
+
+
+def _take_rows(data: tuple, rows: tf.Tensor, length: tf.Tensor, token_level_labels: bool):
+    """One batch: ``rows`` of every array, packed ids (and token-level labels and weights) cut
+    to ``length`` positions. Features, with no sequence axis, are only gathered."""
+    rows = tf.boolean_mask(rows, rows >= 0)
+
+    def take(value, cut: bool):
+        value = tf.gather(value, rows)
+        return value[..., :length] if cut else value
+
+    x = data[0]
+    x = {name: take(value, name in INPUT_NAMES) for name, value in x.items()}
+    rest = tuple(tf.nest.map_structure(lambda v: take(v, token_level_labels and v.shape.rank > 1),
+                                       part) for part in data[1:])
+    return (x, *rest) if rest else x
+
+
+def pack_examples(x, preprocess: Callable) -> dict[str, np.ndarray]:
+    """In-memory inputs (``to_arrays`` output: string arrays, a tuple of them, a dict of columns)
+    as packed NumPy arrays, tokenized once in tf.data batches of PACK_BATCH_SIZE; packed ids
+    pass through. ``{name: [rows, ..., seq]}`` plus any features ([rows])."""
+    if is_packed(x):
+        return {name: np.asarray(value) for name, value in x.items()}
+    # A 1-tuple, so that x given as a tuple of arrays (pairs) reaches preprocess whole.
+    dataset = tf.data.Dataset.from_tensor_slices((x,))
+    parts = [{k: v.numpy() for k, v in batch.items()}
+             for batch in dataset.batch(PACK_BATCH_SIZE).map(preprocess)]
+    if not parts:
+        raise ValueError("got no examples")
+    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
 
 
 def make_task_dataset(data: tuple, preprocess: Callable, batch_size: int, shuffle: bool = False,
-                      seed: int | None = None, bucket_lengths: Sequence[int] | None = None,
+                      seed: int | None = None, bucket_lengths="auto",
                       token_level_labels: bool = False, drop_remainder: bool = False,
-                      preprocess_batch_size: int = 256) -> tf.data.Dataset:
-    """A batched dataset of packed ids from in-memory examples.
+                      epoch: int | EpochCounter | None = None) -> tf.data.Dataset:
+    """A batched dataset of packed ids from in-memory examples, grouped by length.
+
+    The examples are packed once (raw text through ``preprocess``); then each pass over the
+    dataset yields one epoch of ``BatchPlan``'s batches.
 
     Args:
         data: ``(x,)``, ``(x, y)`` or ``(x, y, sample_weight)``, arrays with one row per
-            example; ``x`` is raw text (string arrays, a tuple of them for pairs) or packed ids.
-        preprocess: maps a batch of ``x`` to the packed ids dict (e.g. a BertPreprocessor); runs
-            in the tf.data pipeline.
+            example; ``x`` is raw text (string arrays, a tuple of them for pairs, a dict of
+            columns) or packed ids.
+        preprocess: maps a batch of ``x`` to the packed ids dict (e.g. a BertPreprocessor).
         batch_size: examples per batch.
-        shuffle: reshuffle the examples every epoch.
-        seed: shuffle seed.
-        bucket_lengths: when given, batch by length (see ``bucket_by_length``).
-        token_level_labels: labels have a sequence axis (tagging).
+        shuffle: shuffle the rows and batches of every epoch.
+        seed: the shuffling seed (None: drawn from NumPy's global generator, so
+            ``keras.utils.set_random_seed`` fixes it).
+        bucket_lengths: the lengths batches are padded to: ``"auto"`` (from the data's length
+            histogram, ``length_ladder``), a list, or None (every batch padded to the packed
+            seq_length, rows in their order unless shuffled).
+        token_level_labels: labels (and sample weights) have a sequence axis, cut with the ids.
         drop_remainder: only full batches.
-        preprocess_batch_size: examples tokenized together when bucketing.
+        epoch: the epoch whose batches every pass yields (an int), or an ``EpochCounter`` whose
+            value each new pass takes (None: a new counter, so passes are epochs 0, 1, ...).
 
     Returns:
-        A prefetching dataset of ``(packed x, y[, sample_weight])`` batches (or ``packed x``).
+        A dataset of ``(packed x, y[, sample_weight])`` batches (or ``packed x``), with a known
+        number of batches per pass.
     """
-    dataset = tf.data.Dataset.from_tensor_slices(data)
-    if shuffle:
-        dataset = dataset.shuffle(int(dataset.cardinality()), seed=seed,
-                                  reshuffle_each_iteration=True)
-
-    def apply(*element):
-        x = element[0] if is_packed(element[0]) else preprocess(element[0])
-        return (x, *element[1:]) if len(element) > 1 else x
-
-    if bucket_lengths:
-        dataset = dataset.batch(preprocess_batch_size).map(apply, tf.data.AUTOTUNE).unbatch()
-        dataset = bucket_by_length(dataset, batch_size, bucket_lengths, token_level_labels,
-                                   drop_remainder)
+    x = pack_examples(data[0], preprocess)
+    lengths = row_lengths(x)
+    width = x["input_word_ids"].shape[-1]
+    ladder = resolve_bucket_lengths(bucket_lengths, lengths, width)
+    if seed is None:
+        seed = int(np.random.randint(2**31 - 1))
+    plan = BatchPlan(lengths, batch_size, ladder, shuffle, seed, drop_remainder)
+    if plan.num_batches == 0:
+        raise ValueError(f"{len(lengths)} example(s) make no full batch of {batch_size}")
+    logger.log(logging.INFO if shuffle else logging.DEBUG, "%s", plan.summary())
+    arrays = (x, *data[1:])
+    if isinstance(epoch, int):
+        epochs = tf.data.Dataset.from_tensors(tf.constant(epoch, tf.int64))
     else:
-        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-        dataset = dataset.map(apply, num_parallel_calls=tf.data.AUTOTUNE)
-    return dataset.prefetch(tf.data.AUTOTUNE)
+        counter = epoch or EpochCounter()
+        epochs = tf.data.Dataset.from_tensors(0).map(lambda _: counter.take())
+    batches = epochs.flat_map(lambda e: tf.data.Dataset.from_tensor_slices(plan(e)))
+    dataset = tf.data.Dataset.zip((batches, tf.data.Dataset.from_tensors(arrays).repeat()))
+    dataset = dataset.map(lambda batch, values: _take_rows(values, *batch, token_level_labels),
+                          num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.apply(tf.data.experimental.assert_cardinality(plan.num_batches)).prefetch(
+        tf.data.AUTOTUNE)

@@ -1,6 +1,6 @@
 """The fine-tuning run behind ``keras-bert finetune``: read the task's files, build the task
-model on a pretrained encoder under the chosen tf.distribute strategy, train (tokenization in
-tf.data, batches bucketed by length), score the dev set with the task's metric after every epoch,
+model on a pretrained encoder under the chosen tf.distribute strategy, train (examples tokenized
+once, batches grouped by length), score the dev set with the task's metric after every epoch,
 keep the best model, and write the results as JSON.
 
 Training is ``model.fit``, except under MultiWorkerMirroredStrategy, where Keras 3.15's fit does
@@ -12,6 +12,12 @@ Outputs in ``output_dir``: ``best_model/`` (``model.keras`` plus ``bert_config.j
 ``vocab.txt``, loadable by every ``from_pretrained`` and as ``--init_checkpoint``),
 ``eval_results.json``, and the best epoch's dev predictions (SQuAD: ``predictions.json``,
 ``nbest_predictions.json``; NER: ``dev_predictions.conll``). Every file appears atomically.
+
+A run resumes: after every epoch the weights, optimizer state, dropout random state, the
+epoch and the dev scores so far go to ``output_dir/checkpoints/`` (``EpochCheckpoint``), and
+epoch e's batches are a function of (seed, e), so the same command rerun after a crash goes on
+at the interrupted epoch and ends as an uninterrupted run would. A finished run (its
+``eval_results.json`` is there) is reported and left as it is; ``overwrite`` starts afresh.
 """
 
 from __future__ import annotations
@@ -19,8 +25,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import math
 import os
+import tempfile
 from collections.abc import Sequence
 
 import keras
@@ -28,6 +34,7 @@ import tensorflow as tf
 
 from keras_bert import fileio
 from keras_bert.fileio import atomic_output_dir, atomic_write, join
+from keras_bert.models.task_pipeline import EpochCounter, SetDataEpoch, num_batches
 from keras_bert.tasks import get_task
 from keras_bert.tasks.base import CommonOptions, Task, TaskOptions
 from keras_bert.training.finetune_loop import distribute_global_batches, fit_distributed
@@ -36,6 +43,13 @@ logger = logging.getLogger(__name__)
 
 RESULTS_NAME = "eval_results.json"
 BEST_MODEL_DIR = "best_model"
+CHECKPOINT_DIR = "checkpoints"  # what an interrupted run resumes from; removed when it finishes
+RUN_SETTINGS_NAME = "finetune_settings.json"  # in CHECKPOINT_DIR: what a resumed run must match
+# The settings a resumed run must share with the interrupted one (the others do not change what
+# it computes).
+RESUMED_SETTINGS = ("task", "init_checkpoint", "train_file", "dev_file", "learning_rate",
+                    "batch_size", "epochs", "warmup_fraction", "weight_decay", "bucket_lengths",
+                    "seed", "lower_case")
 
 
 @dataclasses.dataclass
@@ -55,10 +69,13 @@ class FinetuneConfig:
         learning_rate, batch_size, epochs, warmup_fraction, weight_decay: AdamW with linear
             warmup then decay (3e-5, 32, 3, 0.1, 0.01); the batch size is global (all
             replicas of all workers together).
-        bucket_lengths: padded lengths for batching by length; None: seq_length/4, /2, 1.
+        bucket_lengths: the lengths batches of similar rows are padded to: "auto" (at most 8
+            multiples of 8 chosen from the training rows' lengths), a list, or None (every batch
+            padded to seq_length); as ``BertTask.fit``.
         strategy, tpu: see ``keras_bert.training.distribute.get_strategy``.
-        seed: shuffling and initialization seed.
-        overwrite: replace the results of an earlier run in output_dir.
+        seed: shuffling and initialization seed; epoch e's batches depend on (seed, e) only.
+        overwrite: start afresh, discarding an earlier run in output_dir (finished or
+            interrupted); without it an interrupted run resumes and a finished one is kept.
         verbose: progress output (0 silent, 1 progress bar, 2 one line per epoch); with
             several workers, the chief's progress bar only.
         lower_case: overrides the casing read from init_checkpoint (None: read it).
@@ -81,7 +98,7 @@ class FinetuneConfig:
     epochs: int = 3
     warmup_fraction: float = 0.1
     weight_decay: float = 0.01
-    bucket_lengths: Sequence[int] | None = None
+    bucket_lengths: Sequence[int] | str | None = "auto"
     strategy: str | None = None
     tpu: str | None = None
     seed: int = 0
@@ -109,7 +126,8 @@ class DevEvaluation(keras.callbacks.Callback):
     """After each epoch: scores the dev set, logs it, and saves the model when it is the best.
 
     ``write_outputs=False`` (the workers other than the chief) keeps the scores and the best
-    epoch but writes nothing.
+    epoch but writes nothing. ``state()`` and ``load_state()`` carry the scores so far across a
+    resumed run.
     """
 
     def __init__(self, config: FinetuneConfig, examples, vocab_file, write_outputs: bool = True):
@@ -119,6 +137,12 @@ class DevEvaluation(keras.callbacks.Callback):
         self.metric = self.task.primary_metric
         self.history: list[dict] = []
         self.best: dict | None = None
+
+    def state(self) -> dict:
+        return {"history": self.history, "best": self.best}
+
+    def load_state(self, state: dict) -> None:
+        self.history, self.best = list(state["history"]), state["best"]
 
     def on_epoch_end(self, epoch, logs=None):
         record = {"epoch": epoch + 1, **{k: float(v) for k, v in (logs or {}).items()}}
@@ -147,13 +171,64 @@ class DevEvaluation(keras.callbacks.Callback):
                 write_json(path, value)
 
 
-def _bucket_lengths(config: FinetuneConfig) -> list[int]:
-    if config.bucket_lengths:
-        lengths = sorted(int(b) for b in config.bucket_lengths)
-        return lengths if lengths[-1] >= config.options.seq_length else [
-            *lengths, config.options.seq_length]
-    length = config.options.seq_length
-    return sorted({max(length // 4, 8), max(length // 2, 8), length})
+class EpochCheckpoint(keras.callbacks.Callback):
+    """What an interrupted run resumes from, saved after every epoch (after the dev evaluation):
+    the model's weights, the optimizer's state (its step drives the learning-rate schedule),
+    the dropout layers' random state, the epochs done and the dev scores so far.
+
+    ``tf.train.CheckpointManager`` replaces its index file atomically, so a run killed at any
+    moment resumes from the last complete epoch. ``directory`` is where this worker saves; a
+    worker other than the chief saves to a temporary directory (every worker of a multi-worker
+    run must save) and restores from ``restore_from``, the chief's.
+
+    Args:
+        model: the compiled task model; its optimizer must be built.
+        evaluation: the run's DevEvaluation, whose scores are saved and restored.
+        directory: where to save (None: a temporary directory, removed by ``remove``).
+        restore_from: where to look for the checkpoint to resume from (None: ``directory``).
+    """
+
+    def __init__(self, model: keras.Model, evaluation: DevEvaluation, directory: str | None,
+                 restore_from: str | None = None):
+        super().__init__()
+        self.evaluation = evaluation
+        self.directory = tempfile.mkdtemp(prefix="keras_bert_ckpt-") if directory is None \
+            else directory
+        self.restore_from = restore_from or self.directory
+        self.epochs_done = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self.scores = tf.Variable("", dtype=tf.string, trainable=False)
+        # Keras' dropout seed generators are not part of the model's checkpoint graph; their
+        # states make a resumed run draw the dropout masks an uninterrupted one would.
+        random_state = tf.Module()
+        random_state.variables_by_index = [v.value for v in model.non_trainable_variables]
+        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer,
+                                              epochs_done=self.epochs_done, scores=self.scores,
+                                              random_state=random_state)
+        self.manager = tf.train.CheckpointManager(self.checkpoint, self.directory, max_to_keep=1)
+
+    def restore(self) -> int:
+        """Restores the latest checkpoint, if any; returns the epochs it had done (0: none)."""
+        latest = tf.train.latest_checkpoint(self.restore_from)
+        if latest is None:
+            return 0
+        self.checkpoint.restore(latest).assert_existing_objects_matched()
+        self.evaluation.load_state(json.loads(self.scores.numpy().decode("utf-8")))
+        return int(self.epochs_done.numpy())
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epochs_done.assign(epoch + 1)
+        self.scores.assign(json.dumps(self.evaluation.state()))
+        self.manager.save(checkpoint_number=epoch + 1)
+
+    def remove(self) -> None:
+        """Removes this worker's checkpoints (the run is finished)."""
+        fileio.rmtree(self.directory)
+
+
+def _bucket_lengths(config: FinetuneConfig):
+    if config.bucket_lengths is None or isinstance(config.bucket_lengths, str):
+        return config.bucket_lengths
+    return sorted(int(b) for b in config.bucket_lengths)
 
 
 def _task_options(task: Task, options: CommonOptions | TaskOptions | None) -> CommonOptions:
@@ -169,13 +244,49 @@ def _task_options(task: Task, options: CommonOptions | TaskOptions | None) -> Co
     return options
 
 
+def _run_settings(config: FinetuneConfig) -> dict:
+    settings = {name: getattr(config, name) for name in RESUMED_SETTINGS}
+    settings["bucket_lengths"] = _bucket_lengths(config)
+    settings["options"] = dataclasses.asdict(config.options)
+    return json.loads(json.dumps(settings))  # lists, not tuples, as read back
+
+
+def _check_same_run(config: FinetuneConfig, checkpoint_dir: str) -> None:
+    """ValueError when ``checkpoint_dir`` holds an interrupted run with other settings."""
+    path = join(checkpoint_dir, RUN_SETTINGS_NAME)
+    if not fileio.exists(path):
+        return
+    with fileio.open_file(path) as f:
+        saved = json.load(f)
+    wanted = _run_settings(config)
+    changed = [f"{name}: {saved.get(name)!r} -> {wanted[name]!r}" for name in wanted
+               if saved.get(name) != wanted[name]]
+    if changed:
+        raise ValueError(f"{config.output_dir} holds an interrupted run with other settings "
+                         f"({'; '.join(changed)}); rerun it as it was to resume, or pass "
+                         f"--overwrite to start afresh")
+
+
+def _finished_run(config: FinetuneConfig, results_path: str) -> dict:
+    with fileio.open_file(results_path) as f:
+        results = json.load(f)
+    logger.info("%s holds a finished run (%d epochs, best epoch %d); nothing to do: pass "
+                "--overwrite to start afresh", config.output_dir, len(results["epochs"]),
+                results["best_epoch"])
+    return results
+
+
 def run_finetune(config: FinetuneConfig) -> dict:
     """Fine-tunes, evaluates after every epoch, keeps the best model; returns the results.
+
+    Rerun on the same ``output_dir``, an interrupted run resumes at the epoch it was in, and a
+    finished run returns its results as they are, writing nothing (``overwrite`` starts
+    afresh in both cases).
 
     Raises:
         DataError: bad input (missing label column, unknown label, empty text, an answer not
             in its context...), naming the file and line.
-        FileExistsError: output_dir holds results and ``overwrite`` is False.
+        ValueError: output_dir holds an interrupted run with other settings.
     """
     from keras_bert.checkpoints import find_vocab
     from keras_bert.training.distribute import get_strategy, worker_role
@@ -183,51 +294,69 @@ def run_finetune(config: FinetuneConfig) -> dict:
 
     task = get_task(config.task)
     results_path = join(config.output_dir, RESULTS_NAME)
-    if fileio.exists(results_path) and not config.overwrite:
-        raise FileExistsError(f"{results_path} exists; pass --overwrite to replace that run")
+    checkpoint_dir = join(config.output_dir, CHECKPOINT_DIR)
     strategy = get_strategy(config.strategy, config.tpu)
     multi_worker = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
     is_chief = worker_role(strategy)[0]
+    if fileio.exists(results_path) and not config.overwrite:
+        return _finished_run(config, results_path)
     options = _task_options(task, config.options)
     train = task.read_examples(config.train_file, options)
     dev = task.read_examples(config.dev_file, options) if config.dev_file else None
     options = task.resolve_options(options, [train, dev or []])
     config = dataclasses.replace(config, options=options)
+    if config.overwrite and is_chief:
+        fileio.rmtree(checkpoint_dir)
+        if fileio.exists(results_path):
+            fileio.remove(results_path)
+    _check_same_run(config, checkpoint_dir)
     labels = task.label_names(train, options)
     keras.utils.set_random_seed(config.seed)
+    is_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
     with strategy.scope():
         model = task.build_model(config.init_checkpoint, labels, train, options,
                                  lower_case=config.lower_case)
-        buckets = _bucket_lengths(config)
-        is_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
-
-        def make_train_data() -> tf.data.Dataset:
-            return model.make_dataset(train, batch_size=config.batch_size, shuffle=True,
-                                      seed=config.seed, bucket_lengths=buckets,
-                                      drop_remainder=is_tpu)
-
-        train_data = (distribute_global_batches(strategy, make_train_data) if multi_worker
-                      else make_train_data())
         if dev is not None:
             model.to_arrays(dev)  # bad dev labels fail now, with file and line, not after epoch 1
         rows = task.num_train_rows(model, train)
-        steps_per_epoch = math.ceil(rows / config.batch_size) + len(buckets)
+        steps_per_epoch = num_batches(rows, config.batch_size, drop_remainder=is_tpu)
         total_steps = steps_per_epoch * config.epochs
         model.compile(optimizer=create_optimizer(
             config.learning_rate, total_steps, int(total_steps * config.warmup_fraction),
             weight_decay=config.weight_decay,
             learning_rate_multipliers=model.learning_rate_multipliers()))
-    logger.info("fine-tuning %s on %d training rows (%s), %d epochs of about %d steps",
-                config.task, rows, type(strategy).__name__, config.epochs, steps_per_epoch)
+        model.optimizer.build(model.trainable_variables)  # before a checkpoint is restored
+    counter = EpochCounter()  # outside the strategy's scope: a plain variable tf.data reads
+
+    def make_train_data() -> tf.data.Dataset:
+        return model.make_dataset(train, batch_size=config.batch_size, shuffle=True,
+                                  seed=config.seed, bucket_lengths=_bucket_lengths(config),
+                                  drop_remainder=is_tpu, epoch=counter)
+
+    train_data = (distribute_global_batches(strategy, make_train_data) if multi_worker
+                  else make_train_data())
     evaluation = DevEvaluation(config, dev, find_vocab(config.init_checkpoint),
                                write_outputs=is_chief)
-    if is_chief:
-        fileio.makedirs(config.output_dir)
+    checkpoint = EpochCheckpoint(model, evaluation, checkpoint_dir if is_chief else None,
+                                 restore_from=checkpoint_dir)
+    initial_epoch = checkpoint.restore()
     if multi_worker:
-        _fit_multi_worker(model, strategy, train_data, config, evaluation, steps_per_epoch,
+        _check_same_epoch(strategy, initial_epoch, checkpoint_dir)
+    if initial_epoch:
+        logger.info("resuming the run in %s after epoch %d of %d", config.output_dir,
+                    initial_epoch, config.epochs)
+    logger.info("fine-tuning %s on %d training rows (%s), %d epochs of %d steps",
+                config.task, rows, type(strategy).__name__, config.epochs, steps_per_epoch)
+    if is_chief:
+        fileio.makedirs(checkpoint_dir)
+        write_json(join(checkpoint_dir, RUN_SETTINGS_NAME), _run_settings(config))
+    if multi_worker:
+        _fit_multi_worker(model, strategy, train_data, config, evaluation, checkpoint, counter,
+                          steps_per_epoch, initial_epoch,
                           progress=is_chief and config.verbose in (1, "auto"))
-    else:
-        model.fit(train_data, epochs=config.epochs, callbacks=[evaluation],
+    elif initial_epoch < config.epochs:
+        model.fit(train_data, epochs=config.epochs, initial_epoch=initial_epoch,
+                  callbacks=[SetDataEpoch(counter), evaluation, checkpoint],
                   verbose=config.verbose)
     results = {
         "task": config.task, "primary_metric": task.primary_metric,
@@ -235,19 +364,36 @@ def run_finetune(config: FinetuneConfig) -> dict:
         "epochs": evaluation.history, "train_rows": rows,
         "dev_examples": None if dev is None else len(dev), "labels": labels,
         "best_model": join(config.output_dir, BEST_MODEL_DIR),
-        "config": {k: v for k, v in dataclasses.asdict(config).items() if k != "options"},
+        "config": {k: v for k, v in dataclasses.asdict(config).items()
+                   if k not in ("options", "overwrite")},
         "options": dataclasses.asdict(options),
         **task.result_fields(options),
     }
     if is_chief:
         write_json(results_path, results)
+    checkpoint.remove()
     return results
+
+
+def _check_same_epoch(strategy: tf.distribute.Strategy, epoch: int, checkpoint_dir: str) -> None:
+    """ValueError on every worker when the workers would resume at different epochs (their
+    output_dir is not one shared directory), before their steps could fall out of step."""
+    value = strategy.experimental_distribute_values_from_function(
+        lambda context: tf.constant([1.0, epoch, epoch * epoch], tf.float32))
+    count, total, squares = strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None).numpy()
+    if squares * count != total * total:  # the epochs' variance is not 0
+        raise ValueError(f"the workers found checkpoints of different epochs in "
+                         f"{checkpoint_dir}; every worker must be given the same output_dir, on "
+                         f"storage they all reach (gs://)")
 
 
 def _fit_multi_worker(model, strategy: tf.distribute.Strategy,
                       train_data: tf.distribute.DistributedDataset, config: FinetuneConfig,
-                      evaluation: DevEvaluation, steps_per_epoch: int, progress: bool) -> None:
-    """``model.fit`` for MultiWorkerMirroredStrategy, with ``evaluation`` after every epoch.
+                      evaluation: DevEvaluation, checkpoint: EpochCheckpoint,
+                      counter: EpochCounter, steps_per_epoch: int, initial_epoch: int,
+                      progress: bool) -> None:
+    """``model.fit`` for MultiWorkerMirroredStrategy, with ``evaluation`` and ``checkpoint``
+    after every epoch.
 
     Every worker trains on its rows of the same global batches (``finetune_loop``), then copies
     the weights into a model outside the strategy and evaluates that: the same scores on every
@@ -260,6 +406,7 @@ def _fit_multi_worker(model, strategy: tf.distribute.Strategy,
     def on_epoch_end(epoch: int, logs: dict) -> None:
         local.set_weights([v.numpy() for v in model.weights])
         evaluation.on_epoch_end(epoch, logs)
+        checkpoint.on_epoch_end(epoch, logs)
 
     fit_distributed(model, strategy, train_data, config.epochs, on_epoch_end, steps_per_epoch,
-                    progress)
+                    progress, initial_epoch=initial_epoch, on_epoch_begin=counter.set)

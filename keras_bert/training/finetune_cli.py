@@ -23,7 +23,9 @@ def add_parser(subparsers) -> None:
                     "under MultiWorkerMirroredStrategy): AdamW, linear warmup then decay, "
                     "evaluation on the dev set after every epoch; the best model goes to "
                     "OUTPUT_DIR/best_model and the scores to OUTPUT_DIR/eval_results.json "
-                    "(written by the chief only).")
+                    "(written by the chief only). Rerun on the same OUTPUT_DIR, an interrupted "
+                    "run resumes at the epoch it was in (OUTPUT_DIR/checkpoints, saved after "
+                    "every epoch) and a finished one is left as it is.")
     io = finetune.add_argument_group("inputs and outputs")
     io.add_argument("--task", choices=task_names(), required=True,
                     help="; ".join(f"{name}: {get_task(name).help}" for name in task_names()))
@@ -35,7 +37,9 @@ def add_parser(subparsers) -> None:
     io.add_argument("--dev_file", help="evaluated after every epoch (omit to keep the last epoch)")
     io.add_argument("--output_dir", required=True,
                     help="best_model/, eval_results.json and predictions go here")
-    io.add_argument("--overwrite", action="store_true", help="replace an earlier run's results")
+    io.add_argument("--overwrite", action="store_true",
+                    help="start afresh, discarding an earlier run in OUTPUT_DIR (finished or "
+                         "interrupted)")
     add_lower_case_flag(io)
     data = finetune.add_argument_group("data")
     data.add_argument("--labels", type=_comma_list,
@@ -43,9 +47,11 @@ def add_parser(subparsers) -> None:
                            "such as the GLUE layout's or the training file's, sorted)")
     data.add_argument("--max_seq_length", dest="seq_length", metavar="MAX_SEQ_LENGTH", type=int,
                       help=f"packed length (default: {_seq_length_defaults()})")
-    data.add_argument("--bucket_lengths", type=int_list,
-                      help="padded lengths for batching by length (default: max_seq_length/4, "
-                           "/2 and max_seq_length)")
+    data.add_argument("--bucket_lengths", type=_bucket_lengths, default="auto",
+                      help="the lengths batches of rows of similar length are padded to: 'auto' "
+                           "(at most 8 multiples of 8, chosen from the training rows' lengths), "
+                           "comma-separated lengths, or 'none' (every batch padded to "
+                           "max_seq_length) (default: %(default)s)")
     for name in task_names():
         try:
             get_task(name).add_arguments(finetune)
@@ -73,6 +79,21 @@ def add_parser(subparsers) -> None:
     run.add_argument("--no_progress", dest="progress", action="store_false",
                      help="one log line per epoch instead of a progress bar")
     finetune.set_defaults(run=run_finetune_command)
+
+
+def _bucket_lengths(text: str) -> list[int] | str | None:
+    """An argparse type: 'auto', 'none' (None) or comma-separated positive lengths."""
+    word = text.strip().lower()
+    if word in ("auto", "none"):
+        return None if word == "none" else "auto"
+    try:
+        lengths = int_list(text)
+    except argparse.ArgumentTypeError:
+        lengths = []
+    if not lengths or min(lengths) <= 0:
+        raise argparse.ArgumentTypeError(
+            f"expected 'auto', 'none' or comma-separated positive lengths, got {text!r}")
+    return lengths
 
 
 def _comma_list(text: str) -> list[str] | None:

@@ -1,7 +1,8 @@
 """The fine-tuning loop for MultiWorkerMirroredStrategy, where Keras 3.15's ``model.fit`` does not
 run (keras-team/keras#20585, #20329): every worker builds the same global batches in tf.data
-(tokenized and bucketed by length there) and keeps its replicas' rows of each, and a
-``tf.function`` runs ``strategy.run`` steps with the model's own loss and optimizer.
+(grouped by length, the batches of epoch e a function of the seed and e) and keeps its replicas'
+rows of each, and a ``tf.function`` runs ``strategy.run`` steps with the model's own loss and
+optimizer.
 
 Every worker therefore runs the same number of steps, each on a slice of the same global batch
 (one bucket length), and an update equals ``model.fit``'s on one device with that global batch,
@@ -146,23 +147,30 @@ def make_train_loop(*args, **kwargs):
 def fit_distributed(model: keras.Model, strategy: tf.distribute.Strategy,
                     dataset: tf.distribute.DistributedDataset, epochs: int,
                     on_epoch_end: Callable[[int, dict], None], steps_per_epoch: int | None = None,
-                    progress: bool = True, steps_per_loop: int = 50) -> None:
-    """Trains ``epochs`` passes over ``dataset``; every worker must call this alike.
+                    progress: bool = True, steps_per_loop: int = 50, initial_epoch: int = 0,
+                    on_epoch_begin: Callable[[int], None] | None = None) -> None:
+    """Trains epochs ``initial_epoch`` to ``epochs - 1``, one pass over ``dataset`` each; every
+    worker must call this alike.
 
     Args:
         model: a compiled task model built under ``strategy.scope()``.
         strategy: its strategy.
         dataset: from ``distribute_global_batches``.
-        epochs: passes over the data.
+        epochs: the epoch to stop before, as ``model.fit``'s.
         on_epoch_end: called after each epoch with the epoch (from 0) and ``{"loss": mean
             training loss over the epoch's examples}``, as a Keras callback is; it must not
             run collective ops unless every worker runs the same ones.
         steps_per_epoch: the expected steps, for the progress bar only.
         progress: show a progress bar (else one log line per epoch).
         steps_per_loop: steps per ``tf.function`` call (fewer host round trips).
+        initial_epoch: the first epoch to run (a resumed run's).
+        on_epoch_begin: called with the epoch before its pass over ``dataset`` starts (e.g.
+            ``EpochCounter.set``, so that the pass reads that epoch's batches).
     """
     train_loop = make_finetune_train_loop(model, strategy)
-    for epoch in range(epochs):
+    for epoch in range(initial_epoch, epochs):
+        if on_epoch_begin is not None:
+            on_epoch_begin(epoch)
         started = time.perf_counter()
         iterator = iter(dataset)
         sums, steps = tf.zeros([2]), 0

@@ -37,7 +37,7 @@ CI_RUNS = {
         "dict(max_difference=max_difference, served_names=served_names, "
         "rest_rows=len(rest_predictions))"),
     "04_question_answering_and_ner.ipynb": (
-        dict(NUM_EXAMPLES=256, QA_SEQ_LENGTH=64, NER_SEQ_LENGTH=24, EPOCHS=3, BATCH_SIZE=16,
+        dict(NUM_EXAMPLES=256, QA_SEQ_LENGTH=64, NER_SEQ_LENGTH=24, EPOCHS=4, BATCH_SIZE=16,
              LEARNING_RATE=3e-4),
         "dict(qa_scores=qa_scores, ner_scores=ner_scores, answers=len(answers), "
         "entities=entities)"),

@@ -76,9 +76,11 @@ def test_bucketed_batches_match_unbucketed_outputs():
     classifier = BertClassifier(tiny_encoder(), 3, preprocessor=preprocessor(32))
     texts = ["good", "the movie was really very good and nice", "bad film", "a meal"]
     padded = classifier.predict(texts, verbose=0)
-    bucketed = classifier.make_dataset(texts, batch_size=4, bucket_lengths=[4, 8, 32])
-    # [CLS] good [SEP], [CLS] bad film [SEP] and [CLS] a meal [SEP] fit 4; the 10-token text 32.
-    assert sorted(tuple(b["input_word_ids"].shape) for b in bucketed) == [(1, 32), (3, 4)]
+    bucketed = classifier.make_dataset(texts, batch_size=2, bucket_lengths=[4, 8, 32])
+    # Ordered by bucket ([CLS] good [SEP]: 3, bad film and a meal: 4, all in bucket 4; the long
+    # text: 10, bucket 32) and cut into batches, each padded to the bucket of its longest row:
+    # [good, bad film] to 4, [a meal, the long text] to 32.
+    assert [tuple(b["input_word_ids"].shape) for b in bucketed] == [(2, 4), (2, 32)]
     # Padding does not change the outputs: each bucket's rows equal the fully padded ones.
     rows = {}
     for batch in bucketed:

@@ -35,8 +35,10 @@ class BertQuestionAnswerer(BertTask):
     Inputs: packed ids; ``fit``/``evaluate`` take SquadExamples (``read_squad``);
     ``predict_answers`` takes SquadExamples or (question, context) pairs.
 
-    Outputs (a dict): ``start_logits`` and ``end_logits``, float32 [batch, seq]. The loss is
-    the mean of the start and end cross-entropies, as in Google's run_squad.py.
+    Outputs (a dict): ``start_logits`` and ``end_logits``, float32 [batch, seq]; padding
+    positions score ``PADDING_LOGIT`` (-10000), so that a window's loss does not depend on how
+    far its batch is padded (``fit`` pads each batch to a bucket length). The loss is the mean
+    of the start and end cross-entropies, as in Google's run_squad.py.
 
     ``from_pretrained(path, seq_length=384, **kwargs)`` builds one on a checkpoint's encoder,
     or loads a saved one (see ``BertTask.from_pretrained``).
@@ -65,7 +67,7 @@ class BertQuestionAnswerer(BertTask):
         # === Functional model ===
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in INPUT_NAMES}
-        start, end = head(encoder(inputs)["sequence_output"])
+        start, end = head(encoder(inputs)["sequence_output"], input_mask=inputs["input_mask"])
         outputs = {"start_logits": start_identity(start), "end_logits": end_identity(end)}
         super().__init__(inputs=inputs, outputs=outputs, encoder=encoder,
                          preprocessor=preprocessor, **kwargs)
