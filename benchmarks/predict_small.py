@@ -20,22 +20,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import statistics
 import sys
 import tempfile
 import time
 
+from int8 import real_sentences  # the same sentence filter (this directory is on sys.path)
+
 SEQ_LENGTH = 128
 THREADS = 2
-
-
-def real_sentences(corpus: str, count: int, seed: int = 0) -> list[str]:
-    """``count`` distinct sentences of 5-25 words from a one-sentence-per-line corpus, shuffled."""
-    with open(corpus, encoding="utf-8") as f:
-        sentences = sorted({line.strip() for line in f if 5 <= len(line.split()) <= 25})
-    random.Random(seed).shuffle(sentences)
-    return sentences[:count]
 
 
 def build_model(task: str):

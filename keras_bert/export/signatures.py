@@ -13,6 +13,7 @@ from typing import Callable
 import tensorflow as tf
 
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
+from keras_bert.models.task import SMALL_CALL_CHUNK_ROWS
 from keras_bert.tokenization.preprocessor import trim_to_longest
 
 IDS_SIGNATURE = "serve_ids"
@@ -118,7 +119,9 @@ def pack(preprocessor, raw: RawText, dynamic_padding: bool = True) -> dict[str, 
     return {**packed, **(raw.features or {})}
 
 
-LENGTH_CHUNK_ROWS = 8  # rows per chunk when a raw-text batch runs sorted by length
+# Rows per chunk when a raw-text batch runs sorted by length: the chunks predict runs a small
+# input in, so that predict and the export compute the same padding.
+LENGTH_CHUNK_ROWS = SMALL_CALL_CHUNK_ROWS
 
 
 def in_length_chunks(outputs_fn, packed: dict[str, tf.Tensor],

@@ -28,8 +28,8 @@ DEFAULT_BATCH_SIZE = 32
 DEFAULT_EPOCHS = 3
 DEFAULT_WARMUP_FRACTION = 0.1
 DEFAULT_WEIGHT_DECAY = 0.01
-# Rows per model call when predict's input fits one batch (export.signatures.LENGTH_CHUNK_ROWS
-# is the same for served requests).
+# Rows per model call when predict's input fits one batch; exported raw-text signatures run
+# served requests in the same chunks (export.signatures.LENGTH_CHUNK_ROWS).
 SMALL_CALL_CHUNK_ROWS = 8
 
 
