@@ -13,7 +13,7 @@ from typing import Callable
 import tensorflow as tf
 
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
-from keras_bert.models.task import SMALL_CALL_CHUNK_ROWS
+from keras_bert.models.task import CHUNK_PAD_MULTIPLE, SMALL_CALL_CHUNK_ROWS
 from keras_bert.tokenization.preprocessor import trim_to_longest
 
 IDS_SIGNATURE = "serve_ids"
@@ -127,7 +127,8 @@ LENGTH_CHUNK_ROWS = SMALL_CALL_CHUNK_ROWS
 def in_length_chunks(outputs_fn, packed: dict[str, tf.Tensor],
                      chunk_rows: int = LENGTH_CHUNK_ROWS) -> dict[str, tf.Tensor]:
     """``outputs_fn(packed)`` for a batch, computed on its rows sorted by length in chunks of
-    ``chunk_rows``, each padded only to its own longest row; results in the batch's order.
+    ``chunk_rows``, each padded only to its own longest row (``CHUNK_PAD_MULTIPLE``); results in
+    the batch's order.
 
     A served batch gathers requests of any length, and padding all of them to the longest costs
     what that one costs per row. Run sorted in chunks, a batch of short and long texts costs
@@ -148,8 +149,8 @@ def in_length_chunks(outputs_fn, packed: dict[str, tf.Tensor],
     def chunk_outputs(index):
         start = index * chunk_rows
         chunk = {name: value[start:start + chunk_rows] for name, value in ordered.items()}
-        outputs = outputs_fn({**chunk, **trim_to_longest({name: chunk[name]
-                                                          for name in INPUT_NAMES})})
+        ids = trim_to_longest({name: chunk[name] for name in INPUT_NAMES}, CHUNK_PAD_MULTIPLE)
+        outputs = outputs_fn({**chunk, **ids})
         padded = {}
         for name, value in outputs.items():
             if value.shape.rank >= 2 and value.shape[1] is None:  # a sequence axis

@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_bert.layers.activations import get_activation, get_training_activation
 from keras_bert.layers.dropout import BertDropout
-from keras_bert.layers.int8 import apply_dense
+from keras_bert.layers.int8 import apply_dense, apply_dense_together
 from keras_bert.layers.layer_normalization import BertLayerNormalization
 from keras_bert.layers.renamed_args import take_renamed
 from keras_bert.layers.shapes import MASK_BIAS, SEQUENCE, check_rank
@@ -77,9 +77,10 @@ class BertSelfAttention(keras.layers.Layer):
         batch, seq = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
         flat = ops.reshape(hidden_states, (-1, self.hidden_size))             # [B*S, H]
         # After quantize("int8"), apply_dense runs the int8 projections on oneDNN's int8 matmul.
-        query = self._split_heads(apply_dense(self.query, flat, training), batch, seq)
-        key = self._split_heads(apply_dense(self.key, flat, training), batch, seq)  # [B, N, S, D]
-        value = self._split_heads(apply_dense(self.value, flat, training), batch, seq)
+        # After quantize("int8"), the three run as one int8 matmul (apply_dense_together).
+        query, key, value = (self._split_heads(projected, batch, seq)         # [B, N, S, D]
+                             for projected in apply_dense_together(
+                                 (self.query, self.key, self.value), flat, training))
 
         dtype = self.compute_dtype
         query = query * ops.cast(1.0 / (self.head_size ** 0.5), dtype)

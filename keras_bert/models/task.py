@@ -18,7 +18,6 @@ import tensorflow as tf
 from keras_bert.models.encoder import quantization_filters
 from keras_bert.models.task_pipeline import (INPUT_NAMES, PACK_BATCH_SIZE, EpochCounter,
                                              SetDataEpoch, is_packed, make_task_dataset)
-from keras_bert.tokenization.preprocessor import PAD_MULTIPLE
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +30,10 @@ DEFAULT_WEIGHT_DECAY = 0.01
 # Rows per model call when predict's input fits one batch; exported raw-text signatures run
 # served requests in the same chunks (export.signatures.LENGTH_CHUNK_ROWS).
 SMALL_CALL_CHUNK_ROWS = 8
+# A chunk of rows sorted by length is padded to its longest row exactly (a multiple of this):
+# its rows are 8 (M stays a multiple of 8 for the matmuls), and rounding the length up to 8
+# cost BERT-base's int8 export 8% of its time on short texts (benchmarks/README.md).
+CHUNK_PAD_MULTIPLE = 1
 
 
 class BertTask(keras.Model):
@@ -414,8 +417,8 @@ class BertTask(keras.Model):
         results = []
         for start in range(0, rows, step):
             index = order[start:start + step]
-            length = min(max(-(-int(lengths[index].max()) // PAD_MULTIPLE) * PAD_MULTIPLE,
-                             PAD_MULTIPLE), full_length)
+            length = min(max(-(-int(lengths[index].max()) // CHUNK_PAD_MULTIPLE)
+                             * CHUNK_PAD_MULTIPLE, CHUNK_PAD_MULTIPLE), full_length)
             batch = {name: value[index][..., :length] if name in INPUT_NAMES else value[index]
                      for name, value in packed.items()}  # features have no sequence axis
             results.append(keras.tree.map_structure(np.asarray, self.predict_on_batch(batch)))
