@@ -144,7 +144,9 @@ def test_token_classifier_gives_per_token_labels(preprocessor, tmp_path):
     assert served == -(-length // 8) * 8 < SEQ_LENGTH
     np.testing.assert_array_equal(out["input_mask"], ids["input_mask"][:, :served])
     expected = np.asarray(model(ids))
-    np.testing.assert_allclose(out["probabilities"], expected[:, :served], atol=ATOL)
+    # The text's positions; padding positions carry no label (the model's values there depend on
+    # how far a chunk was padded, and positions past the chunk are 0).
+    np.testing.assert_allclose(out["probabilities"][:, :length], expected[:, :length], atol=ATOL)
     tokens = [t.decode() for t in out["tokens"].numpy()[0]]
     assert tokens[0] == "[CLS]" and tokens[length - 1] == "[SEP]" and tokens[length] == ""
     assert tokens[1:length - 1] == model.tokenizer.tokenize(text)

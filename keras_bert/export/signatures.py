@@ -125,7 +125,8 @@ LENGTH_CHUNK_ROWS = SMALL_CALL_CHUNK_ROWS
 
 
 def in_length_chunks(outputs_fn, packed: dict[str, tf.Tensor],
-                     chunk_rows: int = LENGTH_CHUNK_ROWS) -> dict[str, tf.Tensor]:
+                     chunk_rows: int = LENGTH_CHUNK_ROWS,
+                     fill: dict[str, float] | None = None) -> dict[str, tf.Tensor]:
     """``outputs_fn(packed)`` for a batch, computed on its rows sorted by length in chunks of
     ``chunk_rows``, each padded only to its own longest row (``CHUNK_PAD_MULTIPLE``); results in
     the batch's order.
@@ -133,13 +134,15 @@ def in_length_chunks(outputs_fn, packed: dict[str, tf.Tensor],
     A served batch gathers requests of any length, and padding all of them to the longest costs
     what that one costs per row. Run sorted in chunks, a batch of short and long texts costs
     about what the texts cost. Outputs with a sequence axis (axis 1 of unknown size) are padded
-    with zeros ("" / False) to the batch's packed length, so they match a single call.
+    to the batch's packed length with ``fill``'s value for them, else zeros ("" / False), as
+    ``predict`` pads them (``BertTask.sequence_padding``).
 
     Args:
         outputs_fn: packed ids {name: int32 [rows, length]} -> {output: [rows, ...]}.
         packed: the batch's packed ids, [batch, length] each (and any features, [batch]
             each, which go with their rows).
         chunk_rows: rows per chunk.
+        fill: {output name: the value of its padded positions}.
     """
     mask = packed["input_mask"]
     rows, length = tf.shape(mask)[0], tf.shape(mask)[1]
@@ -155,7 +158,8 @@ def in_length_chunks(outputs_fn, packed: dict[str, tf.Tensor],
         for name, value in outputs.items():
             if value.shape.rank >= 2 and value.shape[1] is None:  # a sequence axis
                 tail = [[0, 0]] * (value.shape.rank - 2)
-                value = tf.pad(value, [[0, 0], [0, length - tf.shape(value)[1]]] + tail)
+                value = tf.pad(value, [[0, 0], [0, length - tf.shape(value)[1]]] + tail,
+                               constant_values=(fill or {}).get(name, 0))
             padded[name] = value
         return padded
 
@@ -205,7 +209,8 @@ def build_signatures(model, preprocessor, text_pair: bool | None = None,
         packed = pack(preprocessor, raw, dynamic_padding)
         if not dynamic_padding:
             return task.outputs(model, preprocessor, packed, raw)
-        return in_length_chunks(lambda ids: task.outputs(model, preprocessor, ids, raw), packed)
+        return in_length_chunks(lambda ids: task.outputs(model, preprocessor, ids, raw), packed,
+                                fill=getattr(model, "sequence_padding", None))
 
     if task.text_signature is not None:
         serving_default = task.text_signature(model, preprocessor, dynamic_padding)

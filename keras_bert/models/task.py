@@ -59,6 +59,10 @@ class BertTask(keras.Model):
     # The constructor arguments that from_pretrained also takes by position, after the path and
     # before seq_length: the settings of a new head, e.g. ("num_classes",).
     head_arguments: tuple[str, ...] = ()
+    # What an output with a sequence axis holds at positions past the rows it was computed for,
+    # when predict (and an export's serving_default) pads a chunk's outputs back to the input's
+    # length; outputs not named here get 0. A head that scores padding (SpanHead) names its score.
+    sequence_padding: dict[str, float] = {}
     default_seq_length = 128  # the preprocessor's length when from_pretrained is given none
 
     def __init__(self, *, inputs, outputs, encoder, preprocessor=None, **kwargs):
@@ -424,12 +428,15 @@ class BertTask(keras.Model):
             results.append(keras.tree.map_structure(np.asarray, self.predict_on_batch(batch)))
             progress.add(len(index))
         restore = np.argsort(order, kind="stable")
-        specs = keras.tree.flatten(self.output)  # a None past the batch axis: a sequence axis
+        # A None past the batch axis is a sequence axis; an output's path ends in its name.
+        specs = keras.tree.flatten_with_path(self.output)
         parts = zip(*(keras.tree.flatten(result) for result in results))
         joined = []
-        for spec, pieces in zip(specs, parts):
+        for (path, spec), pieces in zip(specs, parts):
+            fill = self.sequence_padding.get(path[-1] if path else None, 0)
             padded = [np.pad(piece, [(0, full_length - piece.shape[a]) if a and size is None
-                                     else (0, 0) for a, size in enumerate(spec.shape)])
+                                     else (0, 0) for a, size in enumerate(spec.shape)],
+                             constant_values=fill)
                       for piece in pieces]
             joined.append(np.concatenate(padded)[restore])
         return keras.tree.pack_sequence_as(self.output, joined)

@@ -77,3 +77,30 @@ def test_eager_calls_keep_each_layers_own_kernel():
              for layer in (first, second)]
     np.testing.assert_allclose(eager, graph, atol=1e-6)
     assert np.abs(eager[0] - eager[1]).max() > 0.1
+
+
+def test_apply_dense_together_gives_each_layers_own_numbers_in_one_matmul():
+    # Query, key and value run as one int8 matmul on their kernels side by side: one
+    # _QuantizedMatMul in the graph, and each output is what apply_dense gives its layer alone.
+    denses = [quantized_dense(24, 32, seed=seed)[0] for seed in (10, 11, 12)]
+    x = np.random.default_rng(13).standard_normal((3, 5, 32)).astype(np.float32)
+    alone = [np.asarray(int8.apply_dense(dense, x)) for dense in denses]
+    together = tf.function(lambda x: int8.apply_dense_together(denses, x), autograph=False)
+    for got, want in zip(together(x), alone):
+        assert got.shape == (3, 5, 24)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=0, atol=1e-5)
+    graph = together.get_concrete_function(tf.TensorSpec([None, None, 32])).graph
+    assert [op.type for op in graph.get_operations()].count(int8.tf_internals.INT8_MATMUL_OP) == 1
+
+
+def test_apply_dense_together_runs_each_layer_alone_unless_all_are_int8():
+    denses = [quantized_dense(8, 16, seed=seed)[0] for seed in (20, 21)]
+    float_dense = keras.layers.Dense(8)
+    float_dense.build((None, 16))
+    x = np.random.default_rng(22).standard_normal((4, 16)).astype(np.float32)
+    mixed = int8.apply_dense_together([*denses, float_dense], x)
+    np.testing.assert_allclose(np.asarray(mixed[2]), np.asarray(float_dense(x)), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(mixed[0]), np.asarray(int8.apply_dense(denses[0], x)),
+                               atol=1e-6)
+    trained = int8.apply_dense_together(denses, x, training=True)  # Keras' own int8 call
+    np.testing.assert_allclose(np.asarray(trained[1]), np.asarray(denses[1](x)), atol=1e-6)

@@ -9,7 +9,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert import BertClassifier, BertEmbedder, BertMultipleChoice, BertPreprocessor
+from keras_bert import (BertClassifier, BertEmbedder, BertMultipleChoice, BertPreprocessor,
+                        BertQuestionAnswerer)
 from tests.tasks.tiny_checkpoint import VOCAB, WORDS, tiny_encoder
 
 SEQ_LENGTH = 32
@@ -64,6 +65,22 @@ def test_embedder_sequence_outputs_match_the_padded_pipeline(count):
     assert outputs["token_features"].shape == (count, SEQ_LENGTH, 128)
     mask = preprocessor()(np.array(texts))["input_mask"].numpy()
     assert_same_outputs(outputs, padded_predict(embedder, texts), mask)
+
+
+@pytest.mark.parametrize("count", [2, 40])
+def test_span_logits_score_padding_as_the_head_does_past_each_chunk(count):
+    # SpanHead scores padding PADDING_LOGIT; predict pads a chunk's logits back to seq_length
+    # with the same score (BertTask.sequence_padding), not 0, which could outscore the text.
+    qa = BertQuestionAnswerer(tiny_encoder(), preprocessor=preprocessor())
+    short = [" ".join(text.split()[:6]) for text in sentences(2 * count, seed=4)]
+    ids = preprocessor()([np.array(short[:count]), np.array(short[count:])])
+    ids = {name: value.numpy() for name, value in ids.items()}
+    assert ids["input_mask"].sum(1).max() < SEQ_LENGTH - 8  # chunks shorter than seq_length
+    outputs = qa.predict(ids, verbose=0)
+    expected = qa(ids)  # every row padded to seq_length in one call
+    for name in ("start_logits", "end_logits"):
+        np.testing.assert_allclose(outputs[name], np.asarray(expected[name]), atol=1e-4)
+        assert (outputs[name][ids["input_mask"] == 0] == -10000.0).all()
 
 
 @pytest.mark.parametrize("count", [1, 2, 32, 100])

@@ -11,7 +11,7 @@ import keras
 from keras_bert.tasks.squad.reader import SquadExample
 from keras_bert.tasks.squad.answers import postprocess_squad
 from keras_bert.tasks.squad.features import make_squad_features, stack_features
-from keras_bert.layers.task_heads import SpanHead
+from keras_bert.layers.task_heads import PADDING_LOGIT, SpanHead
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
 from keras_bert.models.task import BertTask
 
@@ -56,6 +56,7 @@ class BertQuestionAnswerer(BertTask):
     """
 
     default_seq_length = 384  # from_pretrained's, as Google's run_squad.py
+    sequence_padding = {"start_logits": PADDING_LOGIT, "end_logits": PADDING_LOGIT}
 
     def __init__(self, encoder: BertEncoder, preprocessor=None, doc_stride: int = 128,
                  max_query_length: int = 64, **kwargs):
