@@ -45,7 +45,8 @@ def add_parser(subparsers) -> None:
                              "with AVX512_BF16/AMX); default: float32")
     export.add_argument("--quantize", choices=("int8",),
                         help="int8 weights and matmuls in the encoder, a third of the size or "
-                             "less (x86-64 CPUs: oneDNN's int8 kernel); default: float32")
+                             "less (x86-64 CPUs: oneDNN's int8 kernel; with --tf_hub, an int8 "
+                             "encoder without mlm); default: float32")
     export.set_defaults(run=run_export)
 
     predict = subparsers.add_parser(
@@ -89,6 +90,11 @@ def run_export(args: argparse.Namespace) -> int:
     if isinstance(model, BertPretrainer) and not args.tf_hub:
         logger.info("%s has pretraining heads; exporting its encoder", args.checkpoint)
         model = model.encoder
+    elif isinstance(model, BertPretrainer) and args.quantize:
+        logger.info("%s has pretraining heads; an int8 TF Hub encoder has no mlm (the head "
+                    "reads the int8 word embeddings), so exporting its encoder",
+                    args.checkpoint)
+        model = model.encoder
     vocab = args.vocab
     lower_case = args.do_lower_case
     if vocab is None and getattr(model, "preprocessor", None) is None:
@@ -102,7 +108,8 @@ def run_export(args: argparse.Namespace) -> int:
         from keras_bert.export.tf_hub import export_tf_hub
         encoder_dir, preprocess_dir = export_tf_hub(model, None, args.export_base,
                                                     vocab_file=vocab, lower_case=lower_case,
-                                                    seq_length=args.seq_length)
+                                                    seq_length=args.seq_length,
+                                                    quantize=args.quantize)
         print(f"exported a TF Hub encoder to {encoder_dir} and its preprocessing to "
               f"{preprocess_dir}")
         return 0
@@ -118,7 +125,7 @@ def _check_tf_hub_flags(args: argparse.Namespace) -> None:
     """--tf_hub writes a new directory of two SavedModels: refuses the TF Serving-only flags,
     and an existing EXPORT_BASE, before the checkpoint loads."""
     serving_only = [f"--{name}" for name in ("model_name", "version", "text_pair",
-                                             "mixed_precision", "quantize")
+                                             "mixed_precision")
                     if getattr(args, name) is not None]
     if serving_only:
         raise ValueError(f"{', '.join(serving_only)} do not apply to --tf_hub, which writes "

@@ -5,7 +5,14 @@ then work on them as on https://tfhub.dev/tensorflow/bert_en_uncased_preprocess 
 encoders, without keras_bert: the API of tensorflow.org/hub/common_saved_model_apis/text
 (Transformer encoders), including the optional parts Google's exporter
 (official/nlp/tools/export_tfhub_lib.py) writes: ``encoder.mlm``,
-``tokenize.get_special_tokens_dict`` and ``tokenize_with_offsets``."""
+``tokenize.get_special_tokens_dict`` and ``tokenize_with_offsets``.
+
+An encoder quantized with ``quantize("int8")`` (or exported with ``quantize="int8"``) gives an
+int8 TF Hub encoder: its calls without training run on oneDNN's int8 matmul, as the Keras model
+and ``export_model``'s int8 exports do (``export/int8.py``), and ``training=True`` runs Keras'
+int8 call, so ``hub.KerasLayer(trainable=True)`` fine-tunes what the Keras model would: the
+float32 weights (biases, LayerNorm, position and segment tables, pooler), not the int8 ones.
+"""
 
 from __future__ import annotations
 
@@ -16,9 +23,10 @@ import tempfile
 import tensorflow as tf
 
 from keras_bert import fileio
-from keras_bert.export import ops, signatures
+from keras_bert.export import int8, ops, signatures
 from keras_bert.export.saved_model import ExportModule, resolve_preprocessor
 from keras_bert.fileio import atomic_output_dir, join
+from keras_bert.layers.int8 import is_int8
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
 from keras_bert.models.pretrainer import BertPretrainer
 from keras_bert.tokenization import vocab as vocab_lib
@@ -177,7 +185,8 @@ class EncoderModule(ExportModule):
 
 def export_tf_hub(model, preprocessor, export_dir: str | os.PathLike, *,
                   vocab_file: str | None = None, lower_case: bool | None = None,
-                  seq_length: int | None = None) -> tuple[str, str]:
+                  seq_length: int | None = None,
+                  quantize: str | None = None) -> tuple[str, str]:
     """Writes ``<export_dir>/encoder`` and ``<export_dir>/preprocess`` and returns their paths.
 
     The encoder SavedModel: ``__call__(inputs, training=False)`` on TF Hub's int32 inputs ->
@@ -196,11 +205,20 @@ def export_tf_hub(model, preprocessor, export_dir: str | os.PathLike, *,
         export_dir: a directory that does not exist yet (local or ``gs://``).
         seq_length: the preprocessing model's default packed length (default: the
             preprocessor's, else 128).
+        quantize: ``"int8"`` exports an int8 encoder (a quantized copy of a float32 one; see
+            ``export.int8``), for CPUs whose TensorFlow runs oneDNN's int8 kernel (checked
+            first). None (default): float32, unless ``model.quantize("int8")`` has run: such a
+            model exports as an int8 encoder either way. Its SavedModel then holds one op
+            outside ``tf.raw_ops``, oneDNN's ``_QuantizedMatMul``, which TensorFlow's x86-64
+            CPU builds run.
 
     Raises:
         FileExistsError: ``export_dir`` exists (nothing is written then, and nothing is left
             behind if the export fails).
         TypeError: ``model`` is none of the above.
+        ValueError: an int8 BertPretrainer (its masked-LM head reads the word-embedding table,
+            which int8 stores as integers), or ``quantize`` is not ``"int8"`` or None.
+        Int8KernelMissing: an int8 export on a TensorFlow without oneDNN's int8 kernel.
     """
     export_dir = os.fspath(export_dir)
     exported = model if isinstance(model, (BertEncoder, BertPretrainer)) else getattr(
@@ -208,6 +226,17 @@ def export_tf_hub(model, preprocessor, export_dir: str | os.PathLike, *,
     if not isinstance(exported, (BertEncoder, BertPretrainer)):
         raise TypeError(f"export_tf_hub exports a BertEncoder, a BertPretrainer or a task "
                         f"model's encoder, got {type(model).__name__}")
+    if quantize not in (None, "int8"):
+        raise ValueError(f'quantize must be "int8" or None, got {quantize!r}')
+    quantized = quantize == "int8" or is_int8(model)
+    if quantized and isinstance(exported, BertPretrainer):
+        raise ValueError(
+            "an int8 BertPretrainer cannot be exported with encoder.mlm: its masked-LM head "
+            "reads the word-embedding table, which int8 stores as integers. Export "
+            "pretrainer.encoder for an int8 TF Hub encoder without mlm, or the float32 "
+            "pretrainer for one with mlm.")
+    if quantized:
+        int8.check_int8_kernel()
     if exported is not model:
         logger.info("exporting the encoder of %s; TF Hub's API has no task head",
                     type(model).__name__)
@@ -215,6 +244,8 @@ def export_tf_hub(model, preprocessor, export_dir: str | os.PathLike, *,
     model = exported
     if fileio.exists(export_dir):
         raise FileExistsError(f"{export_dir!r} exists; export the TF Hub pair to a new directory")
+    if quantize and not is_int8(model):
+        model = int8.quantized_copy(model)
     encoder = model.encoder if isinstance(model, BertPretrainer) else model
     encoder_dir, preprocess_dir = join(export_dir, ENCODER_DIR), join(export_dir, PREPROCESS_DIR)
     with tempfile.TemporaryDirectory(prefix="keras_bert_hub-") as scratch:
@@ -233,14 +264,17 @@ def export_tf_hub(model, preprocessor, export_dir: str | os.PathLike, *,
             encoder_out = os.path.join(out, ENCODER_DIR)
             tf.saved_model.save(module, encoder_out,
                                 signatures={"serving_default": serving_default})
+            # Core ops only (no tensorflow-text), and for int8 oneDNN's int8 matmul.
+            allowed = ops.ONEDNN_INT8_OPS if quantized else frozenset()
             text_ops = sorted(op for op in ops.saved_model_op_types(encoder_out)
-                              if not ops.is_core_op(op))
+                              if not (ops.is_core_op(op) or op in allowed))
             if text_ops:
                 raise ValueError(f"the encoder SavedModel would need non-core ops {text_ops}")
             preprocess_out = os.path.join(out, PREPROCESS_DIR)
             tf.saved_model.save(PreprocessModule(preprocessor, vocab_path), preprocess_out)
             ops.check_ops(preprocess_out)
-    logger.info("exported a TF Hub encoder%s to %s and its preprocessing to %s",
+    logger.info("exported a TF Hub encoder%s%s to %s and its preprocessing to %s",
+                " (int8)" if quantized else "",
                 " with mlm" if isinstance(model, BertPretrainer) else "", encoder_dir,
                 preprocess_dir)
     return encoder_dir, preprocess_dir

@@ -24,6 +24,7 @@ from keras_bert.checkpoints.names import encoder_weight_names, pretraining_head_
 from keras_bert.config import BertConfig
 from keras_bert import fileio
 from keras_bert.fileio import atomic_output_dir, join, local_copy
+from keras_bert.layers.int8 import is_int8
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.models.pretrainer import BertPretrainer
 
@@ -94,10 +95,20 @@ def load_model(path: fileio.PathLike, fmt: str | None = None, **kwargs):
 
 # ---------------------------------------------------------------------------------- saving
 def model_values(model, fmt: str) -> dict[str, np.ndarray]:
-    """{name: float32 array} of a BertEncoder or BertPretrainer in 'google' or 'hf' naming."""
+    """{name: float32 array} of a BertEncoder or BertPretrainer in 'google' or 'hf' naming.
+
+    Raises:
+        ValueError: the model is quantized to int8 (those formats hold float32 weights only).
+    """
     encoder = model.encoder if isinstance(model, BertPretrainer) else model
     if not isinstance(encoder, BertEncoder):
         raise TypeError(f"expected a BertEncoder or BertPretrainer, got {type(model).__name__}")
+    if is_int8(model):
+        raise ValueError(
+            f"{type(model).__name__} is quantized to int8, and {fmt!r} checkpoints hold float32 "
+            "weights: its int8 kernels would be written as if they were float32. Save it as a "
+            "'keras' checkpoint or a preset (save_to_preset), which keep int8, or save the "
+            "float32 model before quantize(\"int8\").")
     weights = encoder_weight_names(encoder)
     heads = pretraining_head_weight_names(model) if isinstance(model, BertPretrainer) else []
     if fmt == "google":
@@ -148,7 +159,11 @@ def save_preset(model, directory: str, vocab_file: str | None = None,
     """Saves any keras-bert model (encoder, pretrainer or task model) as a preset directory:
     ``model.keras``, ``bert_config.json``, ``vocab.txt`` (``vocab_file``, else the model's
     preprocessor's vocabulary) and ``tokenizer_config.json`` (its casing). ``from_pretrained``,
-    ``from_preset``, ``keras-bert export`` and ``load_model`` read it back whole.
+    ``from_preset``, ``keras-bert export`` and ``load_model`` read it back whole. An encoder
+    or task model after ``quantize("int8")`` round-trips quantized: ``model.keras`` holds
+    Keras' int8 weights and the policies that rebuild them, so the loaded model runs the int8
+    path and exports as int8 (``bert_config.json`` describes the architecture, as for any
+    preset).
 
     Returns ``directory``, which appears only when complete.
     """

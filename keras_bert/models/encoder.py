@@ -109,6 +109,9 @@ class BertEncoder(keras.Model):
         if dtype is not None:
             # Functional models do not keep the policy they were given; the layers have it.
             self.dtype_policy = keras.dtype_policies.get(dtype)
+        if isinstance(self.dtype_policy, keras.dtype_policies.DTypePolicyMap):
+            # A quantized encoder's config: each layer keeps its own policy, so it saves again.
+            keras_internals.resolve_policy_maps(self)
 
         # === Config ===
         self.bert_config = config

@@ -14,7 +14,9 @@ Nor for what the int8 path of quantized models (``layers/int8.py``) needs:
 - the int8 kernel and per-column scales that ``Dense.quantize("int8")`` leaves, and whether
   Keras quantizes that layer's inputs per row as the int8 path does: ``int8_dense_weights``;
 - every layer of a model, nested ones included, as ``Model.quantize`` visits them:
-  ``sublayers``.
+  ``sublayers``;
+- each layer's own policy where a model was rebuilt from a ``DTypePolicyMap`` (how a quantized
+  encoder's config brings its int8 layers back): ``resolve_policy_maps``.
 
 Everything private is read here and nowhere else; tests/training/test_keras_internals.py runs
 each against the installed Keras (names present, called by ``apply``, slots equal to the
@@ -34,6 +36,9 @@ READS = ("_momentums", "_velocities", "_get_variable_index", "_var_key", "_use_w
 # What Dense.quantize("int8") adds to a Dense (Dense._int8_build), and the layer walk
 # Model.quantize uses: read by int8_dense_weights and sublayers.
 INT8_READS = ("kernel_scale", "inputs_quantizer", "_flatten_layers")
+# Where a layer keeps its dtype policy (what Layer.dtype_policy returns): resolve_policy_maps
+# writes it.
+POLICY_ATTRIBUTE = "_dtype_policy"
 # The activation quantizer that int8_dense_weights accepts: Keras' default for int8 Dense,
 # one symmetric scale per row, 127 / max |row|.
 INT8_ROW_RANGE = (-127, 127)
@@ -78,6 +83,21 @@ def int8_dense_weights(dense: keras.layers.Layer) -> tuple | None:
 def sublayers(layer: keras.layers.Layer) -> list:
     """Every layer inside ``layer``, nested ones included, ``layer`` itself not."""
     return list(layer._flatten_layers(include_self=False, recursive=True))
+
+
+def resolve_policy_maps(model: keras.layers.Layer) -> None:
+    """Gives every layer inside ``model`` that holds a ``DTypePolicyMap`` its own entry of it.
+
+    A layer constructed with ``dtype=`` a DTypePolicyMap keeps the whole map and looks its own
+    policy up by path for ``quantization_mode`` and ``compute_dtype``; but Keras' int8 Dense and
+    Embedding read ``dtype_policy.quantization_mode`` when they save (the map's default, float32),
+    so a loaded int8 model failed to save again ("Invalid dtype: object"). Each layer then holds
+    the policy Keras already looked up for it; nothing it computes changes.
+    """
+    for layer in sublayers(model):
+        policy = getattr(layer, POLICY_ATTRIBUTE)
+        if isinstance(policy, keras.dtype_policies.DTypePolicyMap) and layer.path:
+            setattr(layer, POLICY_ATTRIBUTE, policy[layer.path])
 
 
 class OptimizerHooks:

@@ -156,3 +156,23 @@ def test_sublayers_are_the_layers_model_quantize_visits():
     assert inner in found and set(inner.layers) <= set(found) and model not in found
     denses = [layer for layer in found if isinstance(layer, keras.layers.Dense)]
     assert sorted(layer.units for layer in denses) == [1, 2, 3]
+
+
+def test_resolve_policy_maps_gives_each_layer_its_entry_and_int8_layers_save(tmp_path):
+    policy_map = keras.dtype_policies.DTypePolicyMap()
+    policy_map["quantized"] = keras.dtype_policies.get("int8_from_float32")
+    inputs = keras.Input((4,))
+    layers = [keras.layers.Dense(3, name=name, dtype=policy_map)
+              for name in ("quantized", "float")]
+    model = keras.Model(inputs, [layer(inputs) for layer in layers])
+    assert all(hasattr(layer, keras_internals.POLICY_ATTRIBUTE) for layer in layers)
+    assert [layer.quantization_mode for layer in layers] == ["int8", None]
+    keras_internals.resolve_policy_maps(model)
+    assert [layer.dtype_policy.name for layer in layers] == ["int8_from_float32", "float32"]
+    assert [layer.quantization_mode for layer in layers] == ["int8", None]
+    x = np.random.default_rng(0).standard_normal((2, 4)).astype("float32")
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert loaded.get_layer("quantized").kernel.dtype == "int8"
+    for got, expected in zip(loaded(x), model(x)):
+        np.testing.assert_allclose(got, expected, atol=1e-6)

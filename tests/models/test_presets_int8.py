@@ -1,0 +1,103 @@
+"""Presets of quantized models: an encoder or task model after ``quantize("int8")`` saves as a
+preset (the same files as a float32 one) and loads back quantized through ``from_preset``,
+``from_pretrained``, ``load_model`` and ``keras-bert export --tf_hub``, on the int8 path with
+the same outputs; Google and Hugging Face checkpoints, which hold float32 weights, refuse it
+before writing anything."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert import BertClassifier, BertEncoder, BertPreprocessor
+from keras_bert.cli import main
+from keras_bert.export import saved_model_op_types
+from keras_bert.layers.int8 import is_int8
+from keras_bert.models.checkpoint_io import convert, load_model, save_checkpoint
+
+TEXTS = np.array(["a fine day", "rain again, and more rain tomorrow"], object)
+
+
+def tiny():
+    return BertEncoder(vocab_size=30522, hidden_size=64, num_hidden_layers=2,
+                       num_attention_heads=2, intermediate_size=128, max_position_embeddings=32)
+
+
+def int8_matmuls(encoder, inputs) -> int:
+    """How many of oneDNN's int8 matmuls the encoder's inference graph runs."""
+    graph = tf.function(lambda x: encoder(x, training=False)).get_concrete_function(inputs).graph
+    return sum(op.type == "_QuantizedMatMul" for op in graph.get_operations())
+
+
+@pytest.fixture(scope="module")
+def vocab(minilm_dir):
+    return os.path.join(minilm_dir, "vocab.txt")
+
+
+def test_a_quantized_encoder_preset_loads_back_quantized_with_the_same_outputs(vocab, tmp_path):
+    encoder = tiny()
+    encoder.save_to_preset(str(tmp_path / "float"), vocab_file=vocab)
+    encoder.quantize("int8")
+    encoder.save_to_preset(str(tmp_path / "int8"), vocab_file=vocab)
+    assert sorted(os.listdir(tmp_path / "int8")) == sorted(os.listdir(tmp_path / "float"))
+    for name in ("bert_config.json", "tokenizer_config.json", "vocab.txt"):
+        assert ((tmp_path / "int8" / name).read_bytes()
+                == (tmp_path / "float" / name).read_bytes()), name
+    inputs = encoder.dummy_inputs(2, 8)
+    expected = np.asarray(encoder(inputs)["sequence_output"])
+    matmuls = int8_matmuls(encoder, inputs)
+    assert matmuls >= 2 * 4  # per block: Q, K and V (maybe as one), and three more
+    path = str(tmp_path / "int8")
+    for loaded in (BertEncoder.from_preset(path), BertEncoder.from_pretrained(path),
+                   load_model(path)):
+        assert isinstance(loaded, BertEncoder) and is_int8(loaded)
+        assert int8_matmuls(loaded, inputs) == matmuls
+        np.testing.assert_allclose(loaded(inputs)["sequence_output"], expected, atol=1e-6)
+    assert not is_int8(BertEncoder.from_preset(str(tmp_path / "float")))
+    # A loaded int8 preset saves again, still int8.
+    again = load_model(path).save_to_preset(str(tmp_path / "again"), vocab_file=vocab)
+    np.testing.assert_allclose(load_model(again)(inputs)["sequence_output"], expected, atol=1e-6)
+    assert is_int8(load_model(again))
+
+
+@pytest.mark.slow
+def test_a_quantized_task_preset_predicts_as_before_and_exports_an_int8_hub_encoder(vocab,
+                                                                                    tmp_path,
+                                                                                    capsys):
+    classifier = BertClassifier(tiny(), 3, preprocessor=BertPreprocessor(vocab, seq_length=16),
+                                label_names=["a", "b", "c"])
+    classifier.quantize("int8")
+    expected = classifier.predict(TEXTS, verbose=0)
+    path = classifier.save_to_preset(str(tmp_path / "classifier"))
+    for loaded in (BertClassifier.from_pretrained(path), load_model(path)):
+        assert is_int8(loaded) and loaded.label_names == ["a", "b", "c"]
+        np.testing.assert_allclose(loaded.predict(TEXTS, verbose=0), expected, atol=1e-6)
+    encoder = BertEncoder.from_pretrained(path)
+    assert is_int8(encoder)
+    packed = classifier.preprocessor(tf.constant(TEXTS))
+    assert int8_matmuls(encoder, packed) == int8_matmuls(classifier.encoder, packed) >= 2 * 4
+
+    out = str(tmp_path / "hub")
+    assert main(["export", path, out, "--tf_hub"]) == 0
+    assert f"exported a TF Hub encoder to {out}/encoder" in capsys.readouterr().out
+    assert "_QuantizedMatMul" in saved_model_op_types(f"{out}/encoder")
+    hub_encoder = tf.saved_model.load(f"{out}/encoder")
+    np.testing.assert_allclose(hub_encoder(packed)["pooled_output"],
+                               classifier.encoder(packed, training=False)["pooled_output"],
+                               atol=1e-5)
+
+
+def test_google_and_hugging_face_checkpoints_refuse_an_int8_model(vocab, tmp_path):
+    encoder = tiny()
+    encoder.quantize("int8")
+    for fmt in ("google", "hf"):
+        with pytest.raises(ValueError, match=f"quantized to int8, and '{fmt}' checkpoints hold "
+                                             "float32 weights.*save_to_preset"):
+            save_checkpoint(encoder, str(tmp_path / fmt), fmt, vocab_file=vocab)
+    preset = encoder.save_to_preset(str(tmp_path / "preset"), vocab_file=vocab)
+    with pytest.raises(ValueError, match="quantized to int8"):
+        convert(preset, str(tmp_path / "converted"), "hf")
+    assert sorted(os.listdir(tmp_path)) == ["preset"]
+    convert(preset, str(tmp_path / "copy"), "keras")  # keras keeps int8
+    assert is_int8(load_model(str(tmp_path / "copy")))
