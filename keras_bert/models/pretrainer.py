@@ -88,6 +88,15 @@ class BertPretrainer(keras.Model):
         from keras_bert.models.checkpoint_io import save_preset
         return save_preset(self, directory, vocab_file, overwrite)
 
+    def quantize(self, mode=None, **kwargs) -> None:
+        """Refused: the masked-LM head's output weights are the encoder's word-embedding table
+        (tied), which int8 would store as integers. Quantize ``self.encoder`` (or a task model
+        built on it) for inference instead."""
+        raise ValueError(
+            f"BertPretrainer.quantize({mode!r}): the masked-LM head shares the word-embedding "
+            f"table with the encoder, so the pretrainer cannot be quantized; quantize "
+            f"pretrainer.encoder (or a task model on it) for inference instead")
+
     def get_config(self) -> dict[str, Any]:
         return {"name": self.name, "trainable": self.trainable,
                 "encoder": keras.saving.serialize_keras_object(self.encoder)}

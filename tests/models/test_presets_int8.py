@@ -101,3 +101,14 @@ def test_google_and_hugging_face_checkpoints_refuse_an_int8_model(vocab, tmp_pat
     assert sorted(os.listdir(tmp_path)) == ["preset"]
     convert(preset, str(tmp_path / "copy"), "keras")  # keras keeps int8
     assert is_int8(load_model(str(tmp_path / "copy")))
+
+
+def test_a_pretrainer_refuses_int8_and_leaves_its_weights_float():
+    # Its masked-LM head reads the word-embedding table, which int8 would store as integers.
+    from keras_bert import BertPretrainer
+    pretrainer = BertPretrainer(tiny())
+    with pytest.raises(ValueError, match="quantize pretrainer.encoder"):
+        pretrainer.quantize("int8")
+    assert not is_int8(pretrainer)
+    pretrainer.encoder.quantize("int8")  # the encoder alone, for inference
+    assert is_int8(pretrainer.encoder)
