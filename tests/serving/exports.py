@@ -46,7 +46,7 @@ def encoder_export(vocab_file: str) -> Export:
 def keras_encoder_outputs(export: Export, texts=TEXTS) -> dict:
     """What the Keras model gives for raw ``texts``: packed ids and the encoder's outputs at
     seq_length, and (``text_*``) what a raw-text signature returns: the same, cut to the
-    longest text rounded up to a multiple of 8."""
+    longest text rounded up to a multiple of 8, zeros past each sorted chunk's longest text."""
     import numpy as np
     import tensorflow as tf
     packed = export.preprocessor(tf.constant(texts))
@@ -55,9 +55,17 @@ def keras_encoder_outputs(export: Export, texts=TEXTS) -> dict:
     length = min(-(-int(mask.sum(1).max()) // 8) * 8, mask.shape[1])
     assert not mask[:, length:].any()
     sequence_output = np.asarray(outputs["sequence_output"])
+    # The signature runs rows sorted by length in chunks, each cut to its own longest row, and
+    # pads the positions past a chunk's longest row with zeros.
+    from keras_bert.export.signatures import LENGTH_CHUNK_ROWS
+    text_sequence_output = sequence_output[:, :length].copy()
+    order = np.argsort(mask.sum(1), kind="stable")
+    for start in range(0, len(order), LENGTH_CHUNK_ROWS):
+        rows = order[start:start + LENGTH_CHUNK_ROWS]
+        text_sequence_output[rows, int(mask[rows].sum(1).max()):] = 0.0
     return {**{k: np.asarray(v) for k, v in packed.items()},
             "sequence_output": sequence_output,
             "pooled_output": np.asarray(outputs["pooled_output"]),
             "encoder_outputs": np.stack([np.asarray(o) for o in outputs["encoder_outputs"]], 1),
-            "text_sequence_output": sequence_output[:, :length],
+            "text_sequence_output": text_sequence_output,
             "text_input_mask": mask[:, :length]}
