@@ -79,7 +79,9 @@ def execute(name, work_dir):
     notebook.cells.insert(index + 1, nbformat.v4.new_code_cell(injected))
     notebook.cells.append(nbformat.v4.new_code_cell(
         f"import json as _json\nprint('CI-REPORT', _json.dumps({report}, default=float))"))
-    client = NotebookClient(notebook, timeout=600, kernel_name="python3",
+    # iopub_timeout: how long to wait for a cell's output after the kernel says it finished;
+    # nbclient's 4 s default lost the CI-REPORT line of a notebook on a loaded 2-core machine.
+    client = NotebookClient(notebook, timeout=600, kernel_name="python3", iopub_timeout=60,
                             resources={"metadata": {"path": str(work_dir)}})
     client.execute()
     for output in notebook.cells[-1].outputs:
