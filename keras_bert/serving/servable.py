@@ -49,17 +49,20 @@ class Servable:
         scheduler: when given, every batchable signature runs through its own batch queue.
         max_rows_per_call: without a scheduler, requests with more rows run in parts of at most
             this many rows (None: whole).
+        session_config: the TensorFlow session's options (threads); None: TensorFlow's
+            defaults.
     """
 
     def __init__(self, name: str, version: int, path: str,
-                 scheduler: BatchScheduler | None = None, max_rows_per_call: int | None = None):
+                 scheduler: BatchScheduler | None = None, max_rows_per_call: int | None = None,
+                 session_config: tf.compat.v1.ConfigProto | None = None):
         _import_custom_ops()
         self.name = name
         self.version = version
         self.path = path
         self.max_rows_per_call = max_rows_per_call
         self._graph = tf.Graph()
-        self._session = tf.compat.v1.Session(graph=self._graph)
+        self._session = tf.compat.v1.Session(graph=self._graph, config=session_config)
         self._in_flight = 0
         self._calls_done = 0
         self._last_call_end = time.monotonic()

@@ -14,6 +14,8 @@ import signal
 import sys
 import threading
 
+import tensorflow as tf
+
 from keras_bert.serving import config as config_lib
 from keras_bert.serving.batching import BatchScheduler
 from keras_bert.serving.errors import ServingError
@@ -78,6 +80,14 @@ def build_flag_parser(prog: str = "keras-bert serve") -> argparse.ArgumentParser
              "of at most this many rows, so memory stays bounded whatever a request's size "
              "(with batching, --batching_parameters_file's max_batch_size bounds it); 0: no "
              "limit")
+    add("--tensorflow_session_parallelism", type=int, default=0,
+        help="threads of each model's TensorFlow session, intra-op and inter-op alike, as "
+             "tensorflow_model_server's flag; 0 (default): TensorFlow's (one per core)")
+    add("--tensorflow_intra_op_parallelism", type=int, default=0,
+        help="threads one op may use (oneDNN's matmuls); 0: TensorFlow's default. With this or "
+             "--tensorflow_inter_op_parallelism set, --tensorflow_session_parallelism is ignored")
+    add("--tensorflow_inter_op_parallelism", type=int, default=0,
+        help="ops of one model call run at once; 0: TensorFlow's default")
     add("--drain_timeout_seconds", type=float, default=30,
         help="on SIGTERM, how long in-flight requests may take to finish")
     add("--ssl_config_file",
@@ -99,6 +109,27 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def session_config(args: argparse.Namespace) -> tf.compat.v1.ConfigProto:
+    """The TensorFlow session options of every model, from tensorflow_model_server's three
+    parallelism flags, with its rules: all three set is an error; intra-op or inter-op set wins
+    over session parallelism; 0 leaves TensorFlow's default."""
+    flags = {name: getattr(args, f"tensorflow_{name}_parallelism")
+             for name in ("session", "intra_op", "inter_op")}
+    for name, value in flags.items():
+        if value < 0:
+            raise ValueError(f"--tensorflow_{name}_parallelism must be >= 0, got {value}")
+    if all(flags.values()):
+        raise ValueError("Either configure --tensorflow_session_parallelism or "
+                         "(--tensorflow_intra_op_parallelism, --tensorflow_inter_op_parallelism) "
+                         "separately. You cannot configure all.")
+    if flags["intra_op"] or flags["inter_op"]:
+        intra, inter = flags["intra_op"], flags["inter_op"]
+    else:
+        intra = inter = flags["session"]
+    return tf.compat.v1.ConfigProto(intra_op_parallelism_threads=intra,
+                                    inter_op_parallelism_threads=inter)
+
+
 class ModelServer:
     """The server's parts wired together: models, batching, gRPC and REST.
 
@@ -118,6 +149,7 @@ class ModelServer:
             raise ValueError("--port and --rest_api_port are both 0; nothing would listen")
         if args.max_rows_per_call < 0:
             raise ValueError(f"--max_rows_per_call must be >= 0, got {args.max_rows_per_call}")
+        self.session_config = session_config(args)
         if args.rest_api_header_timeout_in_ms <= 0:
             raise ValueError("--rest_api_header_timeout_in_ms must be > 0, got "
                              f"{args.rest_api_header_timeout_in_ms}")
@@ -131,7 +163,8 @@ class ModelServer:
                            if args.ssl_config_file else None)
         self.manager = ModelManager(
             model_config, lambda name, version, path: Servable(
-                name, version, path, self.scheduler, args.max_rows_per_call or None),
+                name, version, path, self.scheduler, args.max_rows_per_call or None,
+                self.session_config),
             reload_any_path=args.unsafe_reload_any_path)
         # No decoded input may outgrow the largest message the server accepts.
         self.core = ServingCore(self.manager, max(args.grpc_max_message_bytes,

@@ -284,3 +284,34 @@ def test_parts_with_different_sequence_lengths_are_padded_to_the_longest():
     np.testing.assert_array_equal(joined, [[1, 1, 1, 0, 0], [1, 1, 1, 0, 0], [2, 2, 2, 2, 2]])
     text = concatenate_padded([np.array([[b"a"]], object), np.array([[b"b", b"c"]], object)])
     assert text.tolist() == [[b"a", b""], [b"b", b"c"]]
+
+
+def test_tensorflow_parallelism_flags_set_every_model_session(tmp_path):
+    """tensorflow_model_server's three thread flags, with its rules: intra-op or inter-op win
+    over session parallelism, which sets both."""
+    base = tmp_path / "toy"
+    write_toy_version(str(base), 1)
+    for flags, threads in ((["--tensorflow_intra_op_parallelism", "1",
+                             "--tensorflow_inter_op_parallelism", "3"], (1, 3)),
+                           (["--tensorflow_session_parallelism", "2"], (2, 2)),
+                           (["--tensorflow_session_parallelism", "2",
+                             "--tensorflow_intra_op_parallelism", "1"], (1, 0)),
+                           ([], (0, 0))):
+        with running_server("--model_name", "toy", "--model_base_path", str(base),
+                            *flags) as (srv, stubs):
+            config = srv.manager.servable(predict_request().model_spec)._session._config
+            assert (config.intra_op_parallelism_threads,
+                    config.inter_op_parallelism_threads) == threads, flags
+            assert_still_serving(stubs)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--tensorflow_session_parallelism", "1", "--tensorflow_intra_op_parallelism", "1",
+      "--tensorflow_inter_op_parallelism", "1"], "You cannot configure all"),
+    (["--tensorflow_intra_op_parallelism", "-1"], "--tensorflow_intra_op_parallelism must be >= 0"),
+])
+def test_parallelism_flags_tensorflow_model_server_refuses_are_refused(tmp_path, flags, message):
+    from keras_bert.serving.server import ModelServer, build_flag_parser
+    args = build_flag_parser().parse_args(["--model_base_path", str(tmp_path), *flags])
+    with pytest.raises(ValueError, match=message):
+        ModelServer(args)
