@@ -18,7 +18,7 @@ import tensorflow as tf
 from keras_bert.models.encoder import quantization_filters
 from keras_bert.models.task_pipeline import (EpochCounter, SetDataEpoch, is_packed,
                                              make_task_dataset)
-# The chunk settings live with the predict path; importable from here too, as before.
+# CHUNK_PAD_MULTIPLE and SMALL_CALL_CHUNK_ROWS: re-exported, importable from here as before.
 from keras_bert.models.task_predict import (CHUNK_PAD_MULTIPLE, SMALL_CALL_CHUNK_ROWS,
                                             PackFunctions, packed_arrays, predict_by_length)
 
