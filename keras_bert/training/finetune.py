@@ -15,9 +15,10 @@ Outputs in ``output_dir``: ``best_model/`` (``model.keras`` plus ``bert_config.j
 
 A run resumes: after every epoch the weights, optimizer state, dropout random state, the
 epoch and the dev scores so far go to ``output_dir/checkpoints/`` (``EpochCheckpoint``, in
-``finetune_callbacks`` with the dev evaluation), and epoch e's batches are a function of (seed, e), so the same command rerun after a crash goes on
-at the interrupted epoch and ends as an uninterrupted run would. A finished run (its
-``eval_results.json`` is there) is reported and left as it is; ``overwrite`` starts afresh.
+``finetune_callbacks`` with the dev evaluation), and epoch e's batches are a function of
+(seed, e), so the same command rerun after a crash goes on at the interrupted epoch and ends as
+an uninterrupted run would. A finished run (its ``eval_results.json`` is there) is reported and
+left as it is; ``overwrite`` starts afresh.
 """
 
 from __future__ import annotations
