@@ -13,7 +13,7 @@ from typing import Callable
 import tensorflow as tf
 
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
-from keras_bert.models.task import CHUNK_PAD_MULTIPLE, SMALL_CALL_CHUNK_ROWS
+from keras_bert.models.task_predict import CHUNK_PAD_MULTIPLE, SMALL_CALL_CHUNK_ROWS
 from keras_bert.tokenization.preprocessor import trim_to_longest
 
 IDS_SIGNATURE = "serve_ids"

@@ -16,8 +16,11 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.models.encoder import quantization_filters
-from keras_bert.models.task_pipeline import (INPUT_NAMES, PACK_BATCH_SIZE, EpochCounter,
-                                             SetDataEpoch, is_packed, make_task_dataset)
+from keras_bert.models.task_pipeline import (EpochCounter, SetDataEpoch, is_packed,
+                                             make_task_dataset)
+# CHUNK_PAD_MULTIPLE and SMALL_CALL_CHUNK_ROWS: re-exported, importable from here as before.
+from keras_bert.models.task_predict import (CHUNK_PAD_MULTIPLE, SMALL_CALL_CHUNK_ROWS,
+                                            PackFunctions, packed_arrays, predict_by_length)
 
 logger = logging.getLogger(__name__)
 
@@ -27,13 +30,6 @@ DEFAULT_BATCH_SIZE = 32
 DEFAULT_EPOCHS = 3
 DEFAULT_WARMUP_FRACTION = 0.1
 DEFAULT_WEIGHT_DECAY = 0.01
-# Rows per model call when predict's input fits one batch; exported raw-text signatures run
-# served requests in the same chunks (export.signatures.LENGTH_CHUNK_ROWS).
-SMALL_CALL_CHUNK_ROWS = 8
-# A chunk of rows sorted by length is padded to its longest row exactly (a multiple of this):
-# its rows are 8 (M stays a multiple of 8 for the matmuls), and rounding the length up to 8
-# cost BERT-base's int8 export 8% of its time on short texts (benchmarks/README.md).
-CHUNK_PAD_MULTIPLE = 1
 
 
 class BertTask(keras.Model):
@@ -72,7 +68,7 @@ class BertTask(keras.Model):
         self._auto_optimizer: dict | None = None
         self._compile_kwargs: dict = {}
         self._tokenizer = None
-        self._pack_functions = _PackFunctions()
+        self._pack_functions = PackFunctions()
 
     @property
     def tokenizer(self):
@@ -366,80 +362,8 @@ class BertTask(keras.Model):
         if isinstance(x, tf.data.Dataset) or kwargs:
             return super().predict(self.make_dataset(x, batch_size=batch_size),
                                    verbose=verbose, **kwargs)
-        return self._predict_by_length(self._packed_arrays(x), batch_size or DEFAULT_BATCH_SIZE,
-                                       verbose)
-
-    def _packed_arrays(self, x) -> dict[str, np.ndarray]:
-        """In-memory ``x`` as packed int32 arrays, [rows, ..., seq] each (and any features,
-        [rows] each). Raw text is tokenized PACK_BATCH_SIZE rows a call by a traced function
-        kept for the next call (``_pack_function``)."""
-        if not is_packed(x):
-            x = self.to_arrays(x, None)[0]
-        rows = _num_rows(x)
-        if not rows:
-            raise ValueError(f"{type(self).__name__}.predict got no examples")
-        if is_packed(x):
-            return {name: np.asarray(value) for name, value in x.items()}
-        parts = []
-        for start in range(0, rows, PACK_BATCH_SIZE):
-            chunk = tf.nest.map_structure(
-                lambda array: tf.constant(array[start:start + PACK_BATCH_SIZE]), x)
-            parts.append({name: value.numpy()
-                          for name, value in self._pack_function(chunk)(chunk).items()})
-        return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
-
-    def _pack_function(self, tensors) -> tf.types.experimental.PolymorphicFunction:
-        """``_preprocess`` traced once for inputs shaped as ``tensors`` with any number of
-        rows, and kept: building a tf.data pipeline per ``predict`` call would trace the
-        tokenizer every time, which costs more than running the model on a few texts. The
-        functions are dropped when the preprocessor or its vocabulary changes."""
-        specs = tf.nest.map_structure(
-            lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype), tensors)
-        key = tuple(keras.tree.flatten_with_path(specs))
-        cache = self._pack_functions
-        owner = (self.preprocessor, getattr(self.preprocessor, "vocabulary_sha256", None))
-        if cache.owner[0] is not owner[0] or cache.owner[1] != owner[1]:
-            cache.owner, cache.functions = owner, {}
-        if key not in cache.functions:
-            def pack(x):
-                with tf.device("/CPU:0"):  # on the host, as in tf.data
-                    return self._preprocess(x)
-            cache.functions[key] = tf.function(pack, input_signature=[specs], autograph=False)
-        return cache.functions[key]
-
-    def _predict_by_length(self, packed: dict[str, np.ndarray], batch_size: int, verbose):
-        mask = packed["input_mask"]
-        rows, full_length = mask.shape[0], mask.shape[-1]
-        lengths = mask.reshape(rows, -1, full_length).sum(-1).max(-1)
-        order = np.argsort(lengths, kind="stable")
-        progress = keras.utils.Progbar(rows, verbose=0 if verbose == 0 else 1)
-        # One batch's rows run in chunks of a few, each padded to its own longest row, as the
-        # exported signatures run a request: a call on texts of 10 to 40 tokens costs what
-        # they cost, not 40 tokens each. Larger inputs keep batches of batch_size, whose
-        # rows, sorted over the whole input, are already of similar lengths.
-        step = batch_size if rows > batch_size else min(batch_size, SMALL_CALL_CHUNK_ROWS)
-        results = []
-        for start in range(0, rows, step):
-            index = order[start:start + step]
-            length = min(max(-(-int(lengths[index].max()) // CHUNK_PAD_MULTIPLE)
-                             * CHUNK_PAD_MULTIPLE, CHUNK_PAD_MULTIPLE), full_length)
-            batch = {name: value[index][..., :length] if name in INPUT_NAMES else value[index]
-                     for name, value in packed.items()}  # features have no sequence axis
-            results.append(keras.tree.map_structure(np.asarray, self.predict_on_batch(batch)))
-            progress.add(len(index))
-        restore = np.argsort(order, kind="stable")
-        # A None past the batch axis is a sequence axis; an output's path ends in its name.
-        specs = keras.tree.flatten_with_path(self.output)
-        parts = zip(*(keras.tree.flatten(result) for result in results))
-        joined = []
-        for (path, spec), pieces in zip(specs, parts):
-            fill = self.sequence_padding.get(path[-1] if path else None, 0)
-            padded = [np.pad(piece, [(0, full_length - piece.shape[a]) if a and size is None
-                                     else (0, 0) for a, size in enumerate(spec.shape)],
-                             constant_values=fill)
-                      for piece in pieces]
-            joined.append(np.concatenate(padded)[restore])
-        return keras.tree.pack_sequence_as(self.output, joined)
+        return predict_by_length(self, packed_arrays(self, x), batch_size or DEFAULT_BATCH_SIZE,
+                                 verbose)
 
     # ----------------------------------------------------------------------- config
     def _base_config(self) -> dict[str, Any]:
@@ -455,22 +379,6 @@ class BertTask(keras.Model):
         if config.get("preprocessor") is not None:
             config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         return cls(**config)
-
-
-class _PackFunctions:
-    """A task model's traced tokenization functions for ``predict``, keyed by input structure,
-    and the (preprocessor, vocabulary fingerprint) they were traced with. A plain object, so
-    that neither Keras nor tf.train.Checkpoint tracks the functions as parts of the model."""
-
-    def __init__(self):
-        self.owner: tuple = (None, None)
-        self.functions: dict = {}
-
-
-def _num_rows(x) -> int | None:
-    """Rows in an array structure (first leaf's length)."""
-    leaves = tf.nest.flatten(x)
-    return len(leaves[0]) if leaves and hasattr(leaves[0], "__len__") else None
 
 
 def is_text_arrays(x) -> bool:

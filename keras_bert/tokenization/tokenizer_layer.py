@@ -7,8 +7,8 @@ lower-cased with ``tf.strings.lower`` and handed to ``FastWordpieceTokenizer`` w
 pretokenization: on such text its whitespace and punctuation classes are Google's, and a byte is
 a character, so its ``max_bytes_per_word=200`` is Google's 200-character limit. Other rows go
 through ``GraphNormalizer`` (Google's normalization from Python's Unicode tables), are split at
-spaces, and their words are looked up with ``FastWordpieceTokenizer`` on whole words. A batch
-without such rows skips that path under a ``tf.cond``.
+spaces, and their words are looked up with ``FastWordpieceTokenizer`` on whole words
+(``unicode_wordpiece``). A batch without such rows skips that path under a ``tf.cond``.
 
 Special-token text such as "[MASK]" is tokenized as ordinary text, as Google does. With
 ``keep_special_tokens=True`` (the Python tokenizer's switch of the same name) each literal special
@@ -34,6 +34,8 @@ import tensorflow_text as tf_text
 
 from keras_bert.tokenization import vocab as vocab_lib
 from keras_bert.tokenization.graph_normalizer import GraphNormalizer
+from keras_bert.tokenization.unicode_wordpiece import (merge_rows, regroup, tokenize_unicode,
+                                                        tokenize_unicode_with_offsets)
 from keras_bert.tokenization.wordpiece import MAX_CHARS_PER_WORD, SUFFIX_INDICATOR
 
 _CLEAN_ASCII = r"[\t\n\r\x20-\x7e]*"
@@ -215,13 +217,9 @@ class BertTokenizerLayer(keras.layers.Layer):
         other_rows = tf.cast(tf.where(~clean)[:, 0], tf.int32)
         ascii_ids = self._tokenize_clean_ascii(tf.gather(texts, ascii_rows))
 
-        words = tf.strings.split(self._normalizer.normalize_unicode(tf.gather(texts, other_rows)))
-        too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
-        # The literal "[UNK]" is a vocabulary token, so it maps to [UNK] as one word.
-        flat_words = tf.where(too_long, vocab_lib.UNK, words.flat_values)
-        pieces = self._word_wordpiece.tokenize(flat_words)  # [words, (pieces)]
-        other_ids = _regroup(pieces, words.row_splits)  # Row i: the pieces of row i's words.
-        return _merge_rows(ascii_ids, ascii_rows, other_ids, other_rows)
+        other_ids = tokenize_unicode(tf.gather(texts, other_rows), self._normalizer,
+                                     self._word_wordpiece)
+        return merge_rows(ascii_ids, ascii_rows, other_ids, other_rows)
 
     def _tokenize_keeping_special_tokens(self, texts: tf.Tensor) -> tf.RaggedTensor:
         """Each literal special token -> its id; the text between them tokenized as usual."""
@@ -230,8 +228,8 @@ class BertTokenizerLayer(keras.layers.Layer):
             special_ids, tf.ones_like(special_rows, dtype=tf.int64), validate=False)
         text_pieces = tf.cast(self._tokenize_text(tf.gather(pieces.flat_values, text_rows)),
                               tf.int32)
-        piece_ids = _merge_rows(special_pieces, special_rows, text_pieces, text_rows)
-        return _regroup(piece_ids, pieces.row_splits)  # Row i: the ids of row i's pieces.
+        piece_ids = merge_rows(special_pieces, special_rows, text_pieces, text_rows)
+        return regroup(piece_ids, pieces.row_splits)  # Row i: the ids of row i's pieces.
 
     def _split_at_special_tokens(self, texts: tf.Tensor):
         """Splits each text before and after each literal special token.
@@ -267,53 +265,10 @@ class BertTokenizerLayer(keras.layers.Layer):
         if self.lower_case:
             ascii_texts = tf.strings.lower(ascii_texts)  # ASCII: the bytes stay where they were
         ascii_parts = self._ascii_wordpiece.tokenize_with_offsets(ascii_texts)
-        other_parts = self._offsets_of_unicode(tf.gather(texts, other_rows))
-        return tuple(_merge_rows(a, ascii_rows, b, other_rows)
+        other_parts = tokenize_unicode_with_offsets(tf.gather(texts, other_rows),
+                                                    self._normalizer, self._word_wordpiece)
+        return tuple(merge_rows(a, ascii_rows, b, other_rows)
                      for a, b in zip(ascii_parts, other_parts))
-
-    def _offsets_of_unicode(self, texts: tf.Tensor):
-        """The table path with offsets: the words of the normalized text, found by code point,
-        and their pieces' byte offsets in the word mapped back to the input's bytes."""
-        chars, char_starts, char_limits = self._normalizer.normalize_unicode_with_offsets(texts)
-        code_points = chars.flat_values
-        in_word = tf.not_equal(code_points, ord(" "))
-        row_start = tf.scatter_nd(tf.cast(chars.row_splits[:-1, None], tf.int32),
-                                  tf.ones_like(chars.row_splits[:-1], tf.int32),
-                                  tf.shape(code_points) + 1)[:-1] > 0
-        word_start = in_word & ~(tf.concat([[False], in_word[:-1]], axis=0) & ~row_start)
-        letters = tf.cast(tf.where(in_word)[:, 0], tf.int32)  # word characters -> chars index
-        words = tf.RaggedTensor.from_row_starts(  # [words, (characters)]
-            tf.gather(code_points, letters),
-            tf.cast(tf.where(tf.gather(word_start, letters))[:, 0], tf.int64), validate=False)
-        words_before = tf.concat([[0], tf.cumsum(tf.cast(word_start, tf.int64))], axis=0)
-
-        too_long = words.row_lengths() > MAX_CHARS_PER_WORD
-        word_texts = tf.where(too_long, vocab_lib.UNK, tf.strings.unicode_encode(words, "UTF-8"))
-        pieces, piece_starts, piece_limits = self._word_wordpiece.tokenize_with_offsets(word_texts)
-        # A byte offset in a word -> the word character it starts: the first bytes of all word
-        # characters, counted from the first word on, increase strictly, so a search finds it.
-        values = words.flat_values
-        letter_bytes = tf.cast(1 + tf.cast(values >= 0x80, tf.int32)
-                               + tf.cast(values >= 0x800, tf.int32)
-                               + tf.cast(values >= 0x10000, tf.int32), tf.int64)
-        letter_byte = tf.cumsum(letter_bytes, exclusive=True)
-        piece_word = pieces.value_rowids()
-        base = tf.gather(tf.concat([letter_byte, [tf.reduce_sum(letter_bytes)]], 0),
-                         tf.gather(words.row_splits, piece_word))
-        first = tf.searchsorted(letter_byte, base + piece_starts.flat_values, side="left",
-                                out_type=tf.int64)
-        last = tf.searchsorted(letter_byte, base + piece_limits.flat_values, side="left",
-                               out_type=tf.int64) - 1
-        # [UNK] for a word too long to look up covers the whole word.
-        long_piece = tf.gather(too_long, piece_word)
-        first = tf.where(long_piece, tf.gather(words.row_splits, piece_word), first)
-        last = tf.where(long_piece, tf.gather(words.row_splits, piece_word + 1) - 1, last)
-        per_word = (pieces, pieces.with_flat_values(
-            tf.gather(char_starts.flat_values, tf.gather(letters, first))),
-                    pieces.with_flat_values(
-            tf.gather(char_limits.flat_values, tf.gather(letters, last))))
-        return tuple(_regroup(part, tf.gather(words_before, chars.row_splits))
-                     for part in per_word)
 
     def _offsets_keeping_special_tokens(self, texts: tf.Tensor):
         """``_tokenize_keeping_special_tokens`` with offsets: each piece's own, shifted by
@@ -326,12 +281,12 @@ class BertTokenizerLayer(keras.layers.Layer):
         special_parts = [tf.RaggedTensor.from_row_lengths(values, lengths, validate=False)
                          for values in (special_ids, tf.zeros_like(lengths), special_limits)]
         text_parts = self._offsets_of_text(tf.gather(pieces.flat_values, text_rows))
-        ids, starts, limits = (_merge_rows(a, special_rows, b, text_rows)
+        ids, starts, limits = (merge_rows(a, special_rows, b, text_rows)
                                for a, b in zip(special_parts, text_parts))
         shift = tf.gather(piece_starts.flat_values, ids.value_rowids())
         starts = starts.with_flat_values(starts.flat_values + shift)
         limits = limits.with_flat_values(limits.flat_values + shift)
-        return tuple(_regroup(part, pieces.row_splits) for part in (ids, starts, limits))
+        return tuple(regroup(part, pieces.row_splits) for part in (ids, starts, limits))
 
     def compute_output_spec(self, inputs):
         return keras.KerasTensor((inputs.shape[0], None), dtype="int32", ragged=True)
@@ -387,21 +342,6 @@ def _check_fingerprint(tokens: list[str], size: int | None, fingerprint: str | N
     if fingerprint and fingerprint != vocabulary_fingerprint(tokens):
         raise ValueError(f"{source}: the vocabulary does not match the one the model was saved "
                          f"with (sha256 {fingerprint}, {size} tokens)")
-
-
-def _merge_rows(first: tf.RaggedTensor, first_rows: tf.Tensor, second: tf.RaggedTensor,
-                second_rows: tf.Tensor) -> tf.RaggedTensor:
-    """The rows of ``first`` and ``second`` put back in the batch's order: ``first_rows`` and
-    ``second_rows`` (int32) say where each came from."""
-    order = tf.math.invert_permutation(tf.concat([first_rows, second_rows], axis=0))
-    return tf.gather(tf.concat([first, second], axis=0), order)
-
-
-def _regroup(inner: tf.RaggedTensor, outer_splits: tf.Tensor) -> tf.RaggedTensor:
-    """Row i: the values of ``inner``'s rows ``outer_splits[i]`` to ``outer_splits[i + 1]``."""
-    return tf.RaggedTensor.from_row_splits(inner.flat_values,
-                                           tf.gather(inner.row_splits, outer_splits),
-                                           validate=False)
 
 
 def as_string_tensor(value):

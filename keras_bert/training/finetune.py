@@ -14,10 +14,11 @@ Outputs in ``output_dir``: ``best_model/`` (``model.keras`` plus ``bert_config.j
 ``nbest_predictions.json``; NER: ``dev_predictions.conll``). Every file appears atomically.
 
 A run resumes: after every epoch the weights, optimizer state, dropout random state, the
-epoch and the dev scores so far go to ``output_dir/checkpoints/`` (``EpochCheckpoint``), and
-epoch e's batches are a function of (seed, e), so the same command rerun after a crash goes on
-at the interrupted epoch and ends as an uninterrupted run would. A finished run (its
-``eval_results.json`` is there) is reported and left as it is; ``overwrite`` starts afresh.
+epoch and the dev scores so far go to ``output_dir/checkpoints/`` (``EpochCheckpoint``, in
+``finetune_callbacks`` with the dev evaluation), and epoch e's batches are a function of
+(seed, e), so the same command rerun after a crash goes on at the interrupted epoch and ends as
+an uninterrupted run would. A finished run (its ``eval_results.json`` is there) is reported and
+left as it is; ``overwrite`` starts afresh.
 """
 
 from __future__ import annotations
@@ -25,24 +26,23 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Sequence
 
 import keras
 import tensorflow as tf
 
 from keras_bert import fileio
-from keras_bert.fileio import atomic_output_dir, atomic_write, join
+from keras_bert.fileio import join
 from keras_bert.models.task_pipeline import EpochCounter, SetDataEpoch, num_batches
 from keras_bert.tasks import get_task
 from keras_bert.tasks.base import CommonOptions, Task, TaskOptions
+from keras_bert.training.finetune_callbacks import (BEST_MODEL_DIR, DevEvaluation,
+                                                    EpochCheckpoint, write_json)
 from keras_bert.training.finetune_loop import distribute_global_batches, fit_distributed
 
 logger = logging.getLogger(__name__)
 
 RESULTS_NAME = "eval_results.json"
-BEST_MODEL_DIR = "best_model"
 CHECKPOINT_DIR = "checkpoints"  # what an interrupted run resumes from; removed when it finishes
 RUN_SETTINGS_NAME = "finetune_settings.json"  # in CHECKPOINT_DIR: what a resumed run must match
 # The settings a resumed run must share with the interrupted one (the others do not change what
@@ -105,124 +105,6 @@ class FinetuneConfig:
     overwrite: bool = False
     verbose: int | str = "auto"
     lower_case: bool | None = None
-
-
-def write_json(path: str, value) -> None:
-    """Writes JSON to a temporary name and renames it, so the file never appears half-written."""
-    with atomic_write(path) as f:
-        f.write(json.dumps(value, indent=2) + "\n")
-
-
-def save_task_model(model, directory: str, vocab_file: str | None) -> None:
-    """Saves a task model as a keras-bert checkpoint directory, atomically (replacing one)."""
-    with atomic_output_dir(directory, overwrite=True) as scratch:
-        model.save(os.path.join(scratch, "model.keras"))
-        model.encoder.bert_config.to_json_file(os.path.join(scratch, "bert_config.json"))
-        if vocab_file:
-            fileio.copy(vocab_file, os.path.join(scratch, "vocab.txt"), overwrite=True)
-
-
-class DevEvaluation(keras.callbacks.Callback):
-    """After each epoch: scores the dev set, logs it, and saves the model when it is the best.
-
-    ``write_outputs=False`` (the workers other than the chief) keeps the scores and the best
-    epoch but writes nothing. ``state()`` and ``load_state()`` carry the scores so far across a
-    resumed run.
-    """
-
-    def __init__(self, config: FinetuneConfig, examples, vocab_file, write_outputs: bool = True):
-        super().__init__()
-        self.config, self.examples, self.vocab_file = config, examples, vocab_file
-        self.task, self.write_outputs = get_task(config.task), write_outputs
-        self.metric = self.task.primary_metric
-        self.history: list[dict] = []
-        self.best: dict | None = None
-
-    def state(self) -> dict:
-        return {"history": self.history, "best": self.best}
-
-    def load_state(self, state: dict) -> None:
-        self.history, self.best = list(state["history"]), state["best"]
-
-    def on_epoch_end(self, epoch, logs=None):
-        record = {"epoch": epoch + 1, **{k: float(v) for k, v in (logs or {}).items()}}
-        if self.examples is not None:
-            scores, artifacts = self.task.evaluate(self.model, self.examples, self.config.options,
-                                                   self.config.batch_size)
-            record["dev"] = scores
-            logger.info("epoch %d: dev %s = %.4f", epoch + 1, self.metric, scores[self.metric])
-        self.history.append(record)
-        score = record["dev"][self.metric] if self.examples is not None else epoch
-        if self.best is None or score > self.best["score"]:
-            self.best = {"epoch": epoch + 1, "score": score, **record}
-            if not self.write_outputs:
-                return
-            save_task_model(self.model, join(self.config.output_dir, BEST_MODEL_DIR),
-                            self.vocab_file)
-            if self.examples is not None:
-                self._write_artifacts(artifacts)
-
-    def _write_artifacts(self, artifacts: dict) -> None:
-        for name, value in artifacts.items():
-            path = join(self.config.output_dir, name)
-            if callable(value):
-                value(path)
-            else:
-                write_json(path, value)
-
-
-class EpochCheckpoint(keras.callbacks.Callback):
-    """What an interrupted run resumes from, saved after every epoch (after the dev evaluation):
-    the model's weights, the optimizer's state (its step drives the learning-rate schedule),
-    the dropout layers' random state, the epochs done and the dev scores so far.
-
-    ``tf.train.CheckpointManager`` replaces its index file atomically, so a run killed at any
-    moment resumes from the last complete epoch. ``directory`` is where this worker saves; a
-    worker other than the chief saves to a temporary directory (every worker of a multi-worker
-    run must save) and restores from ``restore_from``, the chief's.
-
-    Args:
-        model: the compiled task model; its optimizer must be built.
-        evaluation: the run's DevEvaluation, whose scores are saved and restored.
-        directory: where to save (None: a temporary directory, removed by ``remove``).
-        restore_from: where to look for the checkpoint to resume from (None: ``directory``).
-    """
-
-    def __init__(self, model: keras.Model, evaluation: DevEvaluation, directory: str | None,
-                 restore_from: str | None = None):
-        super().__init__()
-        self.evaluation = evaluation
-        self.directory = tempfile.mkdtemp(prefix="keras_bert_ckpt-") if directory is None \
-            else directory
-        self.restore_from = restore_from or self.directory
-        self.epochs_done = tf.Variable(0, dtype=tf.int64, trainable=False)
-        self.scores = tf.Variable("", dtype=tf.string, trainable=False)
-        # Keras' dropout seed generators are not part of the model's checkpoint graph; their
-        # states make a resumed run draw the dropout masks an uninterrupted one would.
-        random_state = tf.Module()
-        random_state.variables_by_index = [v.value for v in model.non_trainable_variables]
-        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer,
-                                              epochs_done=self.epochs_done, scores=self.scores,
-                                              random_state=random_state)
-        self.manager = tf.train.CheckpointManager(self.checkpoint, self.directory, max_to_keep=1)
-
-    def restore(self) -> int:
-        """Restores the latest checkpoint, if any; returns the epochs it had done (0: none)."""
-        latest = tf.train.latest_checkpoint(self.restore_from)
-        if latest is None:
-            return 0
-        self.checkpoint.restore(latest).assert_existing_objects_matched()
-        self.evaluation.load_state(json.loads(self.scores.numpy().decode("utf-8")))
-        return int(self.epochs_done.numpy())
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.epochs_done.assign(epoch + 1)
-        self.scores.assign(json.dumps(self.evaluation.state()))
-        self.manager.save(checkpoint_number=epoch + 1)
-
-    def remove(self) -> None:
-        """Removes this worker's checkpoints (the run is finished)."""
-        fileio.rmtree(self.directory)
 
 
 def _bucket_lengths(config: FinetuneConfig):
