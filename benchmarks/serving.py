@@ -429,13 +429,16 @@ def main() -> int:
                              "interleaved, and report medians")
     parser.add_argument("--exports_dir",
                         help="with --real_text: keep the exports here and reuse those already "
-                             "there (same code, same seed) instead of exporting each run")
+                             "there instead of exporting each run (the same seed; empty it "
+                             "after changing keras_bert, or it measures the old exports)")
     parser.add_argument("--server_flags", default="",
                         help="more keras-bert serve flags for every server, e.g. "
                              "'--tensorflow_intra_op_parallelism 1'")
     parser.add_argument("--quantize", choices=("int8",),
                         help="with --real_text: also an int8 export and int8 predict")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     args.server_flags = args.server_flags.split()
     args.batch_timeout_micros = {"tiny": 2000, "base": 20000}
     if args.real_text:
