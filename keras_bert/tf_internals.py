@@ -66,36 +66,55 @@ def is_op_library(value: object) -> bool:
     return bool(getattr(value, OP_LIBRARY_MARK, False))
 
 
+# The activations oneDNN's int8 matmul can apply in its epilogue, by ``int8_matmul``'s name.
+INT8_FUSED_ACTIVATIONS = {"gelu_tanh": "GeluApproximate", "gelu_exact": "GeluExact"}
+
+
 def int8_matmul(inputs: tf.Tensor, kernel: tf.Tensor, kernel_range: tf.Tensor,
-                constant_kernel: bool = True) -> tf.Tensor:
-    """float32 [m, n] = (inputs @ kernel) * kernel_range / 127, on oneDNN's int8 matmul.
+                constant_kernel: bool = True, bias: tf.Tensor | None = None,
+                activation: str | None = None) -> tf.Tensor:
+    """float32 [m, n] = activation((inputs @ kernel) * kernel_range / 127 + bias), on oneDNN's
+    int8 matmul.
 
     Each output is an exact int32 sum of int8 products, scaled by its column's factor in the
-    kernel's epilogue (``fused_ops`` BiasAdd (of zeros) + Dequantize, ``input_quant_mode``
-    SCALED with the input's range fixed at 127, so the input is taken as plain integers).
+    kernel's epilogue (``fused_ops`` BiasAdd + Dequantize, with GeluApproximate or GeluExact
+    between them when asked; ``input_quant_mode`` SCALED with the input's range fixed at 127,
+    so the input is taken as plain integers), then the bias is added (zeros when None) and the
+    activation applied, all in float32.
 
     Args:
         inputs: qint8 [m, k].
         kernel: qint8 [k, n].
-        constant_kernel: the node always gets the same kernel (a variable's value, in a
-            graph): the op then keeps its reordered copy from the first call
-            (``is_weight_const``). False where one node sees different kernels.
         kernel_range: float32 [n], each column's float range (its max |w|); it is passed as
             both the op's min and max (the op uses max(|min|, |max|)). It may be computed in
             the graph (layers/int8.py derives it from Keras' kernel_scale on every call): with
             six same-shaped layers and varying row counts the results stayed exact, and a
             MiniLM-shaped stack ran within 3% of the CPU time of ranges held in variables.
+        constant_kernel: the node always gets the same kernel (a variable's value, in a
+            graph): the op then keeps its reordered copy from the first call
+            (``is_weight_const``). False where one node sees different kernels.
+        bias: float32 [n] or None.
+        activation: None, or a key of ``INT8_FUSED_ACTIVATIONS`` ("gelu_tanh": Google's tanh
+            form; "gelu_exact": the erf form), applied to the biased float32 result.
 
     Only in a graph (a tf.function, a SavedModel); eagerly, wrap the call in a tf.function.
     """
     columns = tf.shape(kernel)[1:]
+    fused = ["BiasAdd"]
+    if activation is not None:
+        if activation not in INT8_FUSED_ACTIVATIONS:
+            raise ValueError(f"oneDNN's int8 matmul cannot fuse activation {activation!r}; "
+                             f"expected one of {sorted(INT8_FUSED_ACTIVATIONS)}")
+        fused.append(INT8_FUSED_ACTIVATIONS[activation])
+    fused.append("Dequantize")
+    bias = tf.zeros(columns, tf.float32) if bias is None else tf.cast(bias, tf.float32)
     _, _, op, _ = op_def_library._apply_op_helper(
         INT8_MATMUL_OP, name="Int8MatMul",
-        device_inputs=[inputs, kernel, tf.zeros(columns, tf.float32),
+        device_inputs=[inputs, kernel, bias,
                        tf.constant(-127.0), tf.constant(127.0), kernel_range, kernel_range],
         host_inputs=[], Tdevice_outputs=[tf.float32], Thost_outputs=[],
         T1=tf.qint8, T2=tf.qint8, Tbias=tf.float32, Tout=tf.float32, U=tf.float32,
-        fused_ops=["BiasAdd", "Dequantize"], input_quant_mode="SCALED",
+        fused_ops=fused, input_quant_mode="SCALED",
         output_quant_mode="SCALED", transpose_a=False, transpose_b=False,
         is_weight_const=constant_kernel, is_bias_const=True, leakyrelu_alpha=0.2)
     return op.outputs[0]

@@ -10,27 +10,138 @@ Everything else (position and segment embeddings, attention scores, softmax, Lay
 the pooler and the task heads) stays float32. ``export_model(quantize="int8")`` quantizes a
 copy (``quantized_copy``); a model the caller quantized exports as int8 as it is. The matmul
 is TensorFlow's x86-64 CPU builds'; ``check_int8_kernel`` says whether this one runs it.
+
+Calibrated exports (``export_model(quantize="int8", calibration_texts=...)``, ``keras-bert
+export --quantize int8 --calibration_file``): ``calibrated_copy`` runs the float32 encoder on
+a few hundred sample texts and gives the layers fed by a LayerNorm (query, key, value and
+intermediate) static per-channel input ranges (``keras_bert.layers.int8``: their inputs need no
+per-row range, and oneDNN adds their bias and GELU inside the int8 matmul); the attention
+output and output layers keep per-row ranges.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+
+import keras
 import numpy as np
 import tensorflow as tf
 
 from keras_bert import tf_internals
 from keras_bert.layers import int8 as int8_layers
 
+logger = logging.getLogger(__name__)
 
-def quantized_copy(model):
+
+# Texts that calibration runs through the encoder at once (rows of one packed length).
+CALIBRATION_BATCH = 32
+# Calibration needs a sample of the texts the model will serve; fewer than this is refused.
+MIN_CALIBRATION_TEXTS = 8
+
+
+def quantized_copy(model, calibration_texts=None, preprocessor=None):
     """A copy of ``model`` (a float32 BertEncoder or task model, same weights) after
-    ``quantize("int8")``; ``model`` itself is unchanged."""
+    ``quantize("int8")``; ``model`` itself is unchanged.
+
+    Args:
+        calibration_texts: None (dynamic per-row input ranges everywhere), or sample texts
+            (strings; a few hundred like the ones to be served) from which the layers fed by a
+            LayerNorm get static per-channel input ranges (``calibrate``).
+        preprocessor: the BertPreprocessor that turns ``calibration_texts`` into ids.
+    """
     if getattr(model, "dtype_policy", None) is not None and model.dtype_policy.name != "float32":
         raise ValueError(f"int8 exports start from a float32 model; this one computes in "
                          f"{model.dtype_policy.name}")
     copy = type(model).from_config(model.get_config())
     copy.set_weights(model.get_weights())
+    if calibration_texts is not None:
+        if preprocessor is None:
+            raise ValueError("calibration_texts need the preprocessor that tokenizes them")
+        calibrate(copy, preprocessor, calibration_texts)
     copy.quantize("int8")
     return copy
+
+
+def read_calibration_file(path) -> list[str]:
+    """The texts of a calibration file: one per line, blank lines skipped (UTF-8)."""
+    from keras_bert import fileio
+    path = os.fspath(path)
+    if not fileio.exists(path):
+        raise FileNotFoundError(f"calibration file {path!r} does not exist")
+    with fileio.open_file(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise ValueError(f"calibration file {path!r} is not UTF-8 text (line {line}: "
+                         f"{e.reason})") from None
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def calibrate(model, preprocessor, texts) -> None:
+    """Gives ``model``'s LayerNorm-fed Dense layers (in every transformer block: query, key and
+    value, and intermediate) static per-channel input ranges from ``texts``, in place.
+
+    ``model`` (a float32 BertEncoder or task model, not yet quantized) runs on the texts, each
+    packed to its own length (no padding rows: a padding row's activations would widen the
+    ranges), and each of those layers records the largest |input| r_j of every input channel j.
+    It then holds c = 127 / r as its input scale and its kernel rows scaled by 1 / c, so that
+    it computes the same function in float32 (``(x * c) @ (W / c)``); ``quantize("int8")``
+    afterwards quantizes the scaled kernel per column, and inputs beyond a channel's range are
+    clipped to it.
+    """
+    texts = _check_texts(texts)
+    if int8_layers.is_int8(model):
+        raise ValueError("calibrate a float32 model, before quantize('int8')")
+    encoder = model if hasattr(model, "transformer_layers") else model.encoder
+    packed = preprocessor([str(t) for t in texts])
+    ids = packed["input_word_ids"].numpy()
+    types = packed["input_type_ids"].numpy()
+    lengths = packed["input_mask"].numpy().sum(axis=1)
+    by_length = {}
+    for row, length in enumerate(lengths):
+        by_length.setdefault(int(length), []).append(row)
+    with int8_layers.recording_input_ranges() as ranges:
+        for length, rows in sorted(by_length.items()):
+            for start in range(0, len(rows), CALIBRATION_BATCH):
+                chosen = rows[start:start + CALIBRATION_BATCH]
+                encoder({"input_word_ids": ids[chosen, :length],
+                         "input_mask": np.ones((len(chosen), length), np.int32),
+                         "input_type_ids": types[chosen, :length]}, training=False)
+    for block in encoder.transformer_layers:
+        attention = block.attention
+        qkv = (attention.query, attention.key, attention.value)
+        attention.qkv_input_scale = _rescale(qkv, ranges[id(attention.query)])
+        block.intermediate_input_scale = _rescale((block.intermediate,),
+                                                  ranges[id(block.intermediate)])
+    logger.info("calibrated static int8 input ranges of %d transformer layers on %d texts",
+                len(encoder.transformer_layers), len(texts))
+
+
+def _check_texts(texts) -> list:
+    if isinstance(texts, (str, bytes)):
+        raise TypeError("calibration texts must be a list of strings, not one string")
+    texts = list(texts)
+    bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
+    if bad:
+        raise TypeError(f"calibration text {bad[0]} is a {type(texts[bad[0]]).__name__}, "
+                        "not a string")
+    if len(texts) < MIN_CALIBRATION_TEXTS:
+        raise ValueError(f"calibration needs at least {MIN_CALIBRATION_TEXTS} texts (a few "
+                         f"hundred like the ones to be served); got {len(texts)}")
+    return texts
+
+
+def _rescale(denses, channel_ranges: np.ndarray) -> np.ndarray:
+    """Multiplies each Dense's kernel rows by r / 127 and returns c = 127 / r (float32 [in])."""
+    # A channel that was 0 on every text keeps a small range: its inputs stay ~0 anyway.
+    channel_ranges = np.maximum(channel_ranges.astype(np.float32), 1e-6)
+    for dense in denses:
+        kernel = keras.ops.convert_to_numpy(dense.kernel)
+        dense.kernel.assign(kernel * (channel_ranges / int8_layers.INT8_MAX)[:, None])
+    return (int8_layers.INT8_MAX / channel_ranges).astype(np.float32)
 
 
 class Int8KernelMissing(RuntimeError):

@@ -13,14 +13,27 @@ time, benchmarks/quantize_predict.py):
 The same graph is what an int8 export saves (``export/int8.py``), and a ``.keras`` file of a
 quantized model holds Keras' own int8 weights, so it loads with ``keras.saving.load_model`` and
 runs this path again.
+
+Static input ranges (an export calibrated on sample texts, ``export/int8.calibrated_copy``): the
+layers fed by a LayerNorm (query, key and value, and the intermediate layer) get a per-channel
+input scale c [in] = 127 / (the channel's largest |x| on the calibration texts), and their
+float kernels are multiplied row-wise by 1 / c before quantizing, so that
+``(x * c) @ (W / c) == x @ W``. Their inputs are then quantized as round(x * c), clipped to
+[-127, 127], with no per-row range to find, and the row scale no longer stands between the
+matmul and its bias: oneDNN adds the bias and applies GELU in the int8 matmul's epilogue. Each
+text still depends on nothing but itself.
 """
 
 from __future__ import annotations
 
+import contextlib
+
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_bert import tf_internals
+from keras_bert.layers import activations
 from keras_bert.optimization import keras_internals
 
 INT8_MAX = 127.0
@@ -61,17 +74,83 @@ def int8_matmul_rows(inputs: tf.Tensor, kernel, kernel_scale, bias=None) -> tf.T
     return tf.reshape(outputs, tf.concat([tf.shape(inputs)[:-1], [kernel.shape[1]]], 0))
 
 
+def int8_matmul_static(scaled_inputs: tf.Tensor, kernel, kernel_scale, bias=None,
+                       activation: str | None = None) -> tf.Tensor:
+    """float32 [..., units] ~= activation(inputs @ W + bias) for inputs already multiplied by
+    their static per-channel scale (``scaled_inputs = x * c``, so each channel spans [-127, 127]
+    and the kernel holds W / c).
+
+    Args:
+        scaled_inputs: float [..., in].
+        kernel: int8 [in, units] (a variable or a tensor).
+        kernel_scale: float32 [units], Keras' per-column ``kernel_scale``.
+        bias: float32 [units] or None.
+        activation: None or a key of ``tf_internals.INT8_FUSED_ACTIVATIONS``, applied in the
+            matmul's epilogue.
+    """
+    scaled_inputs = tf.cast(scaled_inputs, tf.float32)
+    flat = tf.reshape(scaled_inputs, [-1, tf.shape(scaled_inputs)[-1]])       # [m, in]
+    quantized = tf.cast(tf.clip_by_value(tf.round(flat), -INT8_MAX, INT8_MAX), tf.int8)
+    quantized = tf.bitcast(quantized, tf.qint8)
+    kernel = tf.bitcast(tf.convert_to_tensor(kernel), tf.qint8)
+    kernel_range = INT8_MAX / tf.convert_to_tensor(kernel_scale)
+    bias = (tf.zeros([kernel.shape[1]], tf.float32) if bias is None
+            else tf.cast(bias, tf.float32))
+    if tf.executing_eagerly():
+        outputs = _int8_matmul_fused_function(quantized, kernel, kernel_range, bias, activation)
+    else:
+        outputs = tf_internals.int8_matmul(quantized, kernel, kernel_range, bias=bias,
+                                           activation=activation)
+    return tf.reshape(outputs, tf.concat([tf.shape(scaled_inputs)[:-1], [kernel.shape[1]]], 0))
+
+
 # For eager calls (a model called outside tf.function): the op exists only in graphs. All
 # eager calls share this one node, so it must not keep the first kernel it sees.
 _int8_matmul_function = tf.function(
     lambda inputs, kernel, kernel_range: tf_internals.int8_matmul(
         inputs, kernel, kernel_range, constant_kernel=False),
     autograph=False, reduce_retracing=True)
+_int8_matmul_fused_function = tf.function(
+    lambda inputs, kernel, kernel_range, bias, activation: tf_internals.int8_matmul(
+        inputs, kernel, kernel_range, constant_kernel=False, bias=bias, activation=activation),
+    autograph=False, reduce_retracing=True)
+
+# Our activations that the int8 matmul can apply itself, by the name tf_internals knows.
+_FUSABLE_ACTIVATIONS = {activations.gelu_tanh: "gelu_tanh",
+                        activations.gelu_exact: "gelu_exact"}
+
+# While calibrating (``recording_input_ranges``): id(Dense) -> the largest |input| per channel
+# seen in eager calls.
+_recorded_ranges: dict | None = None
 
 
-def apply_dense(dense: keras.layers.Dense, inputs, training=None):
-    """``dense(inputs)``; for a Dense that Keras quantized to int8, at inference (``training``
-    not True), the same numbers through ``int8_matmul_rows``.
+@contextlib.contextmanager
+def recording_input_ranges():
+    """Within it, eager calls of the model record, for every Dense that ``apply_dense`` or
+    ``apply_dense_together`` runs, the largest |input| of each input channel. Yields the dict
+    id(dense) -> numpy float32 [in]."""
+    global _recorded_ranges
+    previous, _recorded_ranges = _recorded_ranges, {}
+    try:
+        yield _recorded_ranges
+    finally:
+        _recorded_ranges = previous
+
+
+def _record(denses, inputs) -> None:
+    if _recorded_ranges is None or not tf.executing_eagerly():
+        return
+    flat = tf.reshape(tf.cast(inputs, tf.float32), [-1, tf.shape(inputs)[-1]])
+    ranges = tf.reduce_max(tf.abs(flat), axis=0).numpy()
+    for dense in denses:
+        seen = _recorded_ranges.get(id(dense))
+        _recorded_ranges[id(dense)] = ranges if seen is None else np.maximum(seen, ranges)
+
+
+def apply_dense(dense: keras.layers.Dense, inputs, training=None, input_scale=None,
+                activation=None):
+    """``activation(dense(inputs))``; for a Dense that Keras quantized to int8, at inference
+    (``training`` not True), the same numbers through ``int8_matmul_rows``.
 
     Keras' own int8 call runs when training (it has the gradient), and for an int8 Dense this
     path does not compute as Keras does (LoRA, a custom activation quantizer).
@@ -79,20 +158,35 @@ def apply_dense(dense: keras.layers.Dense, inputs, training=None):
     Args:
         dense: a built ``keras.layers.Dense``.
         inputs: float [..., in].
+        input_scale: None, or a static per-channel scale c [in] (a calibrated layer, whose
+            kernel holds W / c): the layer computes ``dense(inputs * c)``, at inference on
+            ``int8_matmul_static`` with the bias and a GELU ``activation`` in its epilogue.
+        activation: applied after the layer (None: none besides the Dense's own).
 
     Returns:
         [..., units] in ``dense``'s compute dtype.
     """
+    _record((dense,), inputs)
     weights = None if training else keras_internals.int8_dense_weights(dense)
+    if input_scale is not None:
+        inputs = inputs * tf.cast(input_scale, inputs.dtype)
     if weights is None:
-        return dense(inputs)
-    outputs = int8_matmul_rows(inputs, *weights, dense.bias)
-    if dense.activation is not None:
-        outputs = dense.activation(outputs)
+        outputs = dense(inputs)
+    elif input_scale is not None and dense.activation in (None, keras.activations.linear):
+        fused = _FUSABLE_ACTIVATIONS.get(activation)
+        outputs = int8_matmul_static(inputs, *weights, dense.bias, fused)
+        if fused is not None:
+            activation = None
+    else:
+        outputs = int8_matmul_rows(inputs, *weights, dense.bias)
+        if dense.activation is not None:
+            outputs = dense.activation(outputs)
+    if activation is not None:
+        outputs = activation(outputs)
     return tf.cast(outputs, dense.compute_dtype)
 
 
-def apply_dense_together(denses, inputs, training=None) -> list:
+def apply_dense_together(denses, inputs, training=None, input_scale=None) -> list:
     """``[dense(inputs) for dense in denses]``; where all of them are int8 Dense layers (as
     ``apply_dense`` runs them) with one input, as one int8 matmul on their kernels side by side.
 
@@ -108,18 +202,25 @@ def apply_dense_together(denses, inputs, training=None) -> list:
     Args:
         denses: built ``keras.layers.Dense`` layers without activations.
         inputs: float [..., in].
+        input_scale: None, or the static per-channel scale c [in] that all of them were
+            calibrated with (see ``apply_dense``).
     """
+    _record(denses, inputs)
     weights = [None if training else keras_internals.int8_dense_weights(dense)
                for dense in denses]
     if any(w is None for w in weights) or any(d.activation not in (None, keras.activations.linear)
                                               for d in denses):
-        return [apply_dense(dense, inputs, training) for dense in denses]
+        return [apply_dense(dense, inputs, training, input_scale) for dense in denses]
     kernel = tf.concat([tf.convert_to_tensor(kernel) for kernel, _ in weights], axis=1)
     kernel_scale = tf.concat([tf.convert_to_tensor(scale) for _, scale in weights], axis=0)
     biases = [dense.bias if dense.bias is not None else tf.zeros([dense.units])
               for dense in denses]
     bias = tf.concat([tf.cast(b, tf.float32) for b in biases], axis=0)
-    outputs = int8_matmul_rows(inputs, kernel, kernel_scale, bias)
+    if input_scale is not None:
+        outputs = int8_matmul_static(tf.cast(inputs, tf.float32) * input_scale, kernel,
+                                     kernel_scale, bias)
+    else:
+        outputs = int8_matmul_rows(inputs, kernel, kernel_scale, bias)
     splits = tf.split(outputs, [dense.units for dense in denses], axis=-1)
     return [tf.cast(out, dense.compute_dtype) for out, dense in zip(splits, denses)]
 

@@ -60,6 +60,9 @@ class BertSelfAttention(keras.layers.Layer):
                                         dtype=self.dtype_policy, name="value")
         self.dropout_layer = BertDropout(attention_probs_dropout_prob, dtype=self.dtype_policy,
                                          name="dropout")
+        # Static per-channel input scale of Q, K and V once calibrated (export/int8.py); None:
+        # ranges found per row on every call.
+        self.qkv_input_scale = None
 
     def build(self, input_shape=None):
         for dense in (self.query, self.key, self.value):
@@ -80,7 +83,8 @@ class BertSelfAttention(keras.layers.Layer):
         # After quantize("int8"), the three run as one int8 matmul (apply_dense_together).
         query, key, value = (self._split_heads(projected, batch, seq)         # [B, N, S, D]
                              for projected in apply_dense_together(
-                                 (self.query, self.key, self.value), flat, training))
+                                 (self.query, self.key, self.value), flat, training,
+                                 self.qkv_input_scale))
 
         dtype = self.compute_dtype
         query = query * ops.cast(1.0 / (self.head_size ** 0.5), dtype)
@@ -164,6 +168,9 @@ class TransformerBlock(keras.layers.Layer):
         self.output_dropout_layer = BertDropout(hidden_dropout_prob, dtype=policy)
         self.output_layer_norm = BertLayerNormalization(
             epsilon=layer_norm_eps, dtype=policy, name="output_layer_norm")
+        # Static per-channel input scale of the intermediate layer once calibrated
+        # (export/int8.py); None: ranges found per row on every call.
+        self.intermediate_input_scale = None
 
     def build(self, input_shape=None):
         shape = (None, None, self.hidden_size)
@@ -188,9 +195,10 @@ class TransformerBlock(keras.layers.Layer):
                                 ops.reshape(attention, (-1, self.hidden_size)), training)
         attention = self.attention_dropout_layer(attention, training=training)
         flat = self.attention_layer_norm(flat + attention, training=training)
-        intermediate = apply_dense(self.intermediate, flat, training)         # [B*S, I]
         activation = self.training_activation if training else self.activation
-        feed_forward = apply_dense(self.output_dense, activation(intermediate), training)
+        intermediate = apply_dense(self.intermediate, flat, training,         # [B*S, I]
+                                   self.intermediate_input_scale, activation)
+        feed_forward = apply_dense(self.output_dense, intermediate, training)
         feed_forward = self.output_dropout_layer(feed_forward, training=training)
         flat = self.output_layer_norm(flat + feed_forward, training=training)
         return ops.reshape(flat, (batch, seq, self.hidden_size))
