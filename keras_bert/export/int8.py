@@ -63,6 +63,20 @@ def quantized_copy(model, calibration_texts=None, preprocessor=None):
     return copy
 
 
+def fuse_qkv(model) -> None:
+    """Gives every attention layer of an int8 ``model`` its query, key and value weights side
+    by side (``layers.int8.fused_int8_weights``), in place, so that inference reads them as
+    they are instead of concatenating them on every call (4% of an int8 BERT-base's op time on
+    short texts). For exports whose signatures read no other copy of them: a TF Serving export
+    of a task model. An encoder's export also traces TF Hub's training-mode call, which runs
+    Keras' own int8 layers on the separate weights: both copies would be saved."""
+    encoder = model if hasattr(model, "transformer_layers") else model.encoder
+    for block in encoder.transformer_layers:
+        attention = block.attention
+        attention.fused_qkv = int8_layers.fused_int8_weights(
+            (attention.query, attention.key, attention.value))
+
+
 def read_calibration_file(path) -> list[str]:
     """The texts of a calibration file: one per line, blank lines skipped (UTF-8)."""
     from keras_bert import fileio
@@ -114,8 +128,10 @@ def calibrate(model, preprocessor, texts) -> None:
         attention = block.attention
         qkv = (attention.query, attention.key, attention.value)
         attention.qkv_input_scale = _rescale(qkv, ranges[id(attention.query)])
-        block.intermediate_input_scale = _rescale((block.intermediate,),
-                                                  ranges[id(block.intermediate)])
+        for dense, name in ((block.attention_output, "attention_output_input_scale"),
+                            (block.intermediate, "intermediate_input_scale"),
+                            (block.output_dense, "output_input_scale")):
+            setattr(block, name, _rescale((dense,), ranges[id(dense)]))
     logger.info("calibrated static int8 input ranges of %d transformer layers on %d texts",
                 len(encoder.transformer_layers), len(texts))
 

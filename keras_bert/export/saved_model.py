@@ -217,6 +217,8 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
         model = with_compute_dtype(model, mixed_precision)
     if quantize and not is_int8(model):
         model = int8.quantized_copy(model, calibration_texts, preprocessor)
+        if not isinstance(model, BertEncoder):
+            int8.fuse_qkv(model)
     model_dir = join(export_base, model_name)
     version = next_version(model_dir) if version is None else int(version)
     version_dir = join(model_dir, str(version))

@@ -186,7 +186,31 @@ def apply_dense(dense: keras.layers.Dense, inputs, training=None, input_scale=No
     return tf.cast(outputs, dense.compute_dtype)
 
 
-def apply_dense_together(denses, inputs, training=None, input_scale=None) -> list:
+def fused_int8_weights(denses) -> tuple | None:
+    """(kernel, kernel_scale, bias) of int8 Dense layers side by side, as tf.Variables: int8
+    [in, sum of units], float32 [sum of units] and float32 [sum of units]; None unless every
+    layer is an int8 Dense without activation (as ``apply_dense_together`` runs them).
+
+    ``apply_dense_together(..., fused=)`` reads these instead of concatenating the layers'
+    weights in the graph on every call. An export that holds them saves only them when no
+    traced function reads the layers' own weights (TF Serving signatures of task models).
+    """
+    weights = [keras_internals.int8_dense_weights(dense) for dense in denses]
+    if any(w is None for w in weights) or any(
+            d.activation not in (None, keras.activations.linear) for d in denses):
+        return None
+    numpy = keras.ops.convert_to_numpy
+    kernel = np.concatenate([numpy(k) for k, _ in weights], axis=1)
+    scale = np.concatenate([numpy(s) for _, s in weights])
+    bias = np.concatenate([numpy(d.bias) if d.bias is not None else np.zeros([d.units])
+                           for d in denses]).astype(np.float32)
+    return (tf.Variable(kernel, trainable=False, name="fused_kernel"),
+            tf.Variable(scale, trainable=False, name="fused_kernel_scale"),
+            tf.Variable(bias, trainable=False, name="fused_bias"))
+
+
+def apply_dense_together(denses, inputs, training=None, input_scale=None,
+                         fused=None) -> list:
     """``[dense(inputs) for dense in denses]``; where all of them are int8 Dense layers (as
     ``apply_dense`` runs them) with one input, as one int8 matmul on their kernels side by side.
 
@@ -204,6 +228,8 @@ def apply_dense_together(denses, inputs, training=None, input_scale=None) -> lis
         inputs: float [..., in].
         input_scale: None, or the static per-channel scale c [in] that all of them were
             calibrated with (see ``apply_dense``).
+        fused: None, or ``fused_int8_weights(denses)``, read at inference instead of
+            concatenating the layers' weights.
     """
     _record(denses, inputs)
     weights = [None if training else keras_internals.int8_dense_weights(dense)
@@ -211,11 +237,14 @@ def apply_dense_together(denses, inputs, training=None, input_scale=None) -> lis
     if any(w is None for w in weights) or any(d.activation not in (None, keras.activations.linear)
                                               for d in denses):
         return [apply_dense(dense, inputs, training, input_scale) for dense in denses]
-    kernel = tf.concat([tf.convert_to_tensor(kernel) for kernel, _ in weights], axis=1)
-    kernel_scale = tf.concat([tf.convert_to_tensor(scale) for _, scale in weights], axis=0)
-    biases = [dense.bias if dense.bias is not None else tf.zeros([dense.units])
-              for dense in denses]
-    bias = tf.concat([tf.cast(b, tf.float32) for b in biases], axis=0)
+    if fused is not None:
+        kernel, kernel_scale, bias = fused
+    else:
+        kernel = tf.concat([tf.convert_to_tensor(kernel) for kernel, _ in weights], axis=1)
+        kernel_scale = tf.concat([tf.convert_to_tensor(scale) for _, scale in weights], axis=0)
+        biases = [dense.bias if dense.bias is not None else tf.zeros([dense.units])
+                  for dense in denses]
+        bias = tf.concat([tf.cast(b, tf.float32) for b in biases], axis=0)
     if input_scale is not None:
         outputs = int8_matmul_static(tf.cast(inputs, tf.float32) * input_scale, kernel,
                                      kernel_scale, bias)

@@ -63,6 +63,8 @@ class BertSelfAttention(keras.layers.Layer):
         # Static per-channel input scale of Q, K and V once calibrated (export/int8.py); None:
         # ranges found per row on every call.
         self.qkv_input_scale = None
+        # Q, K and V's int8 weights side by side (int8.fused_int8_weights) in int8 exports.
+        self.fused_qkv = None
 
     def build(self, input_shape=None):
         for dense in (self.query, self.key, self.value):
@@ -84,7 +86,7 @@ class BertSelfAttention(keras.layers.Layer):
         query, key, value = (self._split_heads(projected, batch, seq)         # [B, N, S, D]
                              for projected in apply_dense_together(
                                  (self.query, self.key, self.value), flat, training,
-                                 self.qkv_input_scale))
+                                 self.qkv_input_scale, self.fused_qkv))
 
         dtype = self.compute_dtype
         query = query * ops.cast(1.0 / (self.head_size ** 0.5), dtype)
@@ -171,6 +173,8 @@ class TransformerBlock(keras.layers.Layer):
         # Static per-channel input scale of the intermediate layer once calibrated
         # (export/int8.py); None: ranges found per row on every call.
         self.intermediate_input_scale = None
+        self.attention_output_input_scale = None
+        self.output_input_scale = None
 
     def build(self, input_shape=None):
         shape = (None, None, self.hidden_size)
@@ -192,13 +196,15 @@ class TransformerBlock(keras.layers.Layer):
         attention = self.attention(hidden_states, mask_bias, training=training)
         # After quantize("int8"), apply_dense runs the int8 layers on oneDNN's int8 matmul.
         attention = apply_dense(self.attention_output,
-                                ops.reshape(attention, (-1, self.hidden_size)), training)
+                                ops.reshape(attention, (-1, self.hidden_size)), training,
+                                self.attention_output_input_scale)
         attention = self.attention_dropout_layer(attention, training=training)
         flat = self.attention_layer_norm(flat + attention, training=training)
         activation = self.training_activation if training else self.activation
         intermediate = apply_dense(self.intermediate, flat, training,         # [B*S, I]
                                    self.intermediate_input_scale, activation)
-        feed_forward = apply_dense(self.output_dense, intermediate, training)
+        feed_forward = apply_dense(self.output_dense, intermediate, training,
+                                   self.output_input_scale)
         feed_forward = self.output_dropout_layer(feed_forward, training=training)
         flat = self.output_layer_norm(flat + feed_forward, training=training)
         return ops.reshape(flat, (batch, seq, self.hidden_size))
