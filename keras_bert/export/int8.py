@@ -13,10 +13,11 @@ is TensorFlow's x86-64 CPU builds'; ``check_int8_kernel`` says whether this one 
 
 Calibrated exports (``export_model(quantize="int8", calibration_texts=...)``, ``keras-bert
 export --quantize int8 --calibration_file``): ``calibrated_copy`` runs the float32 encoder on
-a few hundred sample texts and gives the layers fed by a LayerNorm (query, key, value and
-intermediate) static per-channel input ranges (``keras_bert.layers.int8``: their inputs need no
-per-row range, and oneDNN adds their bias and GELU inside the int8 matmul); the attention
-output and output layers keep per-row ranges.
+a few hundred sample texts and gives every int8 matmul of every block (query, key and value,
+attention output, intermediate and output) static per-channel input ranges
+(``keras_bert.layers.int8``): its inputs need no per-row range, and oneDNN adds its bias (and
+the intermediate layer's GELU) inside the int8 matmul. Task-model int8 exports also store query,
+key and value's int8 weights side by side (``fuse_qkv``).
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ def quantized_copy(model, calibration_texts=None, preprocessor=None):
 
     Args:
         calibration_texts: None (dynamic per-row input ranges everywhere), or sample texts
-            (strings; a few hundred like the ones to be served) from which the layers fed by a
-            LayerNorm get static per-channel input ranges (``calibrate``).
+            (strings; a few hundred like the ones to be served) from which the int8 layers of
+            every block get static per-channel input ranges (``calibrate``).
         preprocessor: the BertPreprocessor that turns ``calibration_texts`` into ids.
     """
     if getattr(model, "dtype_policy", None) is not None and model.dtype_policy.name != "float32":
@@ -95,8 +96,9 @@ def read_calibration_file(path) -> list[str]:
 
 
 def calibrate(model, preprocessor, texts) -> None:
-    """Gives ``model``'s LayerNorm-fed Dense layers (in every transformer block: query, key and
-    value, and intermediate) static per-channel input ranges from ``texts``, in place.
+    """Gives the Dense layers that int8 runs in every transformer block of ``model`` (query, key
+    and value, attention output, intermediate and output) static per-channel input ranges from
+    ``texts``, in place.
 
     ``model`` (a float32 BertEncoder or task model, not yet quantized) runs on the texts, each
     packed to its own length (no padding rows: a padding row's activations would widen the
@@ -106,7 +108,7 @@ def calibrate(model, preprocessor, texts) -> None:
     afterwards quantizes the scaled kernel per column, and inputs beyond a channel's range are
     clipped to it.
     """
-    texts = _check_texts(texts)
+    texts = check_calibration_texts(texts)
     if int8_layers.is_int8(model):
         raise ValueError("calibrate a float32 model, before quantize('int8')")
     encoder = model if hasattr(model, "transformer_layers") else model.encoder
@@ -136,17 +138,20 @@ def calibrate(model, preprocessor, texts) -> None:
                 len(encoder.transformer_layers), len(texts))
 
 
-def _check_texts(texts) -> list:
+def check_calibration_texts(texts, source: str | None = None) -> list[str]:
+    """``texts`` as a list, or a clear error: they must be strings, at least
+    ``MIN_CALIBRATION_TEXTS`` of them. ``source`` (a file name) is named in the error."""
+    where = f" in {source!r}" if source else ""
     if isinstance(texts, (str, bytes)):
         raise TypeError("calibration texts must be a list of strings, not one string")
     texts = list(texts)
     bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
     if bad:
-        raise TypeError(f"calibration text {bad[0]} is a {type(texts[bad[0]]).__name__}, "
+        raise TypeError(f"calibration text {bad[0]}{where} is a {type(texts[bad[0]]).__name__}, "
                         "not a string")
     if len(texts) < MIN_CALIBRATION_TEXTS:
         raise ValueError(f"calibration needs at least {MIN_CALIBRATION_TEXTS} texts (a few "
-                         f"hundred like the ones to be served); got {len(texts)}")
+                         f"hundred like the ones to be served); got {len(texts)}{where}")
     return texts
 
 

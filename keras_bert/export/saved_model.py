@@ -201,6 +201,8 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
                          "exclude each other; pick one")
     if calibration_texts is not None and quantize != "int8":
         raise ValueError("calibration_texts are for int8 exports: pass quantize=\"int8\"")
+    if calibration_texts is not None:
+        calibration_texts = int8.check_calibration_texts(calibration_texts)
     if calibration_texts is not None and is_int8(model):
         raise ValueError(f"{type(model).__name__} is quantized already; calibration starts "
                          "from the float32 model: export that with quantize=\"int8\" and "

@@ -2,10 +2,11 @@
 arithmetic, Keras' own int8 call and float32."""
 
 import keras
+import pytest
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.layers import int8
+from keras_bert.layers import activations, int8
 
 
 def test_quantize_rows_gives_each_row_its_own_scale():
@@ -104,3 +105,98 @@ def test_apply_dense_together_runs_each_layer_alone_unless_all_are_int8():
                                atol=1e-6)
     trained = int8.apply_dense_together(denses, x, training=True)  # Keras' own int8 call
     np.testing.assert_allclose(np.asarray(trained[1]), np.asarray(denses[1](x)), atol=1e-6)
+
+
+def gelu(x, approximate):
+    if approximate:
+        return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+    from math import erf
+    return 0.5 * x * (1 + np.vectorize(erf)(x / np.sqrt(2)))
+
+
+def calibrated_dense(units, inputs, seed, ranges):
+    """A float Dense whose kernel rows were scaled by ranges / 127 (as export/int8.calibrate
+    does), quantized; with its float original and the input scale c = 127 / ranges."""
+    dense, float_dense = quantized_dense(units, inputs, seed)
+    scaled = keras.layers.Dense(units)
+    scaled.build((None, inputs))
+    scaled.set_weights([float_dense.kernel.numpy() * (ranges / 127)[:, None],
+                        float_dense.bias.numpy()])
+    scaled.quantize("int8")
+    return scaled, float_dense, (127 / ranges).astype(np.float32)
+
+
+@pytest.mark.parametrize("activation, fused_op", [
+    (activations.gelu_tanh, "GeluApproximate"), (activations.gelu_exact, "GeluExact"),
+    (None, None)])
+def test_a_static_input_scale_runs_bias_and_gelu_in_the_int8_matmul(activation, fused_op):
+    rng = np.random.default_rng(6)
+    ranges = rng.uniform(0.5, 4.0, 64).astype(np.float32)
+    dense, float_dense, scale = calibrated_dense(48, 64, 7, ranges)
+    x = (rng.uniform(-1, 1, (2, 9, 64)) * ranges).astype(np.float32)
+    x[0, 0, 3] = 10 * ranges[3]  # beyond the calibrated range: clipped to it
+    traced = tf.function(lambda x: int8.apply_dense(dense, x, input_scale=scale,
+                                                    activation=activation), autograph=False)
+    got = np.asarray(traced(x))
+    np.testing.assert_allclose(np.asarray(int8.apply_dense(dense, x, input_scale=scale,
+                                                           activation=activation)),
+                               got, rtol=0, atol=1e-5)  # eagerly: the same numbers
+    graph = traced.get_concrete_function(tf.TensorSpec([None, None, 64])).graph
+    matmuls = [op for op in graph.get_operations() if op.type == "_QuantizedMatMul"]
+    assert len(matmuls) == 1
+    fused = [f.decode() for f in matmuls[0].get_attr("fused_ops")]
+    assert fused == ["BiasAdd"] + ([fused_op] if fused_op else []) + ["Dequantize"]
+    assert not {"Abs", "Max", "Erf", "Tanh"} & {op.type for op in graph.get_operations()}
+    # What it means: the inputs rounded on their channels' fixed grids, integer products,
+    # the column scale, the bias, then the activation.
+    rows = x.reshape(-1, 64).astype(np.float64)
+    quantized = np.clip(np.rint(rows * scale), -127, 127)
+    pre = quantized @ dense.kernel.numpy().astype(np.float64) / dense.kernel_scale.numpy() \
+        + dense.bias.numpy()
+    exact = pre if activation is None else gelu(pre, activation is activations.gelu_tanh)
+    np.testing.assert_allclose(got.reshape(-1, 48), exact, rtol=1e-4, atol=1e-4)
+    # Within the ranges it computes the float layer: x @ W + b (then the activation).
+    inside = np.clip(x, -ranges, ranges)
+    reference = np.asarray(float_dense(inside))
+    if activation is not None:
+        reference = np.asarray(activation(reference))
+    got_inside = np.asarray(traced(inside))
+    assert 0 < np.abs(got_inside - reference).max() < 0.02 * np.abs(reference).max()
+    # Training (and any float path) computes dense(x * c): the same function in float32.
+    np.testing.assert_allclose(
+        np.asarray(int8.apply_dense(dense, inside, training=True, input_scale=scale)),
+        np.asarray(float_dense(inside)), atol=0.03 * np.abs(reference).max())
+
+
+def test_recording_input_ranges_keeps_each_channels_largest_magnitude_in_eager_calls():
+    dense, _ = quantized_dense(8, 16, seed=8)
+    x = np.random.default_rng(9).standard_normal((4, 16)).astype(np.float32)
+    y = np.random.default_rng(10).standard_normal((2, 3, 16)).astype(np.float32)
+    with int8.recording_input_ranges() as ranges:
+        int8.apply_dense(dense, x)
+        int8.apply_dense(dense, y)
+        tf.function(lambda t: int8.apply_dense(dense, t))(x * 100)  # traced: not recorded
+    np.testing.assert_allclose(ranges[id(dense)],
+                               np.maximum(np.abs(x).max(0), np.abs(y).reshape(-1, 16).max(0)))
+    int8.apply_dense(dense, x * 100)  # outside the context: nothing recorded
+    assert list(ranges) == [id(dense)] and np.abs(ranges[id(dense)]).max() < 10
+
+
+def test_fused_weights_give_apply_dense_together_the_same_numbers_without_a_concat():
+    denses = [quantized_dense(16, 32, seed=s)[0] for s in (11, 12, 13)]
+    fused = int8.fused_int8_weights(denses)
+    assert fused[0].dtype == tf.int8 and fused[0].shape == (32, 48)
+    x = np.random.default_rng(14).standard_normal((5, 32)).astype(np.float32)
+    scale = np.full(32, 40.0, np.float32)
+    for input_scale in (None, scale):
+        function = tf.function(lambda t, f: int8.apply_dense_together(
+            denses, t, input_scale=input_scale, fused=f), autograph=False)
+        separate, together = function(x, None), function(x, fused)
+        for a, b in zip(separate, together):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        graph = function.get_concrete_function(tf.TensorSpec([None, 32]), fused).graph
+        concatenated = {op.outputs[0].dtype for op in graph.get_operations()
+                        if op.type == "ConcatV2"}
+        assert concatenated == {tf.int32}  # output shapes only, no weights
+    float_dense = quantized_dense(16, 32, seed=15)[1]
+    assert int8.fused_int8_weights([float_dense, denses[0]]) is None
