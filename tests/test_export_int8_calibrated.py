@@ -1,0 +1,198 @@
+"""Calibrated int8 exports (export_model(quantize="int8", calibration_texts=...), keras-bert
+export --calibration_file): static per-channel input ranges for every int8 matmul of a block,
+their bias and GELU fused into oneDNN's int8 matmul, Q/K/V's weights stored side by side in
+task exports; run as TF Serving runs them (graph-mode loader + Session.run, saved_model_cli
+run); bad calibration input refused before anything is written. Real-weight accuracy:
+tests/tasks/test_int8_minilm.py."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert import BertClassifier, BertPreprocessor, cli, tf_internals
+from keras_bert.export import export_model, int8, saved_model_op_types
+from keras_bert.layers.int8 import is_int8
+from tests.serving.exports import TEXTS, tiny_encoder
+from tests.serving.graph_mode import GraphModeModel, saved_model_cli_run
+from tests.tasks.docstring_sentences import docstring_sentences
+from tests.test_export_int8 import cosines, saved_bytes
+
+SEQ_LENGTH = 24
+
+
+@pytest.fixture(scope="module")
+def preprocessor(minilm_dir):
+    return BertPreprocessor(os.path.join(minilm_dir, "vocab.txt"), seq_length=SEQ_LENGTH)
+
+
+@pytest.fixture(scope="module")
+def calibration_texts():
+    return docstring_sentences(200)[100:]
+
+
+def quantized_matmuls(path):
+    """The fused_ops of every _QuantizedMatMul node in the SavedModel's functions."""
+    saved_model = tf_internals.parse_saved_model(path)
+    return [tuple(f.decode() for f in node.attr["fused_ops"].list.s)
+            for meta_graph in saved_model.meta_graphs
+            for function in meta_graph.graph_def.library.function
+            for node in function.node_def if node.op == "_QuantizedMatMul"]
+
+
+def test_calibration_keeps_the_float_function_and_scales_every_block(preprocessor,
+                                                                     calibration_texts):
+    encoder = tiny_encoder(len(preprocessor.vocabulary))
+    copy = type(encoder).from_config(encoder.get_config())
+    copy.set_weights(encoder.get_weights())
+    int8.calibrate(copy, preprocessor, calibration_texts)
+    assert not is_int8(copy)
+    for block in copy.transformer_layers:
+        for scale in (block.attention.qkv_input_scale, block.attention_output_input_scale,
+                      block.intermediate_input_scale, block.output_input_scale):
+            assert scale.dtype == np.float32 and (scale > 0).all()
+        assert block.attention.qkv_input_scale.shape == (64,)
+        assert block.output_input_scale.shape == (128,)
+    # Inputs times c, kernel rows divided by c: the same float32 function.
+    packed = {k: v.numpy() for k, v in preprocessor(tf.constant(TEXTS)).items()}
+    np.testing.assert_allclose(np.asarray(copy(packed)["sequence_output"]),
+                               np.asarray(encoder(packed)["sequence_output"]), atol=2e-4)
+    # The ranges are the inputs' largest magnitudes over the calibration texts: a query
+    # input channel's scale is 127 over the largest |embedding LayerNorm output| there.
+    ids = preprocessor(tf.constant(calibration_texts))
+    embeddings = np.asarray(encoder.embeddings(ids["input_word_ids"], ids["input_type_ids"]))
+    real = ids["input_mask"].numpy().astype(bool)
+    np.testing.assert_allclose(copy.transformer_layers[0].attention.qkv_input_scale,
+                               127 / np.abs(embeddings[real]).max(0), rtol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def exports(preprocessor, calibration_texts, tmp_path_factory):
+    base = str(tmp_path_factory.mktemp("calibrated"))
+    encoder = tiny_encoder(len(preprocessor.vocabulary))
+    classifier = BertClassifier(tiny_encoder(len(preprocessor.vocabulary)), num_classes=3,
+                                preprocessor=preprocessor)
+    paths = {}
+    for name, model in (("encoder", encoder), ("classifier", classifier)):
+        paths[name, None] = export_model(model, base, f"{name}-dynamic", quantize="int8",
+                                         preprocessor=preprocessor)
+        paths[name, "calibrated"] = export_model(model, base, f"{name}-calibrated",
+                                                 quantize="int8", preprocessor=preprocessor,
+                                                 calibration_texts=calibration_texts)
+    return encoder, classifier, paths
+
+
+def test_calibrated_export_fuses_bias_and_gelu_and_finds_no_row_ranges(exports):
+    _, _, paths = exports
+    for name in ("encoder", "classifier"):
+        calibrated = quantized_matmuls(paths[name, "calibrated"])
+        # Two blocks of query-key-value, attention output, intermediate, output (per traced
+        # function), each with its real bias; the intermediate with GELU (tanh form).
+        assert set(calibrated) == {("BiasAdd", "Dequantize"),
+                                   ("BiasAdd", "GeluApproximate", "Dequantize")}
+        assert sum(f == ("BiasAdd", "GeluApproximate", "Dequantize") for f in calibrated) * 3 \
+            == sum(f == ("BiasAdd", "Dequantize") for f in calibrated)
+    # A task export's signatures compute no row range at all (an encoder's also holds TF
+    # Hub's training-mode call, which runs Keras' own int8 layers).
+    assert "Abs" not in saved_model_op_types(paths["classifier", "calibrated"])
+    assert "Abs" in saved_model_op_types(paths["classifier", None])  # per-row ranges
+
+
+def test_calibrated_export_runs_in_tf_servings_loader_and_saved_model_cli(exports, preprocessor,
+                                                                           tmp_path):
+    encoder, classifier, paths = exports
+    served = GraphModeModel(paths["encoder", "calibrated"])
+    packed = {k: v.numpy() for k, v in preprocessor(tf.constant(TEXTS)).items()}
+    expected = encoder(packed)
+    ids = served.run("serve_ids", **packed)
+    mask = packed["input_mask"].astype(bool)
+    assert cosines(ids["sequence_output"][mask],
+                   np.asarray(expected["sequence_output"])[mask]).min() > 0.99
+    assert 0 < np.abs(ids["pooled_output"] - expected["pooled_output"]).max() < 0.1
+    # Static ranges: each text's outputs depend on that text alone, not on its batch.
+    batch = served.run("serving_default", text=np.array([t.encode() for t in TEXTS], object))
+    for row, text in enumerate(TEXTS):
+        alone = served.run("serving_default", text=np.array([text.encode()], object))
+        np.testing.assert_allclose(alone["pooled_output"][0], batch["pooled_output"][row],
+                                   atol=1e-5)
+    saved_model_cli_run(paths["encoder", "calibrated"], "serving_default",
+                        input_exprs="text=" + repr(TEXTS), outdir=str(tmp_path / "text"))
+    np.testing.assert_allclose(np.load(tmp_path / "text" / "pooled_output.npy"),
+                               batch["pooled_output"], atol=1e-5)
+
+    probabilities = GraphModeModel(paths["classifier", "calibrated"]).run(
+        "serving_default", text=np.array([t.encode() for t in TEXTS], object))["probabilities"]
+    reference = classifier.predict(TEXTS, verbose=0)
+    assert 0 < np.abs(probabilities - reference).max() < 0.05
+
+
+def test_task_exports_store_query_key_and_value_side_by_side_once(exports):
+    _, _, paths = exports
+    for key in (("classifier", None), ("classifier", "calibrated")):
+        reader = tf.train.load_checkpoint(os.path.join(paths[key], "variables", "variables"))
+        int8_shapes = sorted(tuple(reader.get_variable_to_shape_map()[name])
+                             for name, dtype in reader.get_variable_to_dtype_map().items()
+                             if dtype == tf.int8)
+        # Per block: [64, 192] (Q, K, V), attention output, intermediate, output; and the
+        # word embeddings. No separate Q, K and V kernels beside the fused one.
+        assert int8_shapes.count((64, 192)) == 2 and int8_shapes.count((64, 64)) == 2, int8_shapes
+        assert len(int8_shapes) == 2 * 4 + 1
+    sizes = {key: sum(saved_bytes(paths[key]).values()) for key in paths}
+    assert sizes["classifier", "calibrated"] <= sizes["classifier", None] * 1.01
+    assert sizes["encoder", "calibrated"] <= sizes["encoder", None] * 1.01
+
+
+def test_bad_calibration_input_is_refused_before_anything_is_written(preprocessor, tmp_path,
+                                                                     calibration_texts):
+    encoder = tiny_encoder(len(preprocessor.vocabulary))
+    cases = [
+        (dict(calibration_texts=calibration_texts), ValueError, "quantize=\"int8\""),
+        (dict(quantize="int8", calibration_texts="one string"), TypeError, "list of strings"),
+        (dict(quantize="int8", calibration_texts=["fine", b"bytes"] * 8), TypeError,
+         "calibration text 1 is a bytes"),
+        (dict(quantize="int8", calibration_texts=["too", "few"]), ValueError,
+         "at least 8 texts"),
+    ]
+    for options, error, message in cases:
+        with pytest.raises(error, match=message):
+            export_model(encoder, str(tmp_path), "encoder", preprocessor=preprocessor,
+                         **options)
+    quantized = int8.quantized_copy(encoder)
+    with pytest.raises(ValueError, match="quantized already"):
+        export_model(quantized, str(tmp_path), "encoder", preprocessor=preprocessor,
+                     quantize="int8", calibration_texts=calibration_texts)
+    with pytest.raises(ValueError, match="before quantize"):
+        int8.calibrate(quantized, preprocessor, calibration_texts)
+    assert os.listdir(tmp_path) == []
+
+
+def test_cli_export_with_a_calibration_file(preprocessor, calibration_texts, tmp_path, capsys):
+    classifier = BertClassifier(tiny_encoder(len(preprocessor.vocabulary)), num_classes=2,
+                                preprocessor=preprocessor)
+    checkpoint = str(tmp_path / "classifier.keras")
+    classifier.save(checkpoint)
+    texts = tmp_path / "calibration.txt"
+    texts.write_text("\n".join(calibration_texts) + "\n\n", encoding="utf-8")
+    base = str(tmp_path / "models")
+    export = ["export", checkpoint, base, "--model_name", "topics"]
+
+    (tmp_path / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1") * 10)
+    for flags, message in (
+            (["--calibration_file", str(texts)], "add --quantize int8"),
+            (["--quantize", "int8", "--calibration_file", str(tmp_path / "none.txt")],
+             "does not exist"),
+            (["--quantize", "int8", "--calibration_file", str(tmp_path / "latin1.txt")],
+             "not UTF-8 text (line 1"),
+    ):
+        assert cli.main(export + flags) == 2
+        assert message in capsys.readouterr().err
+    assert not os.path.exists(base)
+
+    assert cli.main(export + ["--quantize", "int8", "--calibration_file", str(texts)]) == 0
+    path = os.path.join(base, "topics", "1")
+    assert ("BiasAdd", "Dequantize") in quantized_matmuls(path)
+    assert "Abs" not in saved_model_op_types(path)
+    probabilities = GraphModeModel(path).run(
+        "serving_default", text=np.array([t.encode() for t in TEXTS], object))["probabilities"]
+    assert np.abs(probabilities - classifier.predict(TEXTS, verbose=0)).max() < 0.05
