@@ -173,8 +173,6 @@ class TransformerBlock(keras.layers.Layer):
         # Static per-channel input scale of the intermediate layer once calibrated
         # (export/int8.py); None: ranges found per row on every call.
         self.intermediate_input_scale = None
-        self.attention_output_input_scale = None
-        self.output_input_scale = None
 
     def build(self, input_shape=None):
         shape = (None, None, self.hidden_size)
@@ -196,15 +194,13 @@ class TransformerBlock(keras.layers.Layer):
         attention = self.attention(hidden_states, mask_bias, training=training)
         # After quantize("int8"), apply_dense runs the int8 layers on oneDNN's int8 matmul.
         attention = apply_dense(self.attention_output,
-                                ops.reshape(attention, (-1, self.hidden_size)), training,
-                                self.attention_output_input_scale)
+                                ops.reshape(attention, (-1, self.hidden_size)), training)
         attention = self.attention_dropout_layer(attention, training=training)
         flat = self.attention_layer_norm(flat + attention, training=training)
         activation = self.training_activation if training else self.activation
         intermediate = apply_dense(self.intermediate, flat, training,         # [B*S, I]
                                    self.intermediate_input_scale, activation)
-        feed_forward = apply_dense(self.output_dense, intermediate, training,
-                                   self.output_input_scale)
+        feed_forward = apply_dense(self.output_dense, intermediate, training)
         feed_forward = self.output_dropout_layer(feed_forward, training=training)
         flat = self.output_layer_norm(flat + feed_forward, training=training)
         return ops.reshape(flat, (batch, seq, self.hidden_size))
