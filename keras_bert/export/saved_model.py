@@ -182,7 +182,7 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
             None (default): float32, unless ``model.quantize("int8")`` has run: a model
             quantized so exports as int8 either way.
         calibration_texts: with ``quantize="int8"``, a few hundred sample texts (strings,
-            like the ones to be served): the int8 layers fed by a LayerNorm get static
+            like the ones to be served): the int8 layers but each block's output get static
             per-channel input ranges from them (``export.int8.calibrate``), which runs faster
             than finding each row's range per call. None (default): per-row ranges.
 

@@ -14,14 +14,14 @@ The same graph is what an int8 export saves (``export/int8.py``), and a ``.keras
 quantized model holds Keras' own int8 weights, so it loads with ``keras.saving.load_model`` and
 runs this path again.
 
-Static input ranges (an export calibrated on sample texts, ``export/int8.calibrate``): the
-int8 layers fed by a LayerNorm (query, key and value, intermediate) get a per-channel input
-scale c [in] = 127 / (the channel's largest |x| on the calibration texts), and each one's float
-kernel is multiplied row-wise by 1 / c before quantizing, so that ``(x * c) @ (W / c) == x @ W``. Its inputs are then quantized as
-round(x * c), clipped to [-127, 127], with no per-row range to find, and no row scale stands
-between the matmul and its bias: oneDNN adds the bias (and applies GELU) in the int8 matmul's
-epilogue. Each text still depends on nothing but itself. BERT-base, 640 real sentences in
-batches of 8 / 32 through TF Serving's loader: about 1.15x the texts per CPU-second of per-row
+Static input ranges (an export calibrated on sample texts, ``export/int8.calibrate``): query,
+key and value, the attention output and the intermediate layer get a per-channel input scale c
+[in] = 127 / (the channel's largest |x| on the calibration texts), and each one's float kernel
+is multiplied row-wise by 1 / c before quantizing, so that ``(x * c) @ (W / c) == x @ W``. Its
+inputs are then quantized as round(x * c), clipped to [-127, 127], with no per-row range to
+find, and no row scale stands between the matmul and its bias: oneDNN adds the bias (and applies
+GELU) in the int8 matmul's epilogue. Each text still depends on nothing but itself. BERT-base,
+640 real sentences through TF Serving's loader: about 1.15x the texts per CPU-second of per-row
 ranges (benchmarks/README.md).
 """
 

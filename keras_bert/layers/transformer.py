@@ -170,9 +170,10 @@ class TransformerBlock(keras.layers.Layer):
         self.output_dropout_layer = BertDropout(hidden_dropout_prob, dtype=policy)
         self.output_layer_norm = BertLayerNormalization(
             epsilon=layer_norm_eps, dtype=policy, name="output_layer_norm")
-        # Static per-channel input scale of the intermediate layer once calibrated
-        # (export/int8.py); None: ranges found per row on every call.
+        # Static per-channel input scales of the intermediate and attention-output layers once
+        # calibrated (export/int8.py); None: ranges found per row on every call.
         self.intermediate_input_scale = None
+        self.attention_output_input_scale = None
 
     def build(self, input_shape=None):
         shape = (None, None, self.hidden_size)
@@ -194,7 +195,8 @@ class TransformerBlock(keras.layers.Layer):
         attention = self.attention(hidden_states, mask_bias, training=training)
         # After quantize("int8"), apply_dense runs the int8 layers on oneDNN's int8 matmul.
         attention = apply_dense(self.attention_output,
-                                ops.reshape(attention, (-1, self.hidden_size)), training)
+                                ops.reshape(attention, (-1, self.hidden_size)), training,
+                                self.attention_output_input_scale)
         attention = self.attention_dropout_layer(attention, training=training)
         flat = self.attention_layer_norm(flat + attention, training=training)
         activation = self.training_activation if training else self.activation
@@ -205,7 +207,18 @@ class TransformerBlock(keras.layers.Layer):
         flat = self.output_layer_norm(flat + feed_forward, training=training)
         return ops.reshape(flat, (batch, seq, self.hidden_size))
 
+    def check_not_calibrated(self) -> None:
+        """Raises ValueError once calibrated (export/int8.py): the input scales live outside
+        the config and the kernels hold W / c, so a saved copy would load as another function."""
+        if any(scale is not None for scale in (self.attention.qkv_input_scale,
+                                               self.attention_output_input_scale,
+                                               self.intermediate_input_scale)):
+            raise ValueError(f"{self.name} was calibrated for an int8 export (static input "
+                             "ranges, export.int8.calibrate); such a model cannot be saved: "
+                             "save the float32 model, or quantize('int8') without calibration")
+
     def get_config(self):
+        self.check_not_calibrated()
         config = super().get_config()
         config.update({
             "hidden_size": self.hidden_size,

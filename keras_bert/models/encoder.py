@@ -17,8 +17,18 @@ from keras_bert.tokenization.packing import INPUT_NAMES  # noqa: F401  (re-expor
 logger = logging.getLogger(__name__)
 
 
+class RefusesCalibratedSave:
+    """Mixed in before ``keras.Model`` (BertEncoder, BertTask): ``save`` refuses a copy that an
+    int8 export calibrated (``BertEncoder.check_not_calibrated``) before Keras opens the file,
+    which Keras would otherwise leave half-written when the config fails."""
+
+    def save(self, filepath, *args, **kwargs) -> None:
+        (self if isinstance(self, BertEncoder) else self.encoder).check_not_calibrated()
+        super().save(filepath, *args, **kwargs)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertEncoder(keras.Model):
+class BertEncoder(RefusesCalibratedSave, keras.Model):
     """The BERT encoder: embeddings, L post-LN transformer blocks and the tanh pooler.
 
     Constructor arguments are BertConfig's fields (``BertEncoder.from_bert_config`` takes a
@@ -195,7 +205,14 @@ class BertEncoder(keras.Model):
         super().quantize(mode, config=config,
                          filters=quantization_filters(self, mode, config, filters), **kwargs)
 
+    def check_not_calibrated(self) -> None:
+        """Raises ValueError if an int8 export calibrated this encoder (export/int8.calibrate):
+        such a copy cannot be saved (``TransformerBlock.check_not_calibrated``)."""
+        for block in self.transformer_layers:
+            block.check_not_calibrated()
+
     def get_config(self) -> dict[str, Any]:
+        self.check_not_calibrated()
         return {
             "name": self.name,
             "trainable": self.trainable,

@@ -15,7 +15,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.models.encoder import quantization_filters
+from keras_bert.models.encoder import RefusesCalibratedSave, quantization_filters
 from keras_bert.models.task_pipeline import (EpochCounter, SetDataEpoch, is_packed,
                                              make_task_dataset)
 # CHUNK_PAD_MULTIPLE and SMALL_CALL_CHUNK_ROWS: re-exported, importable from here as before.
@@ -32,7 +32,7 @@ DEFAULT_WARMUP_FRACTION = 0.1
 DEFAULT_WEIGHT_DECAY = 0.01
 
 
-class BertTask(keras.Model):
+class BertTask(RefusesCalibratedSave, keras.Model):
     """Base class of the task models: encoder + head as a functional model, plus a preprocessor.
 
     Subclasses build their functional graph, call ``super().__init__(inputs=..., outputs=...,
