@@ -33,6 +33,8 @@ import tempfile
 import uuid
 from typing import IO, Iterator, NamedTuple, Union
 
+from keras_bert.errors import DataError
+
 logger = logging.getLogger(__name__)
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -326,3 +328,25 @@ def _upload(local_dir: str, dst: str) -> None:
             gfile.copy(os.path.join(root, name), temp, overwrite=True)
             gfile.rename(temp, target, overwrite=True)
             logger.debug("wrote %s", target)
+
+
+def read_text_lines(path: PathLike) -> list[str]:
+    """The lines of a UTF-8 file (local or gs://), without line ends and a leading BOM.
+
+    Raises:
+        FileNotFoundError: no such file.
+        DataError: the file is not UTF-8 (with the line).
+    """
+    if not exists(path):
+        raise FileNotFoundError(f"input file {path!r} does not exist")
+    with open_file(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise DataError(f"invalid UTF-8 ({e.reason}); save the file as UTF-8", path,
+                        data[:e.start].count(b"\n") + 1) from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]

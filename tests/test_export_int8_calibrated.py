@@ -191,7 +191,7 @@ def test_cli_export_with_a_calibration_file(preprocessor, calibration_texts, tmp
             (["--quantize", "int8", "--calibration_file", str(tmp_path / "none.txt")],
              "does not exist"),
             (["--quantize", "int8", "--calibration_file", str(tmp_path / "latin1.txt")],
-             "not UTF-8 text (line 1"),
+             "latin1.txt:1: invalid UTF-8"),
     ):
         assert cli.main(export + flags) == 2
         assert message in capsys.readouterr().err

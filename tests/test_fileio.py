@@ -217,6 +217,7 @@ def _calls(tmp: pathlib.Path) -> dict:
         "makedirs": makedirs,
         "open_file": open_file,
         "ordinary_permissions": ordinary_permissions,
+        "read_text_lines": lambda: fileio.read_text_lines(tmp / "a.txt") == ["a"],
         "remove": remove,
         "rename": rename,
         "rmtree": rmtree,

@@ -34,7 +34,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert import tf_internals
+from keras_bert import fileio, tf_internals
 from keras_bert.layers import int8 as int8_layers
 
 logger = logging.getLogger(__name__)
@@ -85,20 +85,9 @@ def fuse_qkv(model) -> None:
 
 
 def read_calibration_file(path) -> list[str]:
-    """The texts of a calibration file: one per line, blank lines skipped (UTF-8)."""
-    from keras_bert import fileio
-    path = os.fspath(path)
-    if not fileio.exists(path):
-        raise FileNotFoundError(f"calibration file {path!r} does not exist")
-    with fileio.open_file(path, "rb") as f:
-        data = f.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        raise ValueError(f"calibration file {path!r} is not UTF-8 text (line {line}: "
-                         f"{e.reason})") from None
-    return [line.strip() for line in text.splitlines() if line.strip()]
+    """The texts of a calibration file (UTF-8, local or gs://): one per line, blank lines
+    skipped. Raises FileNotFoundError, or ``DataError`` naming the line that is not UTF-8."""
+    return [line.strip() for line in fileio.read_text_lines(os.fspath(path)) if line.strip()]
 
 
 def calibrate(model, preprocessor, texts) -> None:

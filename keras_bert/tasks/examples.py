@@ -7,8 +7,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Union
 
-from keras_bert import fileio
 from keras_bert.errors import DataError  # noqa: F401  (the readers' error, raised here too)
+from keras_bert.fileio import read_text_lines  # noqa: F401  (re-exported for the readers)
 
 Label = Union[str, float, int, None]
 
@@ -64,28 +64,6 @@ class MultipleChoiceExample:
     label: int | None = None
     path: str | None = None
     line: int | None = None
-
-
-def read_text_lines(path: str) -> list[str]:
-    """The lines of a UTF-8 file (local or gs://), without line ends and a leading BOM.
-
-    Raises:
-        FileNotFoundError: no such file.
-        DataError: the file is not UTF-8 (with the line).
-    """
-    if not fileio.exists(path):
-        raise FileNotFoundError(f"input file {path!r} does not exist")
-    with fileio.open_file(path, "rb") as f:
-        data = f.read()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise DataError(f"invalid UTF-8 ({e.reason}); save the file as UTF-8", path,
-                        data[:e.start].count(b"\n") + 1) from None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.rstrip("\r") for line in lines]
 
 
 def require_text(value, field: str, path: str | None, line: int | None) -> str:
