@@ -49,9 +49,10 @@ def add_parser(subparsers) -> None:
                              "encoder without mlm); default: float32")
     export.add_argument("--calibration_file", metavar="TEXTS",
                         help="with --quantize int8: a UTF-8 file of sample texts, one per line "
-                             "(a few hundred like the ones to be served), from which every "
-                             "int8 matmul gets static per-channel input ranges: faster than "
-                             "ranges found per row on every call (default)")
+                             "(a few hundred like the ones to be served), from which the int8 "
+                             "layers but each block's output layer get static per-channel "
+                             "input ranges: faster than ranges found per row on every call "
+                             "(default)")
     export.set_defaults(run=run_export)
 
     predict = subparsers.add_parser(
