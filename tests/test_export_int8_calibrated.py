@@ -195,6 +195,9 @@ def test_cli_export_with_a_calibration_file(preprocessor, calibration_texts, tmp
     ):
         assert cli.main(export + flags) == 2
         assert message in capsys.readouterr().err
+    assert cli.main(["export", checkpoint, base, "--tf_hub", "--quantize", "int8",
+                     "--calibration_file", str(texts)]) == 2
+    assert "--calibration_file does not apply to --tf_hub" in capsys.readouterr().err
     assert not os.path.exists(base)
 
     assert cli.main(export + ["--quantize", "int8", "--calibration_file", str(texts)]) == 0
