@@ -63,16 +63,8 @@ def _ours(w: dict, batch: dict, dtype: str | None, jit_compile: bool = False):
     import tensorflow as tf
 
     from keras_bert import BertEncoder, BertPretrainer
-    try:
-        from keras_bert.optimization.optimizers import create_optimizer
-        from keras_bert.pretraining.step import make_pretraining_train_loop as make_train_loop
-    except ImportError:  # a --baseline-root checkout from before issue 22 or issue 13's layout
-        try:
-            from keras_bert.optimization.optimizers import create_optimizer
-            from keras_bert.pretraining.step import make_train_loop
-        except ImportError:
-            from keras_bert.training.optimization import create_optimizer
-            from keras_bert.training.pretraining_step import make_train_loop
+    from keras_bert.optimization.optimizers import create_optimizer
+    from keras_bert.pretraining.step import make_pretraining_train_loop
 
     keras.utils.set_random_seed(0)
     encoder = BertEncoder(vocab_size=w["vocab"], hidden_size=w["hidden"],
@@ -81,8 +73,8 @@ def _ours(w: dict, batch: dict, dtype: str | None, jit_compile: bool = False):
     model = BertPretrainer(encoder)
     optimizer = create_optimizer(1e-4, num_train_steps=10_000, num_warmup_steps=100)
     optimizer.build(model.trainable_variables)
-    loop = make_train_loop(model, optimizer, tf.distribute.get_strategy(), split_worker_batch=True,
-                           jit_compile=jit_compile)
+    loop = make_pretraining_train_loop(model, optimizer, tf.distribute.get_strategy(),
+                                       split_worker_batch=True, jit_compile=jit_compile)
     inputs = {k: batch[k] for k in ("input_word_ids", "input_mask", "input_type_ids",
                                     "masked_lm_positions")}
     labels = {k: batch[k] for k in ("masked_lm_ids", "masked_lm_weights",

@@ -24,7 +24,6 @@ import ast
 import functools
 import importlib
 import pathlib
-import warnings
 
 import wrapt
 
@@ -70,10 +69,6 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str):
-    if name == "KERAS_CLASSES":
-        warnings.warn("keras_bert.KERAS_CLASSES is deprecated and will be removed in the next "
-                      "release; use keras_bert.keras_classes()", DeprecationWarning, stacklevel=2)
-        return keras_classes()
     module_name = _EXPORTS.get(name)
     if module_name is None:
         raise AttributeError(f"module 'keras_bert' has no attribute {name!r}")

@@ -22,30 +22,22 @@ def parse_bool(value: str) -> bool:
 
 
 def add_bool_flag(parser, name: str, default: bool | None, help_text: str,
-                  aliases: tuple[str, ...] = (), negative_aliases: tuple[str, ...] = (),
                   default_text: str = "read from the checkpoint") -> None:
-    """Adds ``--NAME[=BOOL]`` and ``--no_NAME`` (plus absl's hidden ``--noNAME`` and any old
-    spellings in ``aliases``/``negative_aliases``, hidden) to ``parser``."""
+    """Adds ``--NAME[=BOOL]`` and ``--no_NAME`` (plus absl's hidden ``--noNAME``, as users of
+    Google's scripts type it) to ``parser``."""
     shown_default = default_text if default is None else str(default).lower()
     parser.add_argument(f"--{name}", dest=name, type=parse_bool, nargs="?", const=True,
                         default=default, metavar="BOOL",
                         help=f"{help_text} (default: {shown_default}; --no_{name} for false)")
-    for alias in aliases:
-        parser.add_argument(f"--{alias}", dest=name, type=parse_bool, nargs="?", const=True,
-                            default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    for negative in (f"no_{name}", f"no{name}", *negative_aliases):
+    for negative in (f"no_{name}", f"no{name}"):
         parser.add_argument(f"--{negative}", dest=name, action="store_false",
                             default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
 def add_lower_case_flag(parser, default: bool | None = None) -> None:
-    """Google's ``--do_lower_case``: the casing of the vocabulary, ``args.do_lower_case``.
-
-    ``--lower_case``/``--no-lower_case``/``--no_lower_case`` (earlier spellings) still work."""
+    """Google's ``--do_lower_case``: the casing of the vocabulary, ``args.do_lower_case``."""
     add_bool_flag(parser, "do_lower_case", default,
-                  "lower-case and strip accents before WordPiece, as an uncased vocabulary needs",
-                  aliases=("lower_case",),
-                  negative_aliases=("no-lower_case", "no_lower_case", "no-do_lower_case"))
+                  "lower-case and strip accents before WordPiece, as an uncased vocabulary needs")
 
 
 def int_list(text: str) -> list[int]:

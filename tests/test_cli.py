@@ -64,10 +64,7 @@ CASING = {  # argv that each command needs besides the casing flag
 }
 SPELLINGS = [([], None), (["--do_lower_case"], True), (["--do_lower_case=true"], True),
              (["--do_lower_case=false"], False), (["--no_do_lower_case"], False),
-             (["--nodo_lower_case"], False),
-             # earlier spellings keep working
-             (["--lower_case"], True), (["--no-lower_case"], False),
-             (["--no_lower_case"], False)]
+             (["--nodo_lower_case"], False), (["--do_lower_case=False"], False)]
 
 
 @pytest.mark.parametrize("command", sorted(CASING))
@@ -80,9 +77,12 @@ def test_one_casing_flag_on_every_command(command, flags, expected):
     assert "--do_lower_case" in help_text and "--no_do_lower_case" in help_text
 
 
-def test_vocab_keeps_its_old_cased_flag():
-    args = cli.build_parser("vocab").parse_args(["vocab", *CASING["vocab"], "--cased"])
-    assert args.do_lower_case is False
+@pytest.mark.parametrize("flag", ["--lower_case", "--no-lower_case", "--no_lower_case",
+                                  "--cased"])
+def test_no_other_spelling_of_the_casing_flag(flag, capsys):
+    with pytest.raises(SystemExit):
+        cli.build_parser("vocab").parse_args(["vocab", *CASING["vocab"], flag])
+    assert "unrecognized arguments" in capsys.readouterr().err
 
 
 def test_converting_onto_an_existing_directory_names_the_overwrite_flag(tmp_path, capsys):

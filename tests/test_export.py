@@ -156,7 +156,7 @@ def test_cli_exports_a_hugging_face_checkpoint(minilm_dir, tmp_path, capsys):
                                                                  text=long_text)
     assert served["sequence_output"].shape == (1, 16, 64)  # padded to at most --seq_length
     assert main(["export", checkpoint, base, "--model_name", "static", "--seq_length", "16",
-                 "--no-dynamic_padding"]) == 0
+                 "--no_dynamic_padding"]) == 0
     text = signature_defs(os.path.join(base, "static", "1"))["serving_default"]
     assert [d.size for d in text.outputs["sequence_output"].tensor_shape.dim] == [-1, 16, 64]
     assert main(["export", checkpoint, base, "--model_name", "bert", "--version", "1"]) == 2

@@ -1,11 +1,9 @@
 """keras_bert.fileio, the one way the library touches files: plain paths and file:// URLs are local
 files handled by Python (no TensorFlow imported), schemes such as gs:// and TensorFlow's ram:// go
 through tf.io.gfile; every path argument takes a pathlib.Path; outputs appear whole or not at all.
-keras_bert.io_utils is its deprecated former half."""
+"""
 
 import doctest
-import importlib
-import inspect
 import os
 import pathlib
 import re
@@ -268,20 +266,6 @@ def test_local_files_and_bert_config_import_no_tensorflow(tmp_path):
 def test_the_module_example_runs():
     result = doctest.testmod(fileio, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
-
-
-# ---------------------------------------------------------------------------------- io_utils
-def test_io_utils_is_deprecated_and_still_works(monkeypatch):
-    monkeypatch.delitem(sys.modules, "keras_bert.io_utils", raising=False)
-    with pytest.warns(DeprecationWarning, match="keras_bert.io_utils is deprecated.*keras_bert"
-                                                r"\.fileio"):
-        io_utils = importlib.import_module("keras_bert.io_utils")
-    for name in ("atomic_output_dir", "check_writable_location", "join", "local_copy",
-                 "ordinary_permissions", "OutputExistsError", "is_remote", "local_path"):
-        assert getattr(io_utils, name) is getattr(fileio, name), name
-    assert io_utils.is_local("file:///tmp/x") and io_utils.is_local(pathlib.Path("x"))
-    assert not io_utils.is_local("gs://bucket/x")
-    assert inspect.getmodule(io_utils.is_local) is io_utils
 
 
 # ---------------------------------------------------------------------------------- one module

@@ -304,21 +304,6 @@ def test_the_registration_table_lists_every_registered_class():
     assert {"BertClassifier", "BertEncoder", "BertAdamW", "FirstPieceAccuracy"} <= set(table)
 
 
-def test_keras_classes_keeps_its_old_name_for_a_release():
-    out = _run("""
-        import warnings
-        import keras_bert
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            table = keras_bert.KERAS_CLASSES
-        print(table == keras_bert.keras_classes(), [str(w.message) for w in caught
-                                                    if w.category is DeprecationWarning])
-    """)
-    assert out.strip().splitlines()[-1] == (
-        "True ['keras_bert.KERAS_CLASSES is deprecated and will be removed in the next release; "
-        "use keras_bert.keras_classes()']")
-
-
 def test_every_task_folders_public_names_are_public_names_of_the_package():
     out = _run("""
         import importlib, json, pkgutil

@@ -35,11 +35,10 @@ def add_parser(subparsers) -> None:
     add_lower_case_flag(export)
     export.add_argument("--seq_length", type=int, help="packed length of raw text (128)")
     add_bool_flag(export, "text_pair", None, "serving_default takes text and text_pair",
-                  default_text="the task's", negative_aliases=("no-text_pair",))
+                  default_text="the task's")
     add_bool_flag(export, "dynamic_padding", True,
                   "pad raw text to each batch's longest text, not always to --seq_length "
-                  "(false: static shapes, e.g. for XLA)",
-                  negative_aliases=("no-dynamic_padding",))
+                  "(false: static shapes, e.g. for XLA)")
     export.add_argument("--mixed_precision", choices=("bf16",),
                         help="compute in bfloat16 with float32 weights and outputs (GPUs, CPUs "
                              "with AVX512_BF16/AMX); default: float32")

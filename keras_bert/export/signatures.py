@@ -12,7 +12,8 @@ from typing import Callable
 
 import tensorflow as tf
 
-from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
+from keras_bert.models.encoder import BertEncoder
+from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.models.task_predict import CHUNK_PAD_MULTIPLE, SMALL_CALL_CHUNK_ROWS
 from keras_bert.tokenization.preprocessor import trim_to_longest
 

@@ -27,7 +27,8 @@ from keras_bert.export import int8, ops, signatures
 from keras_bert.export.saved_model import ExportModule, resolve_preprocessor
 from keras_bert.fileio import atomic_output_dir, join
 from keras_bert.layers.int8 import is_int8
-from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
+from keras_bert.models.encoder import BertEncoder
+from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.models.pretrainer import BertPretrainer
 from keras_bert.tokenization import vocab as vocab_lib
 from keras_bert.tokenization.packer_layer import pack_segments

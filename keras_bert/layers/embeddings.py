@@ -5,7 +5,6 @@ from keras import ops
 
 from keras_bert.layers.dropout import BertDropout
 from keras_bert.layers.layer_normalization import BertLayerNormalization
-from keras_bert.layers.renamed_args import take_renamed
 from keras_bert.layers.shapes import TOKEN_IDS, check_rank
 
 
@@ -33,8 +32,6 @@ class BertEmbeddings(keras.layers.Layer):
     def __init__(self, vocab_size, hidden_size, *, max_position_embeddings=512,
                  type_vocab_size=2, initializer_range=0.02, hidden_dropout_prob=0.1,
                  layer_norm_eps=1e-12, **kwargs):
-        hidden_dropout_prob = take_renamed(kwargs, "BertEmbeddings", "dropout",
-                                           "hidden_dropout_prob", hidden_dropout_prob, 0.1)
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size

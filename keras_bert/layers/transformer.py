@@ -7,7 +7,6 @@ from keras_bert.layers.activations import get_activation, get_training_activatio
 from keras_bert.layers.dropout import BertDropout
 from keras_bert.layers.int8 import apply_dense, apply_dense_together
 from keras_bert.layers.layer_normalization import BertLayerNormalization
-from keras_bert.layers.renamed_args import take_renamed
 from keras_bert.layers.shapes import MASK_BIAS, SEQUENCE, check_rank
 
 # Added to attention scores at padded key positions, as google-research/bert does.
@@ -39,9 +38,6 @@ class BertSelfAttention(keras.layers.Layer):
 
     def __init__(self, hidden_size, num_attention_heads, *, initializer_range=0.02,
                  attention_probs_dropout_prob=0.1, **kwargs):
-        attention_probs_dropout_prob = take_renamed(
-            kwargs, "BertSelfAttention", "dropout", "attention_probs_dropout_prob",
-            attention_probs_dropout_prob, 0.1)
         super().__init__(**kwargs)
         if hidden_size % num_attention_heads:
             raise ValueError(f"hidden_size={hidden_size} is not divisible by "
@@ -134,11 +130,6 @@ class TransformerBlock(keras.layers.Layer):
     def __init__(self, hidden_size, num_attention_heads, intermediate_size, *, hidden_act="gelu",
                  hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
                  initializer_range=0.02, layer_norm_eps=1e-12, **kwargs):
-        hidden_dropout_prob = take_renamed(kwargs, "TransformerBlock", "hidden_dropout",
-                                           "hidden_dropout_prob", hidden_dropout_prob, 0.1)
-        attention_probs_dropout_prob = take_renamed(
-            kwargs, "TransformerBlock", "attention_dropout", "attention_probs_dropout_prob",
-            attention_probs_dropout_prob, 0.1)
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.num_attention_heads = num_attention_heads

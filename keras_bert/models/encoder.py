@@ -12,7 +12,7 @@ from keras_bert.config import BertConfig
 from keras_bert.layers import BertEmbeddings, TransformerBlock, attention_mask_bias
 from keras_bert.layers.shapes import TOKEN_IDS, check_input_ranks
 from keras_bert.optimization import keras_internals
-from keras_bert.tokenization.packing import INPUT_NAMES  # noqa: F401  (re-exported)
+from keras_bert.tokenization.packing import INPUT_NAMES
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,8 @@ import keras
 
 from keras_bert.layers import MaskedLMHead, NextSentenceHead
 from keras_bert.layers.shapes import TOKEN_IDS, check_input_ranks
-from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
+from keras_bert.models.encoder import BertEncoder
+from keras_bert.tokenization.packing import INPUT_NAMES
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

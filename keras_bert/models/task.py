@@ -18,9 +18,7 @@ import tensorflow as tf
 from keras_bert.models.encoder import RefusesCalibratedSave, quantization_filters
 from keras_bert.models.task_pipeline import (EpochCounter, SetDataEpoch, is_packed,
                                              make_task_dataset)
-# CHUNK_PAD_MULTIPLE and SMALL_CALL_CHUNK_ROWS: re-exported, importable from here as before.
-from keras_bert.models.task_predict import (CHUNK_PAD_MULTIPLE, SMALL_CALL_CHUNK_ROWS,
-                                            PackFunctions, packed_arrays, predict_by_length)
+from keras_bert.models.task_predict import PackFunctions, packed_arrays, predict_by_length
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,6 @@ the update equals that of one big batch on one device whatever the replica and m
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 
 import keras
@@ -123,14 +122,6 @@ def make_pretraining_train_loop(model: keras.Model, optimizer: keras.optimizers.
         return totals, grad_norm_sum
 
     return train_loop
-
-
-def make_train_loop(*args, **kwargs):
-    """Deprecated name of ``make_pretraining_train_loop``, to be removed in the next release."""
-    warnings.warn("keras_bert.pretraining.step.make_train_loop is deprecated and will be removed "
-                  "in the next release; use make_pretraining_train_loop", DeprecationWarning,
-                  stacklevel=2)
-    return make_pretraining_train_loop(*args, **kwargs)
 
 
 def make_eval_loop(model: keras.Model, strategy: tf.distribute.Strategy

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,22 +29,6 @@ class CommonOptions:
     """
     labels: Sequence[str] | None = None
     seq_length: int | None = None
-
-
-class TaskOptions:
-    """Deprecated, to be removed in the next release: every task's settings in one object, by
-    keyword. Pass the task's own options instead, ``get_task(name).options_class(...)``;
-    ``run_finetune`` still converts this one (``Task.make_options``)."""
-
-    def __init__(self, **settings: Any):
-        warnings.warn("TaskOptions is deprecated and will be removed in the next release; pass "
-                      "the task's own options, keras_bert.tasks.get_task(name).options_class("
-                      "...)", DeprecationWarning, stacklevel=2)
-        self.settings = settings
-
-    def __repr__(self) -> str:
-        given = ", ".join(f"{name}={value!r}" for name, value in self.settings.items())
-        return f"TaskOptions({given})"
 
 
 def option_defaults(options_class: type) -> dict[str, Any]:

@@ -7,8 +7,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Union
 
-from keras_bert.errors import DataError  # noqa: F401  (the readers' error, raised here too)
-from keras_bert.fileio import read_text_lines  # noqa: F401  (re-exported for the readers)
+from keras_bert.errors import DataError
 
 Label = Union[str, float, int, None]
 

@@ -24,8 +24,6 @@ def add_parser(subparsers) -> None:
                         help="number of tokens, reserved ones included (default: 30522)")
     parser.add_argument("--output", required=True, help="the vocab.txt to write")
     add_lower_case_flag(parser, default=True)
-    parser.add_argument("--cased", dest="do_lower_case", action="store_false",
-                        default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # an old spelling
     parser.add_argument("--num_unused", type=int, default=0,
                         help="[unusedN] slots after [PAD] (Google's English vocabs have 99)")
     parser.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")

@@ -10,13 +10,11 @@ It routes its inputs and composes two layers, as keras-hub's preprocessors do:
 from __future__ import annotations
 
 import os
-import warnings
 
 import keras
 import tensorflow as tf
 
 from keras_bert.tokenization import vocab as vocab_lib
-from keras_bert.tokenization import tokenizer_layer
 from keras_bert.tokenization.packer_layer import BertPackerLayer
 from keras_bert.tokenization.tokenizer_layer import BertTokenizerLayer, as_string_tensor
 
@@ -157,14 +155,12 @@ class BertPreprocessor(keras.layers.Layer):
         return config
 
     def load_assets(self, dir_path: str | None) -> None:
-        """Reads the vocabulary that the config named, from the tokenizer's own assets
-        (``tokenizer/vocab.txt``) or, in files saved before the tokenizer was a layer of its
-        own, from ``vocab.txt`` here. Keras would hand the tokenizer its assets next; reading
+        """Reads the vocabulary that the config named from the tokenizer's own assets
+        (``tokenizer/vocab.txt``). Keras would hand the tokenizer its assets next; reading
         them now lets the packer take their [CLS], [SEP] and [PAD] ids."""
         if dir_path is None:
             return
-        if not os.path.exists(os.path.join(dir_path, vocab_lib.VOCAB_FILENAME)):
-            dir_path = os.path.join(dir_path, "tokenizer")
+        dir_path = os.path.join(dir_path, "tokenizer")
         self.tokenizer.load_assets(dir_path)
         self._pack_with(_packing_ids(self.tokenizer.vocabulary,
                                      os.path.join(dir_path, vocab_lib.VOCAB_FILENAME)))
@@ -219,12 +215,3 @@ def _packing_ids(tokens: list[str], source: str | None) -> dict[str, int]:
 
 def _is_texts(values) -> bool:
     return bool(values) and all(isinstance(v, (str, bytes)) for v in values)
-
-
-def vocabulary_fingerprint(tokens) -> str:
-    """Deprecated: ``keras_bert.tokenization.tokenizer_layer.vocabulary_fingerprint`` (here for
-    one release)."""
-    warnings.warn("keras_bert.tokenization.preprocessor.vocabulary_fingerprint moved to "
-                  "keras_bert.tokenization.tokenizer_layer.vocabulary_fingerprint",
-                  DeprecationWarning, stacklevel=2)
-    return tokenizer_layer.vocabulary_fingerprint(tokens)

@@ -35,7 +35,7 @@ from keras_bert import fileio
 from keras_bert.fileio import join
 from keras_bert.models.task_pipeline import EpochCounter, SetDataEpoch, num_batches
 from keras_bert.tasks import get_task
-from keras_bert.tasks.base import CommonOptions, Task, TaskOptions
+from keras_bert.tasks.base import CommonOptions, Task
 from keras_bert.training.finetune_callbacks import (BEST_MODEL_DIR, DevEvaluation,
                                                     EpochCheckpoint, write_json)
 from keras_bert.training.finetune_loop import distribute_global_batches, fit_distributed
@@ -64,8 +64,7 @@ class FinetuneConfig:
             epoch is kept).
         output_dir: where the results go (local or gs://).
         options: the task's settings, an instance of its ``options_class`` (labels and
-            seq_length, which every task has, and its own; None: its defaults). A TaskOptions
-            (deprecated) is converted.
+            seq_length, which every task has, and its own; None: its defaults).
         learning_rate, batch_size, epochs, warmup_fraction, weight_decay: AdamW with linear
             warmup then decay (3e-5, 32, 3, 0.1, 0.01); the batch size is global (all
             replicas of all workers together).
@@ -92,7 +91,7 @@ class FinetuneConfig:
     train_file: str
     dev_file: str | None
     output_dir: str
-    options: CommonOptions | TaskOptions | None = None
+    options: CommonOptions | None = None
     learning_rate: float = 3e-5
     batch_size: int = 32
     epochs: int = 3
@@ -113,13 +112,11 @@ def _bucket_lengths(config: FinetuneConfig):
     return sorted(int(b) for b in config.bucket_lengths)
 
 
-def _task_options(task: Task, options: CommonOptions | TaskOptions | None) -> CommonOptions:
-    """``options`` as the task's own (None: its defaults; a deprecated TaskOptions: converted);
-    ValueError when they are another task's."""
+def _task_options(task: Task, options: CommonOptions | None) -> CommonOptions:
+    """``options`` as the task's own (None: its defaults); ValueError when they are another
+    task's."""
     if options is None:
         return task.options_class()
-    if isinstance(options, TaskOptions):
-        return task.make_options(options.settings)
     if not isinstance(options, task.options_class):
         raise ValueError(f"the {task.name} task takes {task.options_class.__name__}, not "
                          f"{type(options).__name__}")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import time
-import warnings
 from collections.abc import Callable
 
 import keras
@@ -134,14 +133,6 @@ def make_finetune_train_loop(model: keras.Model, strategy: tf.distribute.Strateg
         return sums, steps
 
     return train_loop
-
-
-def make_train_loop(*args, **kwargs):
-    """Deprecated name of ``make_finetune_train_loop``, to be removed in the next release."""
-    warnings.warn("keras_bert.training.finetune_loop.make_train_loop is deprecated and will be "
-                  "removed in the next release; use make_finetune_train_loop", DeprecationWarning,
-                  stacklevel=2)
-    return make_finetune_train_loop(*args, **kwargs)
 
 
 def fit_distributed(model: keras.Model, strategy: tf.distribute.Strategy,

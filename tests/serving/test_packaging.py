@@ -1,9 +1,8 @@
 """The server is installed inside keras_bert: a built wheel holds keras_bert/serving/ and no
 top-level `serving` package, so outside the checkout `import serving` fails while `keras-bert
-serve` starts from any directory. In the checkout, `python -m serving.server` still runs for one
-release, with a deprecation warning."""
+serve` starts from any directory. The checkout's serving/ folder holds what an operator reads and
+copies (configs, docs), and no Python."""
 
-import logging
 import os
 import shutil
 import subprocess
@@ -72,23 +71,11 @@ def test_wheel_installs_no_serving_package_and_serves_from_anywhere(tmp_path):
     assert "keras-bert serve" in result.stdout
 
 
-def test_python_m_serving_server_in_the_checkout_warns_and_runs_the_server(caplog, capsys):
-    from serving import server as deprecated
-    with pytest.warns(DeprecationWarning, match="keras-bert serve"), \
-            caplog.at_level(logging.WARNING), pytest.raises(SystemExit) as exit_:
-        deprecated.main(["--help"])
-    assert exit_.value.code == 0
-    assert "--model_base_path" in capsys.readouterr().out
-    assert any("deprecated" in r.getMessage() and "keras-bert serve" in r.getMessage()
-               for r in caplog.records)
-
-
-@pytest.mark.slow
-def test_python_m_serving_server_runs_from_the_checkout(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "serving.server", "--port", "0",
-                             "--rest_api_port", "0", "--model_base_path", str(tmp_path)],
-                            cwd=REPO, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    assert result.returncode == 2  # the real server's startup error: nothing would listen
-    assert "--port and --rest_api_port are both 0" in result.stderr
-    assert "`python -m serving.server` is deprecated" in result.stderr
+def test_the_serving_folder_holds_no_code():
+    """One server: keras_bert.serving (`keras-bert serve`); serving/ is configs and docs."""
+    folder = os.path.join(REPO, "serving")
+    code = [os.path.relpath(os.path.join(root, name), folder)
+            for root, _, names in os.walk(folder) for name in names if name.endswith(".py")]
+    assert code == []
+    assert os.path.exists(os.path.join(folder, "configs")) and os.path.exists(
+        os.path.join(folder, "README.md"))

@@ -88,8 +88,6 @@ def test_keras_bert_predict_command(served, capsys):
     assert main(["predict", "--server", f"127.0.0.1:{server.grpc_port}", "--model", "bert",
                  "--version", "5", "hi"]) == 1
     assert "NOT_FOUND" in capsys.readouterr().err
-    from serving.client import main as client_main  # deprecated: the same command, from a checkout
-    with pytest.warns(DeprecationWarning, match="keras-bert predict"):
-        assert client_main(["--server", f"127.0.0.1:{server.grpc_port}", "--model", "bert",
-                            "--outputs", "input_mask", TEXTS[2]]) == 0
+    assert main(["predict", "--server", f"127.0.0.1:{server.grpc_port}", "--model", "bert",
+                 "--outputs", "input_mask", TEXTS[2]]) == 0
     assert json.loads(capsys.readouterr().out)["input_mask"][:4] == [1, 1, 1, 0]

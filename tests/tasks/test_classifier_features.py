@@ -14,7 +14,8 @@ import pytest
 from keras_bert import BertClassifier, BertPreprocessor
 from keras_bert.tasks.classification import glue
 from keras_bert.tasks.classification import jsonl
-from keras_bert.tasks.examples import DataError, TextExample
+from keras_bert.errors import DataError
+from keras_bert.tasks.examples import TextExample
 from keras_bert.layers import TabularFeatures
 from tests.tasks.tiny_checkpoint import VOCAB, tiny_encoder
 

@@ -22,7 +22,7 @@ import dataclasses
 import keras
 import numpy as np
 
-from keras_bert.models.encoder import INPUT_NAMES
+from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.models.task import BertTask, as_string_array
 from keras_bert.tasks.base import CommonOptions, Task, require_vocabulary
 

@@ -11,7 +11,7 @@ from keras_bert.tasks.classification.glue import read_glue
 from keras_bert.tasks.classification.jsonl import read_jsonl
 from keras_bert.tasks.multiple_choice.reader import read_multiple_choice
 from keras_bert.tasks.squad.reader import read_squad
-from keras_bert.tasks.examples import DataError
+from keras_bert.errors import DataError
 
 
 def write(tmp_path, name, text):

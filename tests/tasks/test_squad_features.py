@@ -7,7 +7,7 @@ import pytest
 from keras_bert.tasks.squad.reader import SquadAnswer, SquadExample
 from keras_bert.tasks.squad.answers import postprocess_squad
 from keras_bert.tasks.squad.features import is_max_context, make_squad_features, window_starts
-from keras_bert.tasks.examples import DataError
+from keras_bert.errors import DataError
 from keras_bert.tokenization import BertTokenizer
 
 WORDS = ("the quick brown fox den in 1990 ##s where is who what when a b c d e f g h i j k l m "

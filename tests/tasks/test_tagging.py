@@ -9,9 +9,9 @@ import pytest
 
 from keras_bert import BertPreprocessor, BertTokenClassifier
 from keras_bert.tasks.ner.alignment import (align_words, align_words_windows, entity_spans,
-                                     merge_window_tags, stack_tagged, window_word_ranges,
-                                     word_tags)
-from keras_bert.tasks.examples import DataError, TaggedSentence
+                                     merge_window_tags, stack_tagged, window_word_ranges)
+from keras_bert.errors import DataError
+from keras_bert.tasks.examples import TaggedSentence
 from keras_bert.tokenization import BertTokenizer
 from keras_bert.tasks.ner.metrics import entity_scores
 from tests.tasks.tiny_checkpoint import VOCAB, tiny_encoder
@@ -38,7 +38,7 @@ def test_truncated_words_are_predicted_outside_and_unknown_tags_fail():
     assert feature.word_starts == [1, 2, 3, -1, -1]
     probabilities = np.zeros((5, len(LABELS)))
     probabilities[[1, 2, 3], [1, 0, 0]] = 1.0
-    assert word_tags(probabilities, feature.word_starts, LABELS) == ["B-PER", "O", "O", "O", "O"]
+    assert merge_window_tags([probabilities], [feature], LABELS) == ["B-PER", "O", "O", "O", "O"]
     sentence = TaggedSentence(["john", "paris"], ["B-PER", "B-GPE"], "train.txt", 40)
     with pytest.raises(DataError, match=r"train\.txt:41: unknown label 'B-GPE'"):
         align_words(TOKENIZER, sentence.words, None, sentence.tags, LABELS, 8, sentence.path,

@@ -1,20 +1,15 @@
 """Each task owns its options: a dataclass of its own and the flags that set it. The run and the
-command line take them from the task, a flag of another task is an error naming it, and the
-deprecated all-tasks TaskOptions still configures a run."""
-
-import dataclasses
-import json
+command line take them from the task, and a flag of another task is an error naming it."""
 
 import pytest
 
 from keras_bert.cli import build_parser, main
 from keras_bert.tasks import get_task, task_names
-from keras_bert.tasks.base import CommonOptions, TaskOptions, option_defaults
+from keras_bert.tasks.base import CommonOptions, option_defaults
 from keras_bert.tasks.classification.task import ClassificationOptions
 from keras_bert.tasks.squad.task import SquadOptions
-from keras_bert.training.finetune import FinetuneConfig, _task_options, run_finetune
+from keras_bert.training.finetune import _task_options
 from keras_bert.training.finetune_cli import _options_from_flags
-from tests.tasks.test_finetune_cli import ROWS, write_jsonl
 from tests.tasks.tiny_checkpoint import tiny_checkpoint
 
 REQUIRED = ["--init_checkpoint", "c", "--train_file", "t", "--output_dir", "o"]
@@ -72,33 +67,3 @@ def test_run_options_come_from_the_task():
     with pytest.raises(ValueError, match="the classification task takes ClassificationOptions, "
                                          "not SquadOptions"):
         _task_options(classification, given)
-
-
-def test_deprecated_task_options_convert_to_the_task_options():
-    with pytest.warns(DeprecationWarning, match=r"get_task\(name\).options_class"):
-        legacy = TaskOptions(doc_stride=64, seq_length=32, version_2_with_negative=True)
-    assert _task_options(get_task("squad"), legacy) == SquadOptions(
-        seq_length=32, doc_stride=64, version_2_with_negative=True)
-    with pytest.warns(DeprecationWarning):
-        features = TaskOptions(numeric_features=["age"])
-    assert _task_options(get_task("regression"), features) == ClassificationOptions(
-        numeric_features=["age"])
-    with pytest.raises(ValueError, match="the ner task takes no numeric_features"):
-        _task_options(get_task("ner"), features)
-
-
-@pytest.mark.slow
-def test_a_run_configured_with_the_deprecated_task_options(tmp_path, checkpoint):
-    train = write_jsonl(tmp_path / "train.jsonl", ROWS)
-    dev = write_jsonl(tmp_path / "dev.jsonl", ROWS[:4])
-    with pytest.warns(DeprecationWarning):
-        legacy = TaskOptions(seq_length=16, labels=["pos", "neg"])
-    results = run_finetune(FinetuneConfig("classification", checkpoint, train, dev,
-                                          str(tmp_path / "out"), legacy, epochs=1, batch_size=8,
-                                          verbose=0))
-    assert results["labels"] == ["pos", "neg"]
-    expected = dataclasses.asdict(ClassificationOptions(labels=["pos", "neg"], seq_length=16))
-    assert results["options"] == expected
-    written = json.loads((tmp_path / "out" / "eval_results.json").read_text())
-    assert written["options"] == json.loads(json.dumps(expected))
-    assert "squad_version_2" not in written  # SQuAD's own field (see test_finetune_cli)

@@ -1,10 +1,9 @@
 """The in-graph BertPreprocessor: the same ids as the Python tokenizer on the hard cases and the
-real vocabulary, Google's pair truncation, tf.data, Keras saving (in memory, in files, in files
-saved before it was split into a tokenizer and a packer layer), SavedModel and XLA marking."""
+real vocabulary, Google's pair truncation, tf.data, Keras saving (in memory and in files),
+SavedModel and XLA marking."""
 
 import gc
 import itertools
-import pathlib
 import zipfile
 
 import keras
@@ -19,7 +18,6 @@ from keras_bert.tokenization import (BertPackerLayer, BertPreprocessor, BertToke
 from keras_bert.tokenization.packing import pack_ids
 from tests.tokenization.hard_cases import HARD_CASES, VOCABULARY
 
-FIXTURE_BEFORE_SPLIT = pathlib.Path(__file__).parent / "preprocessors_saved_before_split.keras"
 TEXTS = ["Hello world!", "Héllo wörld — ΟΔΟΣ 中文 \x00ß", "", "a" * 300,
          "Tokenization isn't unaffable.", "  \t  ", "naïve café résumé"]
 
@@ -214,27 +212,6 @@ def test_keras_file_loads_in_another_process(tmp_path, another_process):
         [5, 1, 3, 6, 2, 4, 4, 4]]
 
 
-def test_keras_files_saved_before_the_split_still_load(another_process):
-    """preprocessors_saved_before_split.keras was saved by BertPreprocessor before it was split
-    into a tokenizer and a packer layer (commit 33d3138): its vocabulary is assets/.../vocab.txt
-    beside the preprocessor's config. A model of two preprocessors on the hard-case
-    vocabulary: "single" (uncased, one text) and "pairs" (cased, keep_special_tokens)."""
-    model = keras.saving.load_model(str(FIXTURE_BEFORE_SPLIT))
-    texts_a = tf.constant(["Hello worlds!", "ΟΔΟΣ ß [MASK]"])
-    texts_b = tf.constant(["[SEP] the", ""])
-    out = model([texts_a, texts_b])
-    single = BertPreprocessor(vocabulary=VOCABULARY, seq_length=16)
-    pairs = BertPreprocessor(vocabulary=VOCABULARY, lower_case=False, seq_length=16,
-                             keep_special_tokens=True)
-    for name, fresh, args in (("single", single, texts_a), ("pairs", pairs, (texts_a, texts_b))):
-        assert model.get_layer(name).vocabulary == VOCABULARY
-        for key, value in fresh(args).items():
-            np.testing.assert_array_equal(out[name][key], value)
-    # What the commit before the split gave (printed when the file was made).
-    assert out["pairs"]["input_word_ids"].numpy()[0].tolist()[:9] == [2, 1, 7, 64, 35, 3, 3,
-                                                                       1, 3]
-
-
 def test_a_vocabulary_that_does_not_match_its_config_is_refused(tmp_path, another_process):
     config = BertPreprocessor(vocabulary=VOCABULARY, seq_length=16).get_config()
     tokenizer_layer._NAMED_VOCABULARIES.clear()
@@ -262,15 +239,6 @@ def test_composed_of_a_tokenizer_and_a_packer(hard_preprocessors):
     copy.set_vocabulary(["[UNK]", "[SEP]", "[CLS]", "[PAD]", "a"])
     assert (copy.cls_id, copy.sep_id, copy.pad_id) == (2, 1, 3)
     assert copy(tf.constant(["a"]))["input_word_ids"].numpy().tolist() == [[2, 4, 1, 3]]
-
-
-def test_vocabulary_fingerprint_moved_with_a_warning():
-    from keras_bert.tokenization.preprocessor import vocabulary_fingerprint
-    with pytest.warns(DeprecationWarning, match="moved to keras_bert.tokenization."
-                                                "tokenizer_layer"):
-        fingerprint = vocabulary_fingerprint(VOCABULARY)
-    assert fingerprint == tokenizer_layer.vocabulary_fingerprint(VOCABULARY) == \
-        BertPreprocessor(vocabulary=VOCABULARY).vocabulary_sha256
 
 
 def test_not_xla_compilable(hard_preprocessors):

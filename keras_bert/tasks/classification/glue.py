@@ -13,7 +13,9 @@ import csv
 import dataclasses
 from collections.abc import Sequence
 
-from keras_bert.tasks.examples import DataError, TextExample, read_text_lines, require_text
+from keras_bert.errors import DataError
+from keras_bert.fileio import read_text_lines
+from keras_bert.tasks.examples import TextExample, require_text
 
 
 @dataclasses.dataclass(frozen=True)

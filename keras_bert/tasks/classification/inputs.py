@@ -15,10 +15,11 @@ import tensorflow as tf
 
 from keras_bert.layers.feature_columns import (categorical_column, is_data_frame, numeric_column,
                                              table_columns)
-from keras_bert.models.encoder import INPUT_NAMES
+from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.models.task import as_string_array, is_text_arrays
 from keras_bert.models.task_pipeline import is_packed
-from keras_bert.tasks.examples import DataError, TextExample, encode_label
+from keras_bert.errors import DataError
+from keras_bert.tasks.examples import TextExample, encode_label
 
 TEXT, TEXT_PAIR = "text", "text_pair"  # the text columns of dict, DataFrame and served inputs
 RESERVED_NAMES = frozenset({*INPUT_NAMES, TEXT, TEXT_PAIR})

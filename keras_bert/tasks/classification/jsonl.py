@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from keras_bert.tasks.examples import DataError, TextExample, read_text_lines, require_text
+from keras_bert.errors import DataError
+from keras_bert.fileio import read_text_lines
+from keras_bert.tasks.examples import TextExample, require_text
 
 
 def read_jsonl(path: str, with_labels: bool = True, text_key: str = "text",

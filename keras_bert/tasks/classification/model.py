@@ -14,7 +14,8 @@ import tensorflow as tf
 from keras_bert.layers.features import TabularFeatures
 from keras_bert.layers.pooling import SentencePooling
 from keras_bert.layers.task_heads import ClassificationHead
-from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
+from keras_bert.models.encoder import BertEncoder
+from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.models.task import BertTask
 from keras_bert.tasks.classification.inputs import (RESERVED_NAMES, TEXT, TEXT_PAIR,
                                                     ClassifierInputs)

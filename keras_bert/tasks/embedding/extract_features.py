@@ -14,7 +14,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from keras_bert.fileio import atomic_write
-from keras_bert.tasks.examples import DataError, read_text_lines
+from keras_bert.errors import DataError
+from keras_bert.fileio import read_text_lines
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,8 @@ import numpy as np
 from keras import ops
 
 from keras_bert.layers.pooling import SentencePooling
-from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
+from keras_bert.models.encoder import BertEncoder
+from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.models.task import BertTask, as_string_array, is_text_arrays
 
 POOLINGS = ("cls", "mean", "second_to_last_mean")

@@ -13,7 +13,8 @@ from keras import ops
 
 from keras_bert.tasks.examples import MultipleChoiceExample
 from keras_bert.layers.task_heads import ClassificationHead
-from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
+from keras_bert.models.encoder import BertEncoder
+from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.models.task import BertTask, as_string_array, is_text_arrays
 
 

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from keras_bert.tasks.examples import DataError, encode_label
+from keras_bert.errors import DataError
+from keras_bert.tasks.examples import encode_label
 from keras_bert.tokenization.packing import INPUT_NAMES
 
 logger = logging.getLogger(__name__)
@@ -233,15 +234,3 @@ def stack_tagged(features: Sequence[TaggedFeature]) -> tuple[dict, np.ndarray]:
          for name in INPUT_NAMES}
     return x, np.asarray([f.labels for f in features], dtype=np.int32)
 
-
-def word_tags(probabilities: np.ndarray, word_starts: Sequence[int],
-              label_names: Sequence[str], outside: str = "O") -> list[str]:
-    """Each word's tag: the most probable label at its first piece (``outside`` when cut off).
-
-    Args:
-        probabilities: float [seq, num_labels] for one sentence.
-        word_starts: ``TaggedFeature.word_starts``.
-        label_names: the tag vocabulary.
-    """
-    best = np.argmax(probabilities, axis=-1)
-    return [label_names[best[s]] if s >= 0 else outside for s in word_starts]

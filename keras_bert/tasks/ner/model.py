@@ -13,7 +13,8 @@ from keras_bert.tasks.ner.alignment import (IGNORED_LABEL, TaggedFeature, align_
                                      entity_spans, merge_window_tags, stack_tagged)
 from keras_bert.tasks.examples import TaggedSentence
 from keras_bert.layers.task_heads import TokenClassificationHead
-from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
+from keras_bert.models.encoder import BertEncoder
+from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.models.task import BertTask
 
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from keras_bert.tasks.squad.reader import SquadExample
-from keras_bert.tasks.examples import DataError
+from keras_bert.errors import DataError
 from keras_bert.tokenization.packing import INPUT_NAMES
 
 

@@ -12,7 +12,8 @@ from keras_bert.tasks.squad.reader import SquadExample
 from keras_bert.tasks.squad.answers import postprocess_squad
 from keras_bert.tasks.squad.features import make_squad_features, stack_features
 from keras_bert.layers.task_heads import PADDING_LOGIT, SpanHead
-from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
+from keras_bert.models.encoder import BertEncoder
+from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.models.task import BertTask
 
 

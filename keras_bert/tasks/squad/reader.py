@@ -8,7 +8,7 @@ import dataclasses
 import json
 
 from keras_bert import fileio
-from keras_bert.tasks.examples import DataError
+from keras_bert.errors import DataError
 
 
 @dataclasses.dataclass(frozen=True)
