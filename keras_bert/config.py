@@ -1,5 +1,6 @@
 """BertConfig: the model hyperparameters, read from and written to Google's bert_config.json and
-Hugging Face's config.json, plus the named presets (BERT-base/large and Google's 24 small BERTs).
+Hugging Face's config.json, plus the named presets (BERT-base/large and Google's 24 small BERTs);
+and FinetuneSettings, BERT's fine-tuning recipe with the paper's defaults.
 
 Activation names follow Google's bert_config.json: ``"gelu"`` is the tanh approximation that
 google-research/bert's modeling.py computes. The exact erf form is ``"gelu_exact"``. Hugging Face
@@ -11,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from keras_bert import fileio
@@ -256,3 +258,60 @@ for _layers in (2, 4, 6, 8, 10, 12):
     for _hidden in (128, 256, 512, 768):
         PRESETS[f"L-{_layers}_H-{_hidden}_A-{_hidden // 64}"] = _architecture(_layers, _hidden)
 del _layers, _hidden
+
+
+@dataclasses.dataclass(kw_only=True)
+class FinetuneSettings:
+    """BERT's fine-tuning recipe; the defaults are the paper's (section 4, appendix A.3).
+
+    Args:
+        learning_rate: AdamW's peak rate (the paper: one of 5e-5, 3e-5, 2e-5).
+        batch_size: examples per (global) batch (the paper: 16 or 32).
+        epochs: passes over the training set (the paper: 2 to 4).
+        warmup_fraction: share of the steps with a linear warmup, then linear decay to 0.
+        weight_decay: AdamW's decoupled weight decay (not on LayerNorm and biases).
+        bucket_lengths: the lengths batches of rows of similar length are padded to:
+            ``"auto"`` (at most 8 multiples of 8 chosen from the training rows' lengths), a
+            list of lengths, or None (every batch padded to seq_length).
+    """
+    learning_rate: float = 3e-5
+    batch_size: int = 32
+    epochs: int = 3
+    warmup_fraction: float = 0.1
+    weight_decay: float = 0.01
+    bucket_lengths: Sequence[int] | str | None = "auto"
+
+    def __post_init__(self):
+        self.bucket_lengths = normalize_bucket_lengths(self.bucket_lengths)
+        if self.batch_size < 1 or self.epochs < 1:
+            raise ValueError(f"batch_size and epochs must be at least 1, got {self.batch_size} "
+                             f"and {self.epochs}")
+        if not 0 <= self.warmup_fraction <= 1:
+            raise ValueError(f"warmup_fraction must be in [0, 1], got {self.warmup_fraction}")
+
+    def settings(self) -> FinetuneSettings:
+        """Only the recipe's fields (of a subclass such as ``FinetuneConfig``, too)."""
+        return FinetuneSettings(**{field.name: getattr(self, field.name)
+                                   for field in dataclasses.fields(FinetuneSettings)})
+
+
+def normalize_bucket_lengths(bucket_lengths) -> list[int] | str | None:
+    """``bucket_lengths`` as the pipeline takes it: ``"auto"``, None (also from ``"none"``), or
+    sorted positive lengths (from a list or a comma-separated string such as ``"16,32,64"``);
+    ValueError naming the value otherwise."""
+    if bucket_lengths is None or (isinstance(bucket_lengths, str)
+                                  and bucket_lengths.strip().lower() == "none"):
+        return None
+    if isinstance(bucket_lengths, str):
+        word = bucket_lengths.strip().lower()
+        if word == "auto":
+            return "auto"
+        bucket_lengths = [part for part in word.split(",") if part.strip()]
+    try:
+        lengths = sorted(int(length) for length in bucket_lengths)
+    except (TypeError, ValueError):
+        lengths = []
+    if not lengths or lengths[0] <= 0:
+        raise ValueError(f"bucket_lengths must be 'auto', None or positive lengths, got "
+                         f"{bucket_lengths!r}")
+    return lengths

@@ -33,10 +33,10 @@ def models(tmp_path_factory):
                                 label_names=["low", "mid", "high"],
                                 numeric_features={"age": {"mean": 45.0, "variance": 300.0}},
                                 categorical_features=["country"])
-    classifier.adapt_features({"text": TEXTS, "age": AGES, "country": COUNTRIES})
+    classifier.adapt({"text": TEXTS, "age": AGES, "country": COUNTRIES})
     regressor = BertClassifier(tiny_encoder(2), 1, preprocessor=preprocessor,
                                numeric_features=["age"], pooling="mean")
-    regressor.adapt_features({"text": TEXTS, "text_pair": TEXTS[::-1], "age": AGES})
+    regressor.adapt({"text": TEXTS, "text_pair": TEXTS[::-1], "age": AGES})
     base = tmp_path_factory.mktemp("exports")
     paths = {"cls": export_model(classifier, str(base), "cls"),
              "sts": export_model(regressor, str(base), "sts", text_pair=True)}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import logging
 import warnings
+from collections.abc import Sequence
 from typing import Any, Self
 
 import keras
@@ -16,18 +17,14 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.models.encoder import RefusesCalibratedSave, quantization_filters
-from keras_bert.models.task_pipeline import (EpochCounter, SetDataEpoch, is_packed,
-                                             make_task_dataset)
+from keras_bert.config import FinetuneSettings
+from keras_bert.models.finetuning import FinetuningPlan
+from keras_bert.models.task_pipeline import PackedRows, is_packed
 from keras_bert.models.task_predict import PackFunctions, packed_arrays, predict_by_length
 
 logger = logging.getLogger(__name__)
 
-# BERT's fine-tuning recipe (Devlin et al., 2018, section 4 and appendix A.3).
-DEFAULT_LEARNING_RATE = 3e-5
-DEFAULT_BATCH_SIZE = 32
-DEFAULT_EPOCHS = 3
-DEFAULT_WARMUP_FRACTION = 0.1
-DEFAULT_WEIGHT_DECAY = 0.01
+RECIPE = FinetuneSettings()  # BERT's fine-tuning defaults, as compile and fit take them
 
 
 class BertTask(RefusesCalibratedSave, keras.Model):
@@ -192,13 +189,14 @@ class BertTask(RefusesCalibratedSave, keras.Model):
     # ----------------------------------------------------------------------- datasets
     def make_dataset(self, x, y=None, sample_weight=None, batch_size: int | None = None,
                      shuffle: bool = False, seed: int | None = None, bucket_lengths=None,
-                     drop_remainder: bool = False, epoch: int | EpochCounter | None = None
-                     ) -> tf.data.Dataset:
+                     drop_remainder: bool = False, epoch: int | None = None) -> tf.data.Dataset:
         """A tf.data pipeline of packed batches from raw examples, arrays or a dataset.
 
-        In-memory examples are packed once (raw text through the preprocessor), then each pass
-        over the dataset yields one epoch of batches (see ``keras_bert.models.task_pipeline``).
-        A tf.data dataset runs as it is batched (raw inputs are packed batch by batch).
+        In-memory examples are packed once (raw text through the preprocessor); each pass
+        over the dataset then yields one epoch of batches (passes 0, 1, 2, ...; see
+        ``keras_bert.models.task_pipeline``). A tf.data dataset runs as it is batched (raw
+        inputs are packed batch by batch). ``fit`` builds its training data with
+        ``keras_bert.models.finetuning.FinetuningPlan`` instead.
 
         Args:
             x: raw examples (as the subclass documents), packed id arrays, or a batched
@@ -214,9 +212,8 @@ class BertTask(RefusesCalibratedSave, keras.Model):
                 dataset needs; ``"auto"`` (``fit``'s and ``evaluate``'s default) or a list of
                 lengths groups rows of similar length, each batch padded to one of them.
             drop_remainder: only full batches (other rows left out each epoch).
-            epoch: every pass yields this epoch's batches (an int, for custom loops), or the
-                epoch an ``EpochCounter`` holds when the pass starts (what ``fit`` passes);
-                None: the passes are epochs 0, 1, 2, ...
+            epoch: every pass yields this epoch's batches (for custom loops); None: the passes
+                are epochs 0, 1, 2, ...
         """
         if isinstance(x, tf.data.Dataset):
             spec = x.element_spec
@@ -226,27 +223,24 @@ class BertTask(RefusesCalibratedSave, keras.Model):
                          else self._preprocess(e[0]), num_parallel_calls=tf.data.AUTOTUNE)
         x, y = self.to_arrays(x, y)
         data = (x,) if y is None else ((x, y) if sample_weight is None else (x, y, sample_weight))
-        return make_task_dataset(data, self._preprocess, batch_size or DEFAULT_BATCH_SIZE,
-                                 shuffle=shuffle, seed=seed, bucket_lengths=bucket_lengths,
-                                 token_level_labels=self.token_level_labels,
-                                 drop_remainder=drop_remainder, epoch=epoch)
+        return PackedRows(data, self._preprocess, batch_size or RECIPE.batch_size,
+                          bucket_lengths=bucket_lengths, shuffle=shuffle, seed=seed,
+                          drop_remainder=drop_remainder,
+                          token_level_labels=self.token_level_labels).dataset(epoch)
 
-    def _validation(self, validation_data, batch_size):
-        if validation_data is None:
-            return None
-        if not isinstance(validation_data, tuple):
-            validation_data = (validation_data,)
-        return self.make_dataset(*validation_data, batch_size=batch_size,
-                                 bucket_lengths="auto")
+    def adapt(self, x) -> None:
+        """Learns what the model takes from its training examples before ``fit`` trains on
+        them (a classifier's feature statistics); nothing by default."""
 
     # ----------------------------------------------------------------------- Keras API
     def compile(self, optimizer: Any = "auto", loss: Any = "auto", metrics: Any = "auto",
-                learning_rate: float = DEFAULT_LEARNING_RATE,
-                weight_decay: float = DEFAULT_WEIGHT_DECAY,
-                warmup_fraction: float = DEFAULT_WARMUP_FRACTION, **kwargs):
+                learning_rate: float = RECIPE.learning_rate,
+                weight_decay: float = RECIPE.weight_decay,
+                warmup_fraction: float = RECIPE.warmup_fraction, **kwargs):
         """``keras.Model.compile`` with BERT's defaults ("auto"): the task's loss and metrics,
         and AdamW with ``learning_rate``, warmup over ``warmup_fraction`` of the steps then
-        linear decay, made in ``fit`` once the number of steps is known."""
+        linear decay, made in ``fit`` once the number of steps is known
+        (``keras_bert.models.finetuning``)."""
         self._compile_kwargs = dict(
             loss=self.default_loss() if loss == "auto" else loss,
             metrics=self.default_metrics() if metrics == "auto" else metrics, **kwargs)
@@ -269,26 +263,14 @@ class BertTask(RefusesCalibratedSave, keras.Model):
         if self.built:
             self.optimizer.build(self.trainable_variables)
 
-    def _make_auto_optimizer(self, steps_per_epoch: int, epochs: int) -> None:
-        from keras_bert.optimization.optimizers import create_optimizer
-        total = max(int(steps_per_epoch) * int(epochs), 1)
-        settings = self._auto_optimizer
-        optimizer = create_optimizer(
-            settings["learning_rate"], num_train_steps=total,
-            num_warmup_steps=int(total * settings["warmup_fraction"]),
-            weight_decay=settings["weight_decay"],
-            learning_rate_multipliers=self.learning_rate_multipliers())
-        logger.info("AdamW: lr %g, %d steps, %d warmup", settings["learning_rate"], total,
-                    int(total * settings["warmup_fraction"]))
-        with self.distribute_strategy.scope():
-            super().compile(optimizer=optimizer, **self._compile_kwargs)
-            # Built here, the train step creates no variables, so tf.function traces it once.
-            optimizer.build(self.trainable_variables)
-        self._auto_optimizer = None
-
-    def fit(self, x=None, y=None, batch_size: int | None = None, epochs: int = DEFAULT_EPOCHS,
-            verbose="auto", callbacks=None, validation_data=None, shuffle: bool = True,
-            sample_weight=None, bucket_lengths="auto", seed: int | None = None, **kwargs):
+    def fit(self, x=None, y=None, batch_size: int | None = None,
+            epochs: int = RECIPE.epochs, verbose: str | int = "auto", callbacks=None,
+            validation_split: float = 0.0, validation_data=None, shuffle: bool = True,
+            class_weight: dict | None = None, sample_weight=None, initial_epoch: int = 0,
+            steps_per_epoch: int | None = None, validation_steps: int | None = None,
+            validation_batch_size: int | None = None, validation_freq: int = 1, *,
+            bucket_lengths: Sequence[int] | str | None = RECIPE.bucket_lengths,
+            seed: int | None = None):
         """``keras.Model.fit`` that also takes raw examples and defaults to BERT's batch 32 and
         3 epochs.
 
@@ -305,62 +287,108 @@ class BertTask(RefusesCalibratedSave, keras.Model):
         resumed by ``keras.callbacks.BackupAndRestore`` at epoch e reads the batches an
         uninterrupted one would (give ``seed``; None draws one from NumPy's global generator).
         Under TPUStrategy only full batches are used. A tf.data dataset runs as it is batched.
+        The recipe (the optimizer made from ``compile``'s settings once the number of steps is
+        known, the epoch's data) is ``keras_bert.models.finetuning.FinetuningPlan``.
 
         ``validation_data`` is ``(x, y)``, labelled examples or a dataset, grouped by length
-        the same way without shuffling.
+        the same way without shuffling. ``validation_split`` holds out the last share of the
+        in-memory rows (before shuffling), as Keras does. ``shuffle=False`` keeps the rows in
+        their order within each bucket, and the same batches every epoch.
         """
-        batch_size = batch_size or DEFAULT_BATCH_SIZE
-        callbacks = list(callbacks or [])
-        if isinstance(x, tf.data.Dataset):
-            dataset = self.make_dataset(x)
-        else:
-            counter = EpochCounter()
-            dataset = self.make_dataset(
-                x, y, sample_weight, batch_size, shuffle=shuffle, seed=seed,
-                bucket_lengths=bucket_lengths, epoch=counter,
-                drop_remainder=isinstance(self.distribute_strategy, tf.distribute.TPUStrategy))
-            callbacks.insert(0, SetDataEpoch(counter))
+        if validation_split:
+            (x, y, sample_weight), validation_data = self._split_validation(
+                x, y, sample_weight, validation_split, validation_data)
+        self.adapt(x)
+        batch_size = batch_size or RECIPE.batch_size
+        auto = self._auto_optimizer or {}
+        settings = FinetuneSettings(batch_size=batch_size, epochs=epochs,
+                                    bucket_lengths=bucket_lengths, **auto)
+        plan = FinetuningPlan(self, x, y, sample_weight, settings=settings, seed=seed,
+                              shuffle=shuffle, drop_remainder=isinstance(self.distribute_strategy,
+                                                        tf.distribute.TPUStrategy),
+                              steps_per_epoch=steps_per_epoch)
         if self._auto_optimizer is not None:
-            steps_per_epoch = kwargs.get("steps_per_epoch") or int(dataset.cardinality())
-            if steps_per_epoch <= 0:
-                raise ValueError("cannot tell the number of training steps for the learning-rate "
-                                 "schedule from this dataset; pass steps_per_epoch= or compile "
-                                 "with an optimizer")
-            self._make_auto_optimizer(steps_per_epoch, epochs)
+            with self.distribute_strategy.scope():
+                optimizer = plan.make_optimizer()
+                super().compile(optimizer=optimizer, **self._compile_kwargs)
+                # Built here, the train step creates no variables, so tf.function traces once.
+                optimizer.build(self.trainable_variables)
+            self._auto_optimizer = None
         with warnings.catch_warnings():
             # Span and tagging heads do not use the encoder's pooler; that is expected.
             warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables "
                                                       r"\['pooler/kernel', 'pooler/bias'\]")
-            return super().fit(dataset, epochs=epochs, verbose=verbose, callbacks=callbacks,
-                               validation_data=self._validation(validation_data, batch_size),
-                               shuffle=False, **kwargs)
+            return super().fit(plan.make_dataset(), epochs=epochs, verbose=verbose,
+                               callbacks=[*plan.callbacks(), *(callbacks or [])],
+                               validation_data=self._validation(validation_data,
+                                                                validation_batch_size
+                                                                or batch_size),
+                               shuffle=False, class_weight=class_weight,
+                               initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch,
+                               validation_steps=validation_steps,
+                               validation_freq=validation_freq)
 
-    def evaluate(self, x=None, y=None, batch_size: int | None = None, verbose="auto",
-                 sample_weight=None, *, bucket_lengths="auto", **kwargs):
+    def _split_validation(self, x, y, sample_weight, split: float, validation_data):
+        """((x, y, sample_weight) of the first rows, (x, y[, sample_weight]) of the last
+        ``split`` of them), as Keras' ``validation_split``."""
+        if validation_data is not None or isinstance(x, tf.data.Dataset):
+            raise ValueError("validation_split takes in-memory examples and no validation_data")
+        if not 0 < split < 1:
+            raise ValueError(f"validation_split must be in (0, 1), got {split}")
+        x, y = self.to_arrays(x, y)
+        rows = len(tf.nest.flatten(x)[0])
+        cut = rows - int(rows * split)
+        if cut in (0, rows):
+            raise ValueError(f"validation_split={split} of {rows} rows leaves no training or "
+                             f"no validation rows")
+
+        def part(value, rows_slice):
+            return None if value is None else tf.nest.map_structure(
+                lambda array: np.asarray(array)[rows_slice], value)
+
+        head, tail = slice(None, cut), slice(cut, None)
+        validation = (part(x, tail), part(y, tail)) + (
+            () if sample_weight is None else (part(sample_weight, tail),))
+        return (part(x, head), part(y, head), part(sample_weight, head)), validation
+
+    def _validation(self, validation_data, batch_size):
+        if validation_data is None:
+            return None
+        if not isinstance(validation_data, tuple):
+            validation_data = (validation_data,)
+        return self.make_dataset(*validation_data, batch_size=batch_size,
+                                 bucket_lengths="auto")
+
+    def evaluate(self, x=None, y=None, batch_size: int | None = None, verbose: str | int = "auto",
+                 sample_weight=None, steps: int | None = None, callbacks=None,
+                 return_dict: bool = False, *,
+                 bucket_lengths: Sequence[int] | str | None = RECIPE.bucket_lengths):
         """``keras.Model.evaluate`` that also takes raw examples, grouped by length as in
         ``fit`` (ordered by bucket, not shuffled; the scores do not depend on the order)."""
         dataset = self.make_dataset(x, y, sample_weight, batch_size,
                                     bucket_lengths=bucket_lengths)
-        return super().evaluate(dataset, verbose=verbose, **kwargs)
+        return super().evaluate(dataset, verbose=verbose, steps=steps, callbacks=callbacks,
+                                return_dict=return_dict)
 
-    def predict(self, x, batch_size: int | None = None, verbose="auto", **kwargs):
+    def predict(self, x, batch_size: int | None = None, verbose: str | int = "auto",
+                steps: int | None = None, callbacks=None):
         """``keras.Model.predict`` that also takes raw examples (a Python list works).
 
         In-memory inputs (raw examples, or packed id arrays) are grouped by length: the rows are
-        sorted by their number of tokens, each batch is padded only to its longest row (rounded
-        up to a multiple of 8), and the results come back in the caller's order. Text is
-        tokenized by a traced function kept for the next call, and an input of at most
-        ``batch_size`` rows runs in chunks of 8 sorted rows, as the exported signatures run a
-        request, so a call on a few texts costs about what the export costs. The outputs
-        equal those of padding every row to seq_length at every text position; outputs with a
-        sequence axis come back [rows, seq_length, ...] as before (positions past a row's text,
-        where ``input_mask`` is 0, hold no prediction). A tf.data dataset runs as it is
-        batched.
+        sorted by their number of tokens, each batch is padded only to its longest row, and the
+        results come back in the caller's order. Text is tokenized by a traced function kept
+        for the next call, and an input of at most ``batch_size`` rows runs in chunks of 8
+        sorted rows, as the exported signatures run a request, so a call on a few texts costs
+        about what the export costs. The outputs equal those of padding every row to
+        seq_length at every text position; outputs with a sequence axis come back
+        [rows, seq_length, ...] (positions past a row's text, where ``input_mask`` is 0, hold
+        no prediction). A tf.data dataset, or ``steps``/``callbacks``, runs through
+        ``keras.Model.predict`` on the batched dataset.
         """
-        if isinstance(x, tf.data.Dataset) or kwargs:
+        if isinstance(x, tf.data.Dataset) or steps is not None or callbacks:
             return super().predict(self.make_dataset(x, batch_size=batch_size),
-                                   verbose=verbose, **kwargs)
-        return predict_by_length(self, packed_arrays(self, x), batch_size or DEFAULT_BATCH_SIZE,
+                                   verbose=verbose, steps=steps, callbacks=callbacks)
+        return predict_by_length(self, packed_arrays(self, x), batch_size or RECIPE.batch_size,
                                  verbose)
 
     # ----------------------------------------------------------------------- config

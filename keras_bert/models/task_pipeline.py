@@ -26,6 +26,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.config import normalize_bucket_lengths
 from keras_bert.tokenization.packing import INPUT_NAMES
 
 logger = logging.getLogger(__name__)
@@ -108,14 +109,12 @@ def resolve_bucket_lengths(bucket_lengths, lengths: np.ndarray, width: int) -> l
     """The lengths batches are padded to: ``"auto"`` gives ``length_ladder``'s, None the packed
     width alone (every batch padded to seq_length), a list its lengths up to ``width`` plus
     ``width`` when a row is longer than all of them."""
+    bucket_lengths = normalize_bucket_lengths(bucket_lengths)
     if bucket_lengths is None:
         return [width]
-    if isinstance(bucket_lengths, str):
-        if bucket_lengths != "auto":
-            raise ValueError(f"bucket_lengths must be 'auto', None or a list of lengths, got "
-                             f"{bucket_lengths!r}")
+    if bucket_lengths == "auto":
         return length_ladder(lengths, width)
-    ladder = sorted({int(b) for b in bucket_lengths if 0 < int(b) <= width})
+    ladder = [b for b in bucket_lengths if b <= width]
     if not ladder or (lengths.size and int(lengths.max()) > ladder[-1]):
         ladder.append(width)
     return ladder
@@ -303,55 +302,60 @@ def pack_examples(x, preprocess: Callable) -> dict[str, np.ndarray]:
     return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
 
 
-def make_task_dataset(data: tuple, preprocess: Callable, batch_size: int, shuffle: bool = False,
-                      seed: int | None = None, bucket_lengths="auto",
-                      token_level_labels: bool = False, drop_remainder: bool = False,
-                      epoch: int | EpochCounter | None = None) -> tf.data.Dataset:
-    """A batched dataset of packed ids from in-memory examples, grouped by length.
-
-    The examples are packed once (raw text through ``preprocess``); then each pass over the
-    dataset yields one epoch of ``BatchPlan``'s batches.
+class PackedRows:
+    """In-memory examples tokenized once, and the ``BatchPlan`` of their batches.
 
     Args:
         data: ``(x,)``, ``(x, y)`` or ``(x, y, sample_weight)``, arrays with one row per
             example; ``x`` is raw text (string arrays, a tuple of them for pairs, a dict of
             columns) or packed ids.
         preprocess: maps a batch of ``x`` to the packed ids dict (e.g. a BertPreprocessor).
-        batch_size: examples per batch.
-        shuffle: shuffle the rows and batches of every epoch.
-        seed: the shuffling seed (None: drawn from NumPy's global generator, so
-            ``keras.utils.set_random_seed`` fixes it).
+        batch_size: rows per batch.
         bucket_lengths: the lengths batches are padded to: ``"auto"`` (from the data's length
             histogram, ``length_ladder``), a list, or None (every batch padded to the packed
             seq_length, rows in their order unless shuffled).
-        token_level_labels: labels (and sample weights) have a sequence axis, cut with the ids.
+        shuffle: shuffle the rows and batches of every epoch.
+        seed: the shuffling seed (None: drawn from NumPy's global generator, so
+            ``keras.utils.set_random_seed`` fixes it).
         drop_remainder: only full batches.
-        epoch: the epoch whose batches every pass yields (an int), or an ``EpochCounter`` whose
-            value each new pass takes (None: a new counter, so passes are epochs 0, 1, ...).
-
-    Returns:
-        A dataset of ``(packed x, y[, sample_weight])`` batches (or ``packed x``), with a known
-        number of batches per pass.
+        token_level_labels: labels (and sample weights) have a sequence axis, cut with the ids.
     """
-    x = pack_examples(data[0], preprocess)
-    lengths = row_lengths(x)
-    width = x["input_word_ids"].shape[-1]
-    ladder = resolve_bucket_lengths(bucket_lengths, lengths, width)
-    if seed is None:
-        seed = int(np.random.randint(2**31 - 1))
-    plan = BatchPlan(lengths, batch_size, ladder, shuffle, seed, drop_remainder)
-    if plan.num_batches == 0:
-        raise ValueError(f"{len(lengths)} example(s) make no full batch of {batch_size}")
-    logger.log(logging.INFO if shuffle else logging.DEBUG, "%s", plan.summary())
-    arrays = (x, *data[1:])
-    if isinstance(epoch, int):
-        epochs = tf.data.Dataset.from_tensors(tf.constant(epoch, tf.int64))
-    else:
-        counter = epoch or EpochCounter()
-        epochs = tf.data.Dataset.from_tensors(0).map(lambda _: counter.take())
-    batches = epochs.flat_map(lambda e: tf.data.Dataset.from_tensor_slices(plan(e)))
-    dataset = tf.data.Dataset.zip((batches, tf.data.Dataset.from_tensors(arrays).repeat()))
-    dataset = dataset.map(lambda batch, values: _take_rows(values, *batch, token_level_labels),
-                          num_parallel_calls=tf.data.AUTOTUNE)
-    return dataset.apply(tf.data.experimental.assert_cardinality(plan.num_batches)).prefetch(
-        tf.data.AUTOTUNE)
+
+    def __init__(self, data: tuple, preprocess: Callable, batch_size: int,
+                 bucket_lengths="auto", shuffle: bool = False, seed: int | None = None,
+                 drop_remainder: bool = False, token_level_labels: bool = False):
+        x = pack_examples(data[0], preprocess)
+        lengths = row_lengths(x)
+        ladder = resolve_bucket_lengths(bucket_lengths, lengths, x["input_word_ids"].shape[-1])
+        if seed is None:
+            seed = int(np.random.randint(2**31 - 1))
+        self.plan = BatchPlan(lengths, batch_size, ladder, shuffle, seed, drop_remainder)
+        if self.plan.num_batches == 0:
+            raise ValueError(f"{len(lengths)} example(s) make no full batch of {batch_size}")
+        logger.log(logging.INFO if shuffle else logging.DEBUG, "%s", self.plan.summary())
+        self.arrays = (x, *data[1:])
+        self.token_level_labels = token_level_labels
+
+    def dataset(self, epoch: int | EpochCounter | None = None) -> tf.data.Dataset:
+        """Batches of ``(packed x, y[, sample_weight])`` (or ``packed x``), with a known number
+        of batches per pass.
+
+        Args:
+            epoch: the epoch whose batches every pass yields (an int), or an ``EpochCounter``
+                whose value each new pass takes (None: a new counter, so passes are epochs 0,
+                1, ...).
+        """
+        plan, token_level_labels = self.plan, self.token_level_labels
+        if isinstance(epoch, int):
+            epochs = tf.data.Dataset.from_tensors(tf.constant(epoch, tf.int64))
+        else:
+            counter = epoch or EpochCounter()
+            epochs = tf.data.Dataset.from_tensors(0).map(lambda _: counter.take())
+        batches = epochs.flat_map(lambda e: tf.data.Dataset.from_tensor_slices(plan(e)))
+        dataset = tf.data.Dataset.zip((batches,
+                                       tf.data.Dataset.from_tensors(self.arrays).repeat()))
+        dataset = dataset.map(
+            lambda batch, values: _take_rows(values, *batch, token_level_labels),
+            num_parallel_calls=tf.data.AUTOTUNE)
+        return dataset.apply(tf.data.experimental.assert_cardinality(plan.num_batches)).prefetch(
+            tf.data.AUTOTUNE)

@@ -39,8 +39,7 @@ def packed_arrays(model: BertTask, x) -> dict[str, np.ndarray]:
     """In-memory ``x`` as packed int32 arrays, [rows, ..., seq] each (and any features,
     [rows] each). Raw text is tokenized PACK_BATCH_SIZE rows a call by a traced function
     kept for the next call (``pack_function``)."""
-    if not is_packed(x):
-        x = model.to_arrays(x, None)[0]
+    x = model.to_arrays(x, None)[0]
     rows = _num_rows(x)
     if not rows:
         raise ValueError(f"{type(model).__name__}.predict got no examples")

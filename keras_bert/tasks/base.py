@@ -88,10 +88,6 @@ class Task:
         casing)."""
         raise NotImplementedError
 
-    def num_train_rows(self, model, examples) -> int:
-        """Rows the training set yields (its examples, or the windows of long ones)."""
-        return len(examples)
-
     def evaluate(self, model, examples, options: CommonOptions, batch_size: int = 32
                  ) -> tuple[dict[str, float], dict[str, Any]]:
         """(metrics, artifacts) on labelled dev examples."""

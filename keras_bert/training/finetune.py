@@ -26,16 +26,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Sequence
 
 import keras
 import tensorflow as tf
 
 from keras_bert import fileio
 from keras_bert.fileio import join
-from keras_bert.models.task_pipeline import EpochCounter, SetDataEpoch, num_batches
+from keras_bert.config import FinetuneSettings
+from keras_bert.models.finetuning import FinetuningPlan
+from keras_bert.models.task_pipeline import EpochCounter
 from keras_bert.tasks import get_task
 from keras_bert.tasks.base import CommonOptions, Task
+from keras_bert.training.distribute import get_strategy, worker_role
 from keras_bert.training.finetune_callbacks import (BEST_MODEL_DIR, DevEvaluation,
                                                     EpochCheckpoint, write_json)
 from keras_bert.training.finetune_loop import distribute_global_batches, fit_distributed
@@ -53,8 +55,10 @@ RESUMED_SETTINGS = ("task", "init_checkpoint", "train_file", "dev_file", "learni
 
 
 @dataclasses.dataclass
-class FinetuneConfig:
-    """Everything a fine-tuning run needs; the defaults are BERT's recipe.
+class FinetuneConfig(FinetuneSettings):
+    """Everything a fine-tuning run needs; the recipe's fields (``learning_rate``,
+    ``batch_size``, ``epochs``, ``warmup_fraction``, ``weight_decay``, ``bucket_lengths``) are
+    ``FinetuneSettings``', with BERT's defaults, given by keyword.
 
     Args:
         task: a task name (``keras_bert.tasks.task_names()``).
@@ -65,12 +69,6 @@ class FinetuneConfig:
         output_dir: where the results go (local or gs://).
         options: the task's settings, an instance of its ``options_class`` (labels and
             seq_length, which every task has, and its own; None: its defaults).
-        learning_rate, batch_size, epochs, warmup_fraction, weight_decay: AdamW with linear
-            warmup then decay (3e-5, 32, 3, 0.1, 0.01); the batch size is global (all
-            replicas of all workers together).
-        bucket_lengths: the lengths batches of similar rows are padded to: "auto" (at most 8
-            multiples of 8 chosen from the training rows' lengths), a list, or None (every batch
-            padded to seq_length); as ``BertTask.fit``.
         strategy, tpu: see ``keras_bert.training.distribute.get_strategy``.
         seed: shuffling and initialization seed; epoch e's batches depend on (seed, e) only.
         overwrite: start afresh, discarding an earlier run in output_dir (finished or
@@ -78,6 +76,8 @@ class FinetuneConfig:
         verbose: progress output (0 silent, 1 progress bar, 2 one line per epoch); with
             several workers, the chief's progress bar only.
         lower_case: overrides the casing read from init_checkpoint (None: read it).
+
+    The batch size is global (all replicas of all workers together).
 
     Example:
     >>> from keras_bert.tasks.classification.task import ClassificationOptions
@@ -92,24 +92,12 @@ class FinetuneConfig:
     dev_file: str | None
     output_dir: str
     options: CommonOptions | None = None
-    learning_rate: float = 3e-5
-    batch_size: int = 32
-    epochs: int = 3
-    warmup_fraction: float = 0.1
-    weight_decay: float = 0.01
-    bucket_lengths: Sequence[int] | str | None = "auto"
     strategy: str | None = None
     tpu: str | None = None
     seed: int = 0
     overwrite: bool = False
     verbose: int | str = "auto"
     lower_case: bool | None = None
-
-
-def _bucket_lengths(config: FinetuneConfig):
-    if config.bucket_lengths is None or isinstance(config.bucket_lengths, str):
-        return config.bucket_lengths
-    return sorted(int(b) for b in config.bucket_lengths)
 
 
 def _task_options(task: Task, options: CommonOptions | None) -> CommonOptions:
@@ -125,7 +113,6 @@ def _task_options(task: Task, options: CommonOptions | None) -> CommonOptions:
 
 def _run_settings(config: FinetuneConfig) -> dict:
     settings = {name: getattr(config, name) for name in RESUMED_SETTINGS}
-    settings["bucket_lengths"] = _bucket_lengths(config)
     settings["options"] = dataclasses.asdict(config.options)
     return json.loads(json.dumps(settings))  # lists, not tuples, as read back
 
@@ -167,10 +154,6 @@ def run_finetune(config: FinetuneConfig) -> dict:
             in its context...), naming the file and line.
         ValueError: output_dir holds an interrupted run with other settings.
     """
-    from keras_bert.checkpoints import find_vocab
-    from keras_bert.training.distribute import get_strategy, worker_role
-    from keras_bert.optimization.optimizers import create_optimizer
-
     task = get_task(config.task)
     results_path = join(config.output_dir, RESULTS_NAME)
     checkpoint_dir = join(config.output_dir, CHECKPOINT_DIR)
@@ -195,26 +178,17 @@ def run_finetune(config: FinetuneConfig) -> dict:
     with strategy.scope():
         model = task.build_model(config.init_checkpoint, labels, train, options,
                                  lower_case=config.lower_case)
-        if dev is not None:
-            model.to_arrays(dev)  # bad dev labels fail now, with file and line, not after epoch 1
-        rows = task.num_train_rows(model, train)
-        steps_per_epoch = num_batches(rows, config.batch_size, drop_remainder=is_tpu)
-        total_steps = steps_per_epoch * config.epochs
-        model.compile(optimizer=create_optimizer(
-            config.learning_rate, total_steps, int(total_steps * config.warmup_fraction),
-            weight_decay=config.weight_decay,
-            learning_rate_multipliers=model.learning_rate_multipliers()))
+    if dev is not None:
+        model.to_arrays(dev)  # bad dev labels fail now, with file and line, not after epoch 1
+    # Outside the strategy's scope: the plan's epoch counter is a plain variable tf.data reads.
+    plan = FinetuningPlan(model, train, settings=config.settings(), seed=config.seed,
+                          drop_remainder=is_tpu)
+    with strategy.scope():
+        model.compile(optimizer=plan.make_optimizer())
         model.optimizer.build(model.trainable_variables)  # before a checkpoint is restored
-    counter = EpochCounter()  # outside the strategy's scope: a plain variable tf.data reads
-
-    def make_train_data() -> tf.data.Dataset:
-        return model.make_dataset(train, batch_size=config.batch_size, shuffle=True,
-                                  seed=config.seed, bucket_lengths=_bucket_lengths(config),
-                                  drop_remainder=is_tpu, epoch=counter)
-
-    train_data = (distribute_global_batches(strategy, make_train_data) if multi_worker
-                  else make_train_data())
-    evaluation = DevEvaluation(config, dev, find_vocab(config.init_checkpoint),
+    train_data = (distribute_global_batches(strategy, plan.make_dataset) if multi_worker
+                  else plan.make_dataset())
+    evaluation = DevEvaluation(task, options, dev, config.output_dir, config.batch_size,
                                write_outputs=is_chief)
     checkpoint = EpochCheckpoint(model, evaluation, checkpoint_dir if is_chief else None,
                                  restore_from=checkpoint_dir)
@@ -225,22 +199,22 @@ def run_finetune(config: FinetuneConfig) -> dict:
         logger.info("resuming the run in %s after epoch %d of %d", config.output_dir,
                     initial_epoch, config.epochs)
     logger.info("fine-tuning %s on %d training rows (%s), %d epochs of %d steps",
-                config.task, rows, type(strategy).__name__, config.epochs, steps_per_epoch)
+                config.task, plan.rows, type(strategy).__name__, config.epochs,
+                plan.steps_per_epoch)
     if is_chief:
         fileio.makedirs(checkpoint_dir)
         write_json(join(checkpoint_dir, RUN_SETTINGS_NAME), _run_settings(config))
     if multi_worker:
-        _fit_multi_worker(model, strategy, train_data, config, evaluation, checkpoint, counter,
-                          steps_per_epoch, initial_epoch,
+        _fit_multi_worker(model, strategy, train_data, config, evaluation, checkpoint,
+                          plan.counter, plan.steps_per_epoch, initial_epoch,
                           progress=is_chief and config.verbose in (1, "auto"))
     elif initial_epoch < config.epochs:
         model.fit(train_data, epochs=config.epochs, initial_epoch=initial_epoch,
-                  callbacks=[SetDataEpoch(counter), evaluation, checkpoint],
-                  verbose=config.verbose)
+                  callbacks=[*plan.callbacks(), evaluation, checkpoint], verbose=config.verbose)
     results = {
         "task": config.task, "primary_metric": task.primary_metric,
         "best_epoch": evaluation.best["epoch"], "best": evaluation.best.get("dev"),
-        "epochs": evaluation.history, "train_rows": rows,
+        "epochs": evaluation.history, "train_rows": plan.rows,
         "dev_examples": None if dev is None else len(dev), "labels": labels,
         "best_model": join(config.output_dir, BEST_MODEL_DIR),
         "config": {k: v for k, v in dataclasses.asdict(config).items()

@@ -10,17 +10,13 @@ import json
 import logging
 import os
 import tempfile
-from typing import TYPE_CHECKING
 
 import keras
 import tensorflow as tf
 
 from keras_bert import fileio
 from keras_bert.fileio import atomic_output_dir, atomic_write, join
-from keras_bert.tasks import get_task
-
-if TYPE_CHECKING:
-    from keras_bert.training.finetune import FinetuneConfig
+from keras_bert.tasks.base import CommonOptions, Task
 
 logger = logging.getLogger(__name__)
 
@@ -33,28 +29,39 @@ def write_json(path: str, value) -> None:
         f.write(json.dumps(value, indent=2) + "\n")
 
 
-def save_task_model(model, directory: str, vocab_file: str | None) -> None:
+def save_task_model(model, directory: str) -> None:
     """Saves a task model as a keras-bert checkpoint directory, atomically (replacing one)."""
+    from keras_bert.tokenization import vocab as vocab_lib
     with atomic_output_dir(directory, overwrite=True) as scratch:
         model.save(os.path.join(scratch, "model.keras"))
         model.encoder.bert_config.to_json_file(os.path.join(scratch, "bert_config.json"))
-        if vocab_file:
-            fileio.copy(vocab_file, os.path.join(scratch, "vocab.txt"), overwrite=True)
+        vocab_lib.save_vocab(list(model.preprocessor.vocabulary),
+                             os.path.join(scratch, "vocab.txt"))
 
 
 class DevEvaluation(keras.callbacks.Callback):
     """After each epoch: scores the dev set, logs it, and saves the model when it is the best.
 
-    ``write_outputs=False`` (the workers other than the chief) keeps the scores and the best
-    epoch but writes nothing. ``state()`` and ``load_state()`` carry the scores so far across a
-    resumed run.
+    Args:
+        task: the task, whose ``evaluate`` scores the dev set and whose ``primary_metric``
+            picks the best epoch.
+        options: the task's options.
+        examples: the dev examples (None: no evaluation; the last epoch is the best).
+        output_dir: where ``best_model/`` and the best epoch's dev predictions go.
+        batch_size: the prediction batch size.
+        write_outputs: False (the workers other than the chief) keeps the scores and the
+            best epoch but writes nothing.
+
+    ``state()`` and ``load_state()`` carry the scores so far across a resumed run.
     """
 
-    def __init__(self, config: FinetuneConfig, examples, vocab_file, write_outputs: bool = True):
+    def __init__(self, task: Task, options: CommonOptions, examples, output_dir: str,
+                 batch_size: int, write_outputs: bool = True):
         super().__init__()
-        self.config, self.examples, self.vocab_file = config, examples, vocab_file
-        self.task, self.write_outputs = get_task(config.task), write_outputs
-        self.metric = self.task.primary_metric
+        self.task, self.options, self.examples = task, options, examples
+        self.output_dir, self.batch_size = output_dir, batch_size
+        self.write_outputs = write_outputs
+        self.metric = task.primary_metric
         self.history: list[dict] = []
         self.best: dict | None = None
 
@@ -67,8 +74,8 @@ class DevEvaluation(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         record = {"epoch": epoch + 1, **{k: float(v) for k, v in (logs or {}).items()}}
         if self.examples is not None:
-            scores, artifacts = self.task.evaluate(self.model, self.examples, self.config.options,
-                                                   self.config.batch_size)
+            scores, artifacts = self.task.evaluate(self.model, self.examples, self.options,
+                                                   self.batch_size)
             record["dev"] = scores
             logger.info("epoch %d: dev %s = %.4f", epoch + 1, self.metric, scores[self.metric])
         self.history.append(record)
@@ -77,14 +84,13 @@ class DevEvaluation(keras.callbacks.Callback):
             self.best = {"epoch": epoch + 1, "score": score, **record}
             if not self.write_outputs:
                 return
-            save_task_model(self.model, join(self.config.output_dir, BEST_MODEL_DIR),
-                            self.vocab_file)
+            save_task_model(self.model, join(self.output_dir, BEST_MODEL_DIR))
             if self.examples is not None:
                 self._write_artifacts(artifacts)
 
     def _write_artifacts(self, artifacts: dict) -> None:
         for name, value in artifacts.items():
-            path = join(self.config.output_dir, name)
+            path = join(self.output_dir, name)
             if callable(value):
                 value(path)
             else:

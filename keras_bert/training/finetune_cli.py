@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from keras_bert.cli_flags import add_lower_case_flag, int_list
+from keras_bert.cli_flags import add_lower_case_flag
+from keras_bert.config import FinetuneSettings, normalize_bucket_lengths
 from keras_bert.training.distribute import STRATEGIES
 from keras_bert.tasks import get_task, task_names
 from keras_bert.tasks.base import CommonOptions, Task, option_defaults
@@ -47,7 +48,8 @@ def add_parser(subparsers) -> None:
                            "such as the GLUE layout's or the training file's, sorted)")
     data.add_argument("--max_seq_length", dest="seq_length", metavar="MAX_SEQ_LENGTH", type=int,
                       help=f"packed length (default: {_seq_length_defaults()})")
-    data.add_argument("--bucket_lengths", type=_bucket_lengths, default="auto",
+    data.add_argument("--bucket_lengths", type=_bucket_lengths,
+                      default=FinetuneSettings.bucket_lengths,
                       help="the lengths batches of rows of similar length are padded to: 'auto' "
                            "(at most 8 multiples of 8, chosen from the training rows' lengths), "
                            "comma-separated lengths, or 'none' (every batch padded to "
@@ -58,15 +60,17 @@ def add_parser(subparsers) -> None:
         except argparse.ArgumentError as e:
             raise ValueError(f"the {name} task adds a flag that another task has: {e}") from e
     train = finetune.add_argument_group("optimization (BERT's recipe by default)")
-    train.add_argument("--learning_rate", type=float, default=3e-5,
+    train.add_argument("--learning_rate", type=float, default=FinetuneSettings.learning_rate,
                        help="peak learning rate (default: %(default)s)")
-    train.add_argument("--batch_size", type=int, default=32,
+    train.add_argument("--batch_size", type=int, default=FinetuneSettings.batch_size,
                        help="global batch size, all replicas (default: %(default)s)")
-    train.add_argument("--epochs", type=int, default=3, help="(default: %(default)s)")
-    train.add_argument("--warmup_fraction", type=float, default=0.1,
+    train.add_argument("--epochs", type=int, default=FinetuneSettings.epochs,
+                       help="(default: %(default)s)")
+    train.add_argument("--warmup_fraction", type=float,
+                       default=FinetuneSettings.warmup_fraction,
                        help="share of steps with linear warmup, then linear decay "
                             "(default: %(default)s)")
-    train.add_argument("--weight_decay", type=float, default=0.01,
+    train.add_argument("--weight_decay", type=float, default=FinetuneSettings.weight_decay,
                        help="AdamW's decoupled weight decay (default: %(default)s)")
     train.add_argument("--seed", type=int, default=0,
                        help="shuffling and head initialization seed (default: %(default)s)")
@@ -83,17 +87,11 @@ def add_parser(subparsers) -> None:
 
 def _bucket_lengths(text: str) -> list[int] | str | None:
     """An argparse type: 'auto', 'none' (None) or comma-separated positive lengths."""
-    word = text.strip().lower()
-    if word in ("auto", "none"):
-        return None if word == "none" else "auto"
     try:
-        lengths = int_list(text)
-    except argparse.ArgumentTypeError:
-        lengths = []
-    if not lengths or min(lengths) <= 0:
+        return normalize_bucket_lengths(text)
+    except ValueError:
         raise argparse.ArgumentTypeError(
             f"expected 'auto', 'none' or comma-separated positive lengths, got {text!r}")
-    return lengths
 
 
 def _comma_list(text: str) -> list[str] | None:

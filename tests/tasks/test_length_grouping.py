@@ -55,7 +55,7 @@ def test_bucket_lengths_auto_none_or_a_list():
     assert resolve_bucket_lengths(None, lengths, 64) == [64]
     assert resolve_bucket_lengths("auto", lengths, 64) == [8, 16, 40]
     assert resolve_bucket_lengths([32, 16, 100], lengths, 64) == [16, 32, 64]  # 40 needs 64
-    with pytest.raises(ValueError, match="bucket_lengths must be 'auto', None or a list"):
+    with pytest.raises(ValueError, match="bucket_lengths must be 'auto', None or positive lengths"):
         resolve_bucket_lengths("fixed", lengths, 64)
 
 
@@ -274,7 +274,7 @@ def test_features_ride_along_ungrouped_columns():
                            preprocessor=BertPreprocessor(vocabulary=VOCAB, seq_length=32))
     columns = {"text": ["the city river was very nice and old", "the movie was good", "a film"],
                "age": [40.0, 20.0, 30.0], "country": ["fr", "us", "fr"]}
-    model.adapt_features(columns)
+    model.adapt(columns)
     x, _ = next(iter(model.make_dataset(columns, [0, 1, 1], batch_size=3,
                                         bucket_lengths="auto")))
     assert x["input_word_ids"].shape == (3, 16)
@@ -300,7 +300,7 @@ def test_finetune_and_fit_share_the_default():
     fit_default = inspect.signature(BertTask.fit).parameters["bucket_lengths"].default
     assert flag() == FinetuneConfig.bucket_lengths == fit_default == "auto"
     assert flag("--bucket_lengths", "none") is None
-    assert flag("--bucket_lengths", "32,16") == [32, 16]
+    assert flag("--bucket_lengths", "32,16") == [16, 32]
     assert flag("--bucket_lengths", "16,32,64,128") == [16, 32, 64, 128]
     assert flag("--bucket_lengths", " Auto ") == "auto"
     assert flag("--bucket_lengths", "NONE") is None

@@ -59,7 +59,7 @@ class BertClassifier(BertTask):
     for missing). ``fit``, ``evaluate`` and ``predict`` also take raw text: a list of strings, a
     list of (text, text_pair) pairs, a list of TextExample (whose labels are used when ``y`` is
     not given), or a dict of columns or pandas DataFrame with "text" (and "text_pair") and the
-    feature columns. ``fit`` learns the feature statistics not given (``adapt_features``); a
+    feature columns. ``fit`` learns the feature statistics not given (``adapt``); a
     feature absent from the input is an error naming it.
 
     Outputs: float32 [batch, num_classes]: probabilities (softmax), logits or scores.
@@ -216,9 +216,11 @@ class BertClassifier(BertTask):
             int32 [rows, seq]. ``y`` int32 class indices [rows] (float32 [rows, 1] for
             regression), or None.
         """
+        self.require_feature_statistics()
         return self._classifier_inputs().to_arrays(x, y)
 
     def _preprocess(self, x):
+        self.require_feature_statistics()
         if isinstance(x, dict):  # {text, [text_pair,] features}
             if TEXT not in x:
                 raise ValueError(f"a dataset of raw inputs needs a {TEXT!r} entry; it has "
@@ -228,17 +230,17 @@ class BertClassifier(BertTask):
         return super()._preprocess(list(x) if isinstance(x, tuple) else x)
 
     # ------------------------------------------------------------------------ features
-    def adapt_features(self, x) -> None:
-        """Learns the statistics and vocabularies that were not given (see TabularFeatures)
-        from training inputs: a dict of columns, a DataFrame, TextExamples with features, or a
-        tf.data dataset of such dicts (or of (dict, label) pairs). ``fit`` calls it; features
-        already known keep what they have."""
+    def adapt(self, x) -> None:
+        """Learns the feature statistics and vocabularies that were not given (see
+        TabularFeatures) from training inputs: a dict of columns, a DataFrame, TextExamples
+        with features, or a tf.data dataset of such dicts (or of (dict, label) pairs). ``fit``
+        calls it; features already known keep what they have."""
         if self.features is None or not self.features.unadapted():
             return
         if isinstance(x, tf.data.Dataset):
             columns = self._classifier_inputs().dataset_feature_columns(x, self.features.unadapted())
         else:
-            columns = self.to_arrays(x)[0]
+            columns = self._classifier_inputs().to_arrays(x, None)[0]
             if not isinstance(columns, dict):
                 raise ValueError(f"this classifier takes the features "
                                  f"{', '.join(self.feature_names)}; the training inputs have none")
@@ -251,22 +253,9 @@ class BertClassifier(BertTask):
             raise ValueError(
                 f"the statistics of feature(s) {', '.join(map(repr, unknown))} are not known: "
                 f"fit the classifier first (it learns them from the training data), call "
-                f"adapt_features(training inputs), or give them, e.g. numeric_features="
+                f"adapt(training inputs), or give them, e.g. numeric_features="
                 f"{{'age': {{'mean': 40.0, 'variance': 100.0}}}}, categorical_features="
                 f"{{'country': {{'vocabulary': ['fr', 'us']}}}}")
-
-    def fit(self, x=None, y=None, *args, **kwargs):
-        """``BertTask.fit``; first learns the feature statistics not given (``adapt_features``)."""
-        self.adapt_features(x)
-        return super().fit(x, y, *args, **kwargs)
-
-    def make_dataset(self, x, *args, **kwargs):
-        self.require_feature_statistics()
-        return super().make_dataset(x, *args, **kwargs)
-
-    def predict(self, x, *args, **kwargs):
-        self.require_feature_statistics()
-        return super().predict(x, *args, **kwargs)
 
     def predict_labels(self, x, batch_size: int | None = None) -> list:
         """The most probable label name (or index, without label_names) of each input; the

@@ -94,7 +94,7 @@ class ClassificationTask(Task):
         if model.feature_names != options.feature_columns:
             raise ValueError(f"{init_checkpoint!r} holds a classifier with the features "
                              f"{model.feature_names}, but the task has {options.feature_columns}")
-        model.adapt_features(train_examples)  # statistics and vocabularies from the train set
+        model.adapt(train_examples)  # statistics and vocabularies from the train set
         return require_vocabulary(model, init_checkpoint)
 
     def evaluate(self, model, examples, options: ClassificationOptions, batch_size: int = 32):

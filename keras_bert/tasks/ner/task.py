@@ -28,9 +28,6 @@ class NerTask(Task):
         return require_vocabulary(BertTokenClassifier.from_pretrained(
             init_checkpoint, labels, options.seq_length, lower_case=lower_case), init_checkpoint)
 
-    def num_train_rows(self, model, examples) -> int:
-        return len(model.align(examples))
-
     def evaluate(self, model, examples, options: CommonOptions, batch_size: int = 32):
         predicted = model.predict_tags(examples, batch_size=batch_size)
         return (entity_scores([e.tags for e in examples], predicted),

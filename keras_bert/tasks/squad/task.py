@@ -78,9 +78,6 @@ class SquadTask(Task):
             init_checkpoint, options.seq_length, doc_stride=options.doc_stride,
             max_query_length=options.max_query_length, lower_case=lower_case), init_checkpoint)
 
-    def num_train_rows(self, model, examples) -> int:
-        return len(model.make_features(examples))
-
     def evaluate(self, model, examples, options: SquadOptions, batch_size: int = 32):
         squad_v2 = bool(options.version_2_with_negative)
         answers, nbest, null_diffs = model.predict_answers(

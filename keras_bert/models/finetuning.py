@@ -1,0 +1,110 @@
+"""BERT's fine-tuning recipe, in one place: its defaults (Devlin et al., 2018, section 4 and
+appendix A.3) and ``FinetuningPlan``, which turns a task model, its training examples and the
+settings into what a run needs: the dataset of each epoch, the number of steps, AdamW on its
+warmup-then-linear-decay schedule, and the callback that tells the data which epoch runs.
+
+``BertTask.compile``/``fit`` (the Keras API) and both paths of ``keras-bert finetune``
+(``model.fit``, and the multi-worker loop) build one; ``FinetuneConfig``, ``compile`` and the
+command line take their defaults from ``keras_bert.config.FinetuneSettings`` (pure Python, so
+that ``keras-bert finetune --help`` shows them without loading TensorFlow).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import keras
+import tensorflow as tf
+
+from keras_bert.config import FinetuneSettings
+from keras_bert.models.task_pipeline import EpochCounter, PackedRows, SetDataEpoch
+from keras_bert.optimization.optimizers import create_optimizer
+
+logger = logging.getLogger(__name__)
+
+
+class FinetuningPlan:
+    """One fine-tuning run of ``model`` on its training examples under ``settings``.
+
+    In-memory examples are turned into rows (``model.to_arrays``) and tokenized once; each
+    epoch's batches then come from ``BatchPlan`` (rows of similar length together, each batch
+    padded to its bucket; epoch e's batches depend on (seed, e) only), and the epoch a pass
+    reads is the one ``callbacks()`` sets at each epoch's start, so a run resumed at epoch e
+    reads the batches an uninterrupted one would. A tf.data dataset runs as it is batched (its
+    number of batches must be known, or ``steps_per_epoch`` given).
+
+    Args:
+        model: the task model (a ``BertTask``).
+        x, y, sample_weight: the training examples as ``model.fit`` takes them, or a batched
+            tf.data dataset.
+        settings: the recipe (batch size, epochs, optimizer, bucket lengths).
+        seed: the shuffling seed (None: drawn from NumPy's global generator, which
+            ``keras.utils.set_random_seed`` fixes).
+        shuffle: shuffle the rows and batches of every epoch (False: rows ordered by bucket,
+            the same batches every epoch).
+        drop_remainder: only full batches (what TPUs need).
+        steps_per_epoch: for a dataset of unknown length: the steps of one epoch.
+
+    Attributes:
+        rows: the training rows (an example may give several: the windows of a long text);
+            None for a dataset.
+        steps_per_epoch: optimizer steps in one epoch.
+        total_steps: ``steps_per_epoch * settings.epochs``.
+    """
+
+    def __init__(self, model, x, y=None, sample_weight=None, *, settings: FinetuneSettings,
+                 seed: int | None = None, shuffle: bool = True, drop_remainder: bool = False,
+                 steps_per_epoch: int | None = None):
+        self.model, self.settings = model, settings
+        self.counter: EpochCounter | None = None
+        self._dataset = self._rows = self.rows = None
+        if isinstance(x, tf.data.Dataset):
+            self._dataset = model.make_dataset(x)
+            steps = steps_per_epoch or int(self._dataset.cardinality())
+            if steps <= 0:
+                raise ValueError("cannot tell the number of training steps for the learning-rate "
+                                 "schedule from this dataset; pass steps_per_epoch= or compile "
+                                 "with an optimizer")
+        else:
+            x, y = model.to_arrays(x, y)
+            data = (x,) if y is None else ((x, y) if sample_weight is None
+                                          else (x, y, sample_weight))
+            self._rows = PackedRows(data, model._preprocess, settings.batch_size,
+                                    bucket_lengths=settings.bucket_lengths, shuffle=shuffle,
+                                    seed=seed, drop_remainder=drop_remainder,
+                                    token_level_labels=model.token_level_labels)
+            self.counter = EpochCounter()
+            self.rows = len(self._rows.plan.lengths)
+            steps = steps_per_epoch or self._rows.plan.num_batches
+        self.steps_per_epoch = int(steps)
+        self.total_steps = self.steps_per_epoch * settings.epochs
+
+    @property
+    def warmup_steps(self) -> int:
+        return int(self.total_steps * self.settings.warmup_fraction)
+
+    def make_dataset(self) -> tf.data.Dataset:
+        """The training dataset: every pass yields the epoch ``callbacks()`` last set (a new
+        dataset object over the same tokenized rows each call, as a multi-worker input
+        function needs)."""
+        if self._rows is None:
+            return self._dataset
+        return self._rows.dataset(self.counter)
+
+    def make_optimizer(self) -> keras.optimizers.Optimizer:
+        """AdamW with the recipe's rate, warmup and weight decay over ``total_steps``, clipped
+        at global norm 1.0, and the model's ``learning_rate_multipliers`` (a new head that
+        learns faster)."""
+        settings = self.settings
+        logger.info("AdamW: lr %g, %d steps (%d per epoch), %d warmup", settings.learning_rate,
+                    self.total_steps, self.steps_per_epoch, self.warmup_steps)
+        return create_optimizer(settings.learning_rate, num_train_steps=max(self.total_steps, 1),
+                                num_warmup_steps=self.warmup_steps,
+                                weight_decay=settings.weight_decay,
+                                learning_rate_multipliers=self.model.learning_rate_multipliers())
+
+    def callbacks(self) -> list[keras.callbacks.Callback]:
+        """What ``fit`` needs besides the user's callbacks: the data epoch set at each epoch's
+        start."""
+        return [] if self.counter is None else [SetDataEpoch(self.counter)]
+
