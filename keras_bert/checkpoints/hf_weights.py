@@ -168,8 +168,8 @@ def _parse_safetensors(data: bytes, path: str) -> dict[str, np.ndarray]:
                       f"data_offsets [{begin}, {end}], which do not hold "
                       f"{count * stored.itemsize} bytes")
         if end > len(body):
-            raise bad(f"tensor {key!r}'s bytes [{begin}, {end}) run past the end of the data "
-                      f"({len(body)} bytes)")
+            raise bad(f"the bytes [{begin}, {end}) of tensor {key!r} run past the end of the "
+                      f"data ({len(body)} bytes)")
         flat = np.frombuffer(body, dtype=stored, count=count, offset=begin)
         values[key] = _to_native(flat, "bfloat16" if dtype == "BF16" else stored).reshape(shape)
     return values
