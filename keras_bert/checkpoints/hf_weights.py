@@ -9,9 +9,13 @@ globals a state dict uses and refuses every other one, so reading a file never r
 PyTorch's legacy (pre-1.6, not zip) format is refused with a ValueError.
 
 Example:
->>> values = read_hf_weights("tests/fixtures/hf_heads/seq_cls")  # doctest: +SKIP
->>> values["classifier.bias"]  # doctest: +SKIP
-array([1., 2., 3.], dtype=float32)
+>>> import os, tempfile
+>>> from safetensors.numpy import save_file
+>>> folder = tempfile.mkdtemp()
+>>> save_file({"classifier.bias": np.array([1, 2, 3], np.float32)},
+...           os.path.join(folder, "model.safetensors"))
+>>> read_hf_weights(folder)
+{'classifier.bias': array([1., 2., 3.], dtype=float32)}
 """
 
 from __future__ import annotations
@@ -85,7 +89,7 @@ def read_hf_weights(directory: fileio.PathLike) -> dict[str, np.ndarray]:
         if fileio.exists(path):
             logger.info("reading Hugging Face weights from %s", path)
             if name.endswith(".index.json"):
-                return _read_sharded(path)
+                return _read_sharded(directory, path)
             return _read_weight_file(path)
     raise FileNotFoundError(f"{fileio.local_path(directory)!r} has no Hugging Face weights: "
                             f"expected one of {', '.join(WEIGHT_FILES)}")
@@ -98,7 +102,7 @@ def _read_weight_file(path: str) -> dict[str, np.ndarray]:
         else _parse_pytorch_zip(data, path)
 
 
-def _read_sharded(index_path: str) -> dict[str, np.ndarray]:
+def _read_sharded(directory: fileio.PathLike, index_path: str) -> dict[str, np.ndarray]:
     """The union of the shards an index's ``weight_map`` names; each key must be in its shard."""
     with fileio.open_file(index_path, "rb") as f:
         try:
@@ -107,15 +111,17 @@ def _read_sharded(index_path: str) -> dict[str, np.ndarray]:
             raise ValueError(f"{index_path!r} is not a shard index (a JSON object with a "
                              f"'weight_map' of key -> shard file): {error!r}") from None
     if not isinstance(weight_map, dict) or not all(
-            isinstance(v, str) for v in weight_map.values()):
-        raise ValueError(f"{index_path!r}: 'weight_map' must map each key to a shard file name")
-    directory = index_path.rsplit("/", 1)[0] if "/" in index_path else "."
+            isinstance(v, str) and v and "/" not in v and "\\" not in v and v not in (".", "..")
+            for v in weight_map.values()):
+        raise ValueError(f"{index_path!r}: 'weight_map' must map each key to the name of a "
+                         f"shard file in the same folder")
     values: dict[str, np.ndarray] = {}
     for shard in sorted(set(weight_map.values())):
         shard_path = join(directory, shard)
         if not fileio.exists(shard_path):
             raise FileNotFoundError(f"{index_path!r} names the shard {shard!r}, which is not in "
-                                    f"{directory!r}; copy the folder again with every shard")
+                                    f"{fileio.local_path(directory)!r}; copy the folder again "
+                                    f"with every shard")
         shard_values = _read_weight_file(shard_path)
         expected = sorted(k for k, v in weight_map.items() if v == shard)
         missing = [k for k in expected if k not in shard_values]
@@ -156,8 +162,11 @@ def _parse_safetensors(data: bytes, path: str) -> dict[str, np.ndarray]:
         try:
             dtype, shape, (begin, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
             shape = tuple(int(n) for n in shape)
+            if any(n < 0 for n in shape):
+                raise ValueError
         except (KeyError, TypeError, ValueError):
-            raise bad(f"tensor {key!r} has no dtype, shape and data_offsets: {entry!r}") from None
+            raise bad(f"tensor {key!r} has no valid dtype, shape and data_offsets: "
+                      f"{entry!r}") from None
         if dtype not in _SAFETENSORS_DTYPES:
             raise ValueError(f"{path!r}: tensor {key!r} has dtype {dtype}, which keras-bert does "
                              f"not read (it reads {', '.join(_SAFETENSORS_DTYPES)})")
@@ -215,6 +224,10 @@ class _StorageType:
         self.dtype = dtype
 
 
+class _Refused(Exception):
+    """A pickle asked for something a state dict never holds; the message says what."""
+
+
 class _StateDictUnpickler(pickle.Unpickler):
     """Unpickles a torch.save'd state dict, knowing only the globals such a pickle uses."""
 
@@ -230,7 +243,7 @@ class _StateDictUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in self.ALLOWED:
             return self.ALLOWED[(module, name)]
-        raise ValueError(f"{self.path!r} needs the Python global {module}.{name}, which is "
+        raise _Refused(f"{self.path!r} needs the Python global {module}.{name}, which is "
                          f"not one of the few a plain PyTorch state dict of tensors uses; it "
                          f"was refused, not run. If you trust the file, load it with torch and "
                          f"{RESAVE_HINT}")
@@ -238,8 +251,8 @@ class _StateDictUnpickler(pickle.Unpickler):
     def persistent_load(self, saved_id: Any) -> _Storage:
         if not (isinstance(saved_id, tuple) and len(saved_id) == 5 and saved_id[0] == "storage"
                 and isinstance(saved_id[1], _StorageType)):
-            raise ValueError(f"{self.path!r}: unknown PyTorch storage reference {saved_id!r}; "
-                             f"{RESAVE_HINT}")
+            raise _Refused(f"{self.path!r}: unknown PyTorch storage reference {saved_id!r}; "
+                           f"{RESAVE_HINT}")
         _, storage_type, key, _location, size = saved_id
         return _Storage(str(key), storage_type.dtype, int(size))
 
@@ -261,9 +274,12 @@ def _parse_pytorch_zip(data: bytes, path: str) -> dict[str, np.ndarray]:
             if prefix + "byteorder" in names else "little"
         try:
             state = _StateDictUnpickler(archive.read(pickles[0]), path).load()
-        except (pickle.UnpicklingError, EOFError, AttributeError, TypeError) as error:
-            raise ValueError(f"{path!r}: its data.pkl is not a readable state dict ({error}); "
-                             f"{RESAVE_HINT}") from None
+        except _Refused as error:
+            raise ValueError(str(error)) from None
+        except (pickle.UnpicklingError, ValueError, EOFError, AttributeError, TypeError,
+                IndexError, KeyError) as error:
+            raise ValueError(f"{path!r}: its data.pkl is not a readable state dict "
+                             f"({error!r}); {RESAVE_HINT}") from None
         if not isinstance(state, dict) or not all(
                 isinstance(k, str) and isinstance(v, _Tensor) for k, v in state.items()):
             raise ValueError(f"{path!r} holds a {type(state).__name__}, not a state dict of "

@@ -4,6 +4,7 @@ model.safetensors, sharded safetensors, pytorch_model.bin and sharded .bin reads
 dtype and view torch.save writes reads as torch holds it; bad files fail with the file's name,
 and a .bin that asks for any other Python global is refused without running it."""
 
+import doctest
 import importlib.util
 import io
 import json
@@ -172,7 +173,8 @@ def test_truncated_safetensors(tmp_path):
     data = (FIXTURES / "seq_cls" / "model.safetensors").read_bytes()
     (tmp_path / "model.safetensors").write_bytes(data[:len(data) // 2])
     with pytest.raises(ValueError, match=r"model.safetensors' is truncated or not a safetensors "
-                                         r"file: the bytes \[\d+, \d+\) of tensor '.*' run past the end"):
+                                         r"file: the bytes \[\d+, \d+\) of tensor '.*' run "
+                                         r"past the end"):
         read_hf_weights(tmp_path)
     (tmp_path / "model.safetensors").write_bytes(data[:100])
     with pytest.raises(ValueError, match="is truncated or not a safetensors file: the header "
@@ -219,6 +221,18 @@ def test_index_naming_a_key_its_shard_lacks(tmp_path):
         read_hf_weights(folder)
 
 
+def test_index_naming_a_file_outside_its_folder(tmp_path):
+    folder = tmp_path / "sharded"
+    shutil.copytree(FIXTURES / "seq_cls_sharded", folder)
+    index_path = folder / "model.safetensors.index.json"
+    index = json.loads(index_path.read_text())
+    index["weight_map"]["classifier.bias"] = "../seq_cls/model.safetensors"
+    index_path.write_text(json.dumps(index))
+    with pytest.raises(ValueError, match="'weight_map' must map each key to the name of a shard "
+                                         "file in the same folder"):
+        read_hf_weights(folder)
+
+
 def _torch_zip(path: pathlib.Path, pickled: bytes) -> None:
     """A file laid out as torch.save's zip format, holding ``pickled`` as its data.pkl."""
     with zipfile.ZipFile(path, "w") as archive:
@@ -252,6 +266,10 @@ def test_a_bin_that_is_not_a_state_dict(tmp_path):
     _torch_zip(tmp_path / "pytorch_model.bin", pickle.dumps([1, 2, 3], protocol=2))
     with pytest.raises(ValueError, match="holds a list, not a state dict"):
         read_hf_weights(tmp_path)
+    _torch_zip(tmp_path / "pytorch_model.bin", pickle.dumps([1, 2, 3], protocol=2)[:-3])
+    with pytest.raises(ValueError, match="pytorch_model.bin': its data.pkl is not a readable "
+                                         "state dict"):
+        read_hf_weights(tmp_path)
 
 
 def test_legacy_and_truncated_bin_files(tmp_path):
@@ -278,3 +296,7 @@ def test_a_bin_whose_storage_is_cut_short(tmp_path):
     with pytest.raises(ValueError, match=r"pytorch_model.bin': storage '\d+' should hold \d+ "
                                          r"elements"):
         read_hf_weights(tmp_path)
+
+
+def test_docstring_example_runs():
+    assert doctest.testmod(hf_weights).failed == 0

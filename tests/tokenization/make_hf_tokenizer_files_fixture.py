@@ -6,7 +6,8 @@ hf_reference.json and a few more (long words, casing, Greek sigma, special-token
 Runs with keras-bert's venv, which writes the files; the tokenizing is done by
 benchmarks/hf_consumer.py in the torch venv (transformers is not a dependency of keras-bert):
 
-    PYTHONPATH=$PWD /work/main/.venv/bin/python tests/tokenization/make_hf_tokenizer_files_fixture.py \\
+    PYTHONPATH=$PWD /work/main/.venv/bin/python \\
+        tests/tokenization/make_hf_tokenizer_files_fixture.py \\
         --torch_python /work/main/benchmarks/.venvs/torch/bin/python
 
 It prints every text where our BertTokenizer and transformers differ;
@@ -101,8 +102,9 @@ def main() -> int:
             differ = [i for i, (text, row) in enumerate(zip(texts, ids))
                       if ours.convert_tokens_to_ids(ours.tokenize(text)) != row]
             for i in differ:
-                print(f"{name}: differs on {texts[i]!r}:\n  transformers "
-                      f"{ours.convert_ids_to_tokens(ids[i])}\n  keras-bert   {ours.tokenize(texts[i])}")
+                print(f"{name}: differs on {texts[i]!r}:\n"
+                      f"  transformers {ours.convert_ids_to_tokens(ids[i])}\n"
+                      f"  keras-bert   {ours.tokenize(texts[i])}")
             print(f"{name}: {len(texts) - len(differ)} of {len(texts)} texts agree")
             result[name] = ids
     with open(OUT, "w", encoding="utf-8") as f:  # one text per line, for readable diffs

@@ -4,6 +4,7 @@ files we write give, through transformers 5.23's AutoTokenizer, our ids except o
 departures (hf_tokenizer_files_reference.json, make_hf_tokenizer_files_fixture.py); bad files
 fail with the file and field named."""
 
+import doctest
 import json
 import logging
 import pathlib
@@ -13,7 +14,7 @@ import unicodedata
 import numpy as np
 import pytest
 
-from keras_bert.tokenization import BertTokenizer
+from keras_bert.tokenization import BertTokenizer, hf_tokenizer_files
 from keras_bert.tokenization.basic import basic_tokenize
 from keras_bert.tokenization.hf_tokenizer_files import (read_tokenizer_json,
                                                         write_hf_tokenizer_files)
@@ -184,6 +185,10 @@ def test_written_tokenizer_json_is_what_transformers_writes_but_two_fields(tmp_p
     for key in ("tokenizer_class", "do_lower_case", "tokenize_chinese_chars", "unk_token",
                 "sep_token", "pad_token", "cls_token", "mask_token"):
         assert our_config[key] == their_config[key], key
+
+
+def test_docstring_example_runs():
+    assert doctest.testmod(hf_tokenizer_files).failed == 0
 
 
 def test_writing_needs_the_special_tokens(tmp_path):
