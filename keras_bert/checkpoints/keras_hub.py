@@ -17,7 +17,6 @@ Dense(num_classes) on ``pooled_output``: Google's run_classifier.py head, no hid
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 from typing import Any
@@ -26,8 +25,9 @@ import h5py
 import numpy as np
 
 from keras_bert import fileio
-from keras_bert.config import BertConfig, DEFAULT_LAYER_NORM_EPS
+from keras_bert.config import DEFAULT_LAYER_NORM_EPS, BertConfig, _read_json
 from keras_bert.fileio import join
+from keras_bert.tokenization.vocab import load_vocab
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def read_keras_hub_preset(path: fileio.PathLike) -> KerasHubPreset:
     """
     path = os.fspath(path)
     config_path = join(path, CONFIG_NAME)
-    backbone_config = _keras_config(config_path, BACKBONE_CLASS, "class_name")
+    backbone_config = _keras_config(config_path, BACKBONE_CLASS)
     config = _bert_config(backbone_config["config"], config_path)
     values = _read_backbone_weights(join(path, WEIGHTS_NAME), config)
     vocabulary, lower_case, strip_accents = _read_tokenizer(path, config)
@@ -116,32 +116,22 @@ def read_keras_hub_preset(path: fileio.PathLike) -> KerasHubPreset:
             raise ValueError(f"{task_path}: class_name is {task_class!r}; keras-bert reads the "
                              f"{' / '.join(TASK_CLASSES)} task of a keras-hub preset (or its "
                              f"backbone alone: remove {TASK_NAME} to read only the encoder)")
-        head = _read_classifier_head(join(path, TASK_WEIGHTS_NAME), task["config"], task_path,
-                                     config.hidden_size)
+        head = _read_classifier_head(join(path, TASK_WEIGHTS_NAME), task.get("config", {}),
+                                     task_path, config.hidden_size)
     return KerasHubPreset(config=config, values=values, vocabulary=vocabulary,
                           lower_case=lower_case, strip_accents=strip_accents, head=head,
                           task_class=task_class)
 
 
 # ---------------------------------------------------------------------------------- configs
-def _read_json(path: str) -> dict[str, Any]:
-    if not fileio.exists(path):
-        raise FileNotFoundError(f"keras-hub preset file {path} does not exist")
-    with fileio.open_file(path) as f:
-        try:
-            value = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path} is not valid JSON: {e}") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"{path} must hold a JSON object, got {type(value).__name__}")
-    return value
-
-
-def _keras_config(path: str, expected_class: str, field: str) -> dict[str, Any]:
+def _keras_config(path: str, expected_class: str) -> dict[str, Any]:
+    """A Keras config file whose ``class_name`` must be ``expected_class``."""
     config = _read_json(path)
-    if config.get(field) != expected_class:
-        raise ValueError(f"{path}: {field} is {config.get(field)!r}, not {expected_class!r}; "
-                         "keras-bert reads keras-hub's BERT presets only")
+    if config.get("class_name") != expected_class:
+        raise ValueError(f"{path}: class_name is {config.get('class_name')!r}, not "
+                         f"{expected_class!r}; keras-bert reads keras-hub's BERT presets only")
+    if not isinstance(config.get("config"), dict):
+        raise ValueError(f"{path}: no config object")
     return config
 
 
@@ -178,18 +168,13 @@ def _bert_config(backbone: dict[str, Any], where: str) -> BertConfig:
 def _read_tokenizer(path: str, config: BertConfig) -> tuple[list[str], bool, bool]:
     """(vocabulary, lowercase, strip_accents) of the preset's BertTokenizer."""
     tokenizer_path = join(path, TOKENIZER_NAME)
-    settings = _keras_config(tokenizer_path, TOKENIZER_CLASS, "class_name")["config"]
+    settings = _keras_config(tokenizer_path, TOKENIZER_CLASS)["config"]
     for name, value in FIXED_TOKENIZER_SETTINGS.items():
         if settings.get(name, value) != value:
             raise ValueError(f"{tokenizer_path}: config.{name} is {settings[name]!r}; keras-bert's "
                              f"tokenizer (Google's WordPiece) works only with {name}={value!r}")
     vocabulary_path = join(path, VOCABULARY_NAME)
-    if not fileio.exists(vocabulary_path):
-        raise FileNotFoundError(f"keras-hub preset {path} has no {VOCABULARY_NAME}")
-    with fileio.open_file(vocabulary_path) as f:
-        vocabulary = [line.rstrip("\n") for line in f]
-    if vocabulary and vocabulary[-1] == "":
-        vocabulary.pop()
+    vocabulary = list(load_vocab(vocabulary_path))  # checked: no empty or repeated token
     if len(vocabulary) != config.vocab_size:
         raise ValueError(f"{vocabulary_path} has {len(vocabulary)} tokens but {CONFIG_NAME} says "
                          f"vocabulary_size={config.vocab_size}")
