@@ -32,8 +32,8 @@ The TF 2.x shim, all of it (``load_google_modules``):
 - ``tf.compat.v1.disable_v2_behavior()``: graph mode, and TensorShape dimensions with ``.value``
   (run_classifier.py reads ``output_layer.shape[-1].value``).
 - Each file is executed as a module whose ``tf`` is ``tensorflow.compat.v1`` plus one function,
-  ``tf.contrib.layers.layer_norm`` (TF 1.x's, rewritten below: beta and gamma under
-  ``<scope>/LayerNorm``, epsilon 1e-12); the file's line ``import tensorflow as tf`` is turned
+  ``tf.contrib.layers.layer_norm`` (TF 1.x's, rewritten below: ``beta`` and ``gamma`` under the
+  scope, ``LayerNorm`` by default, epsilon 1e-12); the file's line ``import tensorflow as tf`` is turned
   into a comment so that the name stays bound, and line numbers stay those of Google's file.
 
 run_classifier.py and run_squad.py define the same absl flags, so one process imports only one of
@@ -70,8 +70,9 @@ TRAINING_STATE = re.compile(r"^global_step$|/adam_[mv]$")
 # ------------------------------------------------------------------------------------------ shim
 def contrib_layer_norm(inputs, begin_norm_axis=1, begin_params_axis=-1, scope=None):
     """TF 1.x's ``tf.contrib.layers.layer_norm`` for float32 with its defaults (center and scale,
-    no activation): variables ``<scope>/LayerNorm/beta`` (zeros) and ``.../gamma`` (ones) of shape
-    ``inputs.shape[begin_params_axis:]``, moments over axes ``begin_norm_axis:``, epsilon 1e-12."""
+    no activation): variables ``beta`` (zeros) and ``gamma`` (ones) of shape
+    ``inputs.shape[begin_params_axis:]`` under ``scope`` (default ``LayerNorm``), moments over
+    axes ``begin_norm_axis:``, epsilon 1e-12."""
     v1 = tf.compat.v1
     with v1.variable_scope(scope, "LayerNorm", [inputs]):
         inputs = tf.convert_to_tensor(inputs)
