@@ -228,6 +228,8 @@ PURE_PYTHON = [
     ("keras_bert.tokenization", "BertTokenizer"),
     ("keras_bert.tokenization", "load_vocab"),
     ("keras_bert.tokenization", "save_vocab"),
+    ("keras_bert.tokenization.hf_tokenizer_files", "read_tokenizer_json"),
+    ("keras_bert.tokenization.hf_tokenizer_files", "write_hf_tokenizer_files"),
     ("keras_bert.pretraining_data.writer", "create_pretraining_data"),
     ("keras_bert.pretraining_data.writer", "PretrainingDataConfig"),
     ("keras_bert.pretraining_data.worker", "InstanceOptions"),
