@@ -1,6 +1,7 @@
 """keras-bert: BERT (Devlin et al., 2018) for TensorFlow and Keras 3.
 
-The public API: configuration, the encoder and task models, tokenization, checkpoint interop.
+The public API: configuration, the encoder and task models, tokenization, checkpoint interop
+(``from_pretrained`` on each model class, ``save_checkpoint`` for every format).
 
 Importing the package is cheap. The public names below load their module (and TensorFlow) on
 first use, so the pure-Python tools (the pretraining-data writer, BertTokenizer) never import
@@ -63,6 +64,8 @@ _EXPORTS = {
     "get_strategy": "keras_bert.training.distribute",
     "FinetuneConfig": "keras_bert.training.finetune",
     "run_finetune": "keras_bert.training.finetune",
+    "FinetuneSettings": "keras_bert.config",
+    "save_checkpoint": "keras_bert.checkpoints.saving",
     **_task_exports(),
 }
 __all__ = sorted(_EXPORTS)

@@ -1,4 +1,5 @@
-"""The error for bad input data that every reader raises: it names the file and line."""
+"""Our errors: DataError, for bad input data (every reader raises it, naming the file and line),
+and SaveError, for a write that failed (naming what, where and why)."""
 
 from __future__ import annotations
 
@@ -16,3 +17,9 @@ class DataError(ValueError):
         self.path, self.line = path, line
         where = "" if path is None else (f"{path}:{line}: " if line else f"{path}: ")
         super().__init__(where + message)
+
+
+class SaveError(OSError):
+    """A save that failed part-way (a full disk, a lost connection): the message says what was
+    being written, where, and why, in one line; the earlier file or directory there is left as
+    it was."""

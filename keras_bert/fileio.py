@@ -260,6 +260,45 @@ def atomic_write(path: PathLike, mode: str = "w") -> Iterator[IO]:
 
 
 @contextlib.contextmanager
+def atomic_path(path: PathLike) -> Iterator[str]:
+    """Yields a scratch file path (same ending as ``path``, e.g. ``.keras``) for a writer that
+    opens the path itself (Keras' ``save``); if the block succeeds the file replaces ``path``
+    whole, else it is removed and ``path`` is left as it was.
+
+    Locally the scratch file is a sibling ``.<name>.tmp-<random><ending>`` renamed into place
+    in one step (``os.replace``), with the permissions a plain ``open`` would give. For remote
+    paths (gs://) it is a local file, copied to a temporary name there and renamed.
+    """
+    remote = is_remote(path)
+    path = os.fspath(path) if remote else local_path(path)
+    ending = os.path.splitext(path)[1]
+    if remote:
+        scratch_dir = tempfile.mkdtemp(prefix="keras_bert_out-")
+        scratch = os.path.join(scratch_dir, "file" + ending)
+    else:
+        parent = os.path.dirname(os.path.abspath(path))
+        os.makedirs(parent, exist_ok=True)
+        scratch_dir = None
+        scratch = os.path.join(parent, f".{os.path.basename(path)}.tmp-{uuid.uuid4().hex}{ending}")
+    try:
+        yield scratch
+        if remote:
+            temp = f"{path}.tmp-{uuid.uuid4().hex}"
+            _gfile().copy(scratch, temp, overwrite=True)
+            rename(temp, path, overwrite=True)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(scratch, 0o666 & ~umask)
+            os.replace(scratch, path)
+    finally:
+        if os.path.exists(scratch):
+            os.remove(scratch)
+        if scratch_dir is not None:
+            shutil.rmtree(scratch_dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
 def atomic_output_dir(dst: PathLike, overwrite: bool = False) -> Iterator[str]:
     """Yields a local scratch directory whose files appear at ``dst`` only if the block succeeds.
 

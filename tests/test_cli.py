@@ -119,12 +119,12 @@ def test_extract_features_on_a_missing_checkpoint_says_it_is_missing(tmp_path, c
 
 def test_export_under_a_file_fails_before_loading_the_model(tmp_path, minilm_dir, capsys,
                                                             monkeypatch):
-    import keras_bert.models.checkpoint_io as checkpoints
+    import keras_bert.tasks.checkpoint_models as checkpoints
 
     def no_loading(*args, **kwargs):
         raise AssertionError("the model was loaded before the output path was checked")
 
-    monkeypatch.setattr(checkpoints, "load_model", no_loading)
+    monkeypatch.setattr(checkpoints, "model_of_checkpoint", no_loading)
     (tmp_path / "afile").write_text("not a directory")
     code = cli.main(["export", minilm_dir, str(tmp_path / "afile" / "models"),
                      "--model_name", "m"])
@@ -139,10 +139,10 @@ def test_export_under_a_file_fails_before_loading_the_model(tmp_path, minilm_dir
 
 
 def test_the_casing_warning_names_the_command_line_flag(tmp_path, caplog):
-    from keras_bert.tokenization.vocab import resolve_pretrained
+    from keras_bert.tokenization.pretrained_vocab import read_pretrained_vocabulary
     (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n")
     with caplog.at_level("WARNING"):
-        resolve_pretrained(str(tmp_path))
+        read_pretrained_vocabulary(str(tmp_path))
     assert "--do_lower_case / --no_do_lower_case" in caplog.text
 
 

@@ -142,12 +142,12 @@ def test_fresh_process_gives_the_keras_outputs(exported, tmp_path):
 
 @pytest.mark.slow
 def test_cli_exports_a_hugging_face_checkpoint(minilm_dir, tmp_path, capsys):
-    from keras_bert.models.checkpoint_io import save_checkpoint
+    from keras_bert.checkpoints.saving import save_checkpoint
     from keras_bert.cli import main
     from tests.serving.exports import tiny_encoder
     checkpoint = str(tmp_path / "hf")
     save_checkpoint(tiny_encoder(30522), checkpoint, "hf",
-                    vocab_file=os.path.join(minilm_dir, "vocab.txt"))
+                    vocabulary=os.path.join(minilm_dir, "vocab.txt"))
     base = str(tmp_path / "models")
     assert main(["export", checkpoint, base, "--model_name", "bert", "--seq_length", "16"]) == 0
     assert f"exported bert to {base}/bert/1" in capsys.readouterr().out

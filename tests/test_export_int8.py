@@ -285,10 +285,10 @@ def test_every_task_model_exports_int8(task, preprocessor, tmp_path):
 @pytest.mark.slow
 def test_cli_exports_int8(minilm_dir, tmp_path, capsys):
     from keras_bert.cli import main
-    from keras_bert.models.checkpoint_io import save_checkpoint
+    from keras_bert.checkpoints.saving import save_checkpoint
     checkpoint = str(tmp_path / "hf")
     save_checkpoint(tiny_encoder(30522), checkpoint, "hf",
-                    vocab_file=os.path.join(minilm_dir, "vocab.txt"))
+                    vocabulary=os.path.join(minilm_dir, "vocab.txt"))
     base = str(tmp_path / "models")
     assert main(["export", checkpoint, base, "--model_name", "bert", "--seq_length", "16",
                  "--quantize", "int8"]) == 0

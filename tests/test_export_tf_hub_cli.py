@@ -8,7 +8,7 @@ import tensorflow_text  # noqa: F401  (the preprocessing model's ops)
 
 from keras_bert import cli
 from keras_bert.models import BertPretrainer
-from keras_bert.models.checkpoint_io import save_checkpoint
+from keras_bert.checkpoints.saving import save_checkpoint
 from tests.serving.exports import tiny_encoder
 from tests.tokenization.hard_cases import VOCABULARY
 
@@ -37,7 +37,7 @@ def pretrainer():
 def test_a_checkpoint_with_heads_exports_the_pair_with_mlm(fmt, pretrainer, vocab_file,
                                                            tmp_path, capsys):
     checkpoint, out = str(tmp_path / fmt), str(tmp_path / "hub")
-    save_checkpoint(pretrainer, checkpoint, fmt, vocab_file=vocab_file, do_lower_case=True)
+    save_checkpoint(pretrainer, checkpoint, fmt, vocabulary=vocab_file, lower_case=True)
     assert cli.main(["export", checkpoint, out, "--tf_hub", "--seq_length", "16"]) == 0
     assert f"exported a TF Hub encoder to {out}/encoder" in capsys.readouterr().out
     encoder = tf.saved_model.load(f"{out}/encoder")
@@ -54,7 +54,7 @@ def test_a_checkpoint_with_heads_exports_the_pair_with_mlm(fmt, pretrainer, voca
 @pytest.mark.slow
 def test_an_encoder_checkpoint_exports_without_mlm(pretrainer, vocab_file, tmp_path):
     checkpoint, out = str(tmp_path / "hf"), str(tmp_path / "hub")
-    save_checkpoint(pretrainer.encoder, checkpoint, "hf", vocab_file=vocab_file)
+    save_checkpoint(pretrainer.encoder, checkpoint, "hf", vocabulary=vocab_file)
     assert cli.main(["export", checkpoint, out, "--tf_hub"]) == 0
     encoder = tf.saved_model.load(f"{out}/encoder")
     assert not hasattr(encoder, "mlm")
@@ -65,12 +65,12 @@ def test_an_encoder_checkpoint_exports_without_mlm(pretrainer, vocab_file, tmp_p
 
 
 def test_serving_flags_are_refused_before_loading(tmp_path, capsys, monkeypatch):
-    import keras_bert.models.checkpoint_io as checkpoints
+    import keras_bert.tasks.checkpoint_models as checkpoints
 
     def no_loading(*args, **kwargs):
         raise AssertionError("the model was loaded before the flags were checked")
 
-    monkeypatch.setattr(checkpoints, "load_model", no_loading)
+    monkeypatch.setattr(checkpoints, "model_of_checkpoint", no_loading)
     checkpoint = str(tmp_path)
     code = cli.main(["export", checkpoint, str(tmp_path / "hub"), "--tf_hub", "--model_name",
                      "m", "--version", "2"])
@@ -86,7 +86,7 @@ def test_serving_flags_are_refused_before_loading(tmp_path, capsys, monkeypatch)
 def test_a_saved_task_model_exports_its_encoder_and_preprocessor(pretrainer, vocab_file, tmp_path):
     from keras_bert import BertClassifier
     checkpoint = str(tmp_path / "hf")
-    save_checkpoint(pretrainer.encoder, checkpoint, "hf", vocab_file=vocab_file)
+    save_checkpoint(pretrainer.encoder, checkpoint, "hf", vocabulary=vocab_file)
     classifier = BertClassifier.from_pretrained(checkpoint, num_classes=2, seq_length=12)
     classifier.save(str(tmp_path / "classifier.keras"))
     out = str(tmp_path / "hub")

@@ -17,7 +17,7 @@ from keras_bert.export import export_tf_hub, int8, saved_model_op_types
 from keras_bert.export.ops import is_core_op
 from keras_bert.layers import int8 as int8_layers
 from keras_bert.layers.int8 import is_int8
-from keras_bert.models.checkpoint_io import save_checkpoint
+from keras_bert.checkpoints.saving import save_checkpoint
 from keras_bert.tokenization.preprocessor import BertPreprocessor
 from tests.serving.exports import SEQ_LENGTH, tiny_encoder
 from tests.serving.graph_mode import GraphModeModel
@@ -164,7 +164,7 @@ def test_cli_exports_an_int8_hub_encoder_without_mlm(minilm_dir, tmp_path, capsy
     vocab = os.path.join(minilm_dir, "vocab.txt")
     pretrainer = BertPretrainer(tiny_encoder(30522))
     checkpoint, out = str(tmp_path / "google"), str(tmp_path / "hub")
-    save_checkpoint(pretrainer, checkpoint, "google", vocab_file=vocab, do_lower_case=True)
+    save_checkpoint(pretrainer, checkpoint, "google", vocabulary=vocab, lower_case=True)
     assert main(["export", checkpoint, out, "--tf_hub", "--seq_length", "16",
                  "--quantize", "int8"]) == 0
     assert f"exported a TF Hub encoder to {out}/encoder" in capsys.readouterr().out

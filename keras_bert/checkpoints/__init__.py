@@ -1,10 +1,13 @@
-"""Checkpoint formats: Google TF1 checkpoints, Hugging Face BERT directories and our own saves;
-the names table between them. Loading into and saving from our models is
-keras_bert.models.checkpoint_io (this package sits below the models)."""
+"""Checkpoint formats, the one module that knows them: Google TF1 checkpoints (pretrained and
+run_classifier.py / run_squad.py fine-tuned), Hugging Face folders (BertModel and the BertFor*
+task classes, sentence-transformers folders), keras-hub presets and our own saves; the names
+table between them for the encoder, the pretraining heads and each task head.
 
-from keras_bert.checkpoints.loader import (FORMATS, CheckpointMismatchError, assign_weights,
-                                           detect_format, find_vocab, infer_lower_case,
-                                           read_checkpoint)
+``reading.read_checkpoint`` reads any of them into a format-neutral ``Checkpoint`` (which model
+classes turn into themselves in ``from_pretrained``), ``saving.save_checkpoint`` writes any
+model in any format. This package sits below the models and imports none of them. Importing it
+imports nothing: the pure readers (``hf_weights``, ``keras_hub``) stay free of TensorFlow.
+"""
 
-__all__ = ["FORMATS", "CheckpointMismatchError", "assign_weights", "detect_format", "find_vocab",
-           "infer_lower_case", "read_checkpoint"]
+FORMATS = ("keras", "google", "hf")  # what saving.save_checkpoint writes
+READ_FORMATS = ("keras", "google", "hf", "keras-hub")  # what reading.read_checkpoint reads

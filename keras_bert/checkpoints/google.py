@@ -18,6 +18,7 @@ import tensorflow as tf
 from keras_bert.config import BertConfig
 from keras_bert import fileio
 from keras_bert.fileio import join
+from keras_bert.tokenization import vocab as vocab_lib
 
 logger = logging.getLogger(__name__)
 
@@ -94,8 +95,9 @@ def read_google_checkpoint(path: str) -> tuple[BertConfig, CheckpointValues, str
 
 
 def write_google_checkpoint(directory: str, config: BertConfig, values: dict[str, np.ndarray],
-                            vocab_file: str | None = None) -> None:
-    """Writes bert_config.json, bert_model.ckpt.{index,data-*} and vocab.txt into ``directory``.
+                            tokens: list[str] | None = None) -> None:
+    """Writes bert_config.json, bert_model.ckpt.{index,data-*} and vocab.txt (``tokens``) into
+    ``directory``.
 
     ``directory`` should be a fresh (scratch) directory; see fileio.atomic_output_dir.
     """
@@ -114,5 +116,5 @@ def write_google_checkpoint(directory: str, config: BertConfig, values: dict[str
         tensor_names=names,
         shape_and_slices=[""] * len(names),
         tensors=[tf.constant(np.asarray(values[n], dtype=np.float32)) for n in names])
-    if vocab_file:
-        fileio.copy(vocab_file, join(directory, VOCAB_NAME), overwrite=True)
+    if tokens is not None:
+        vocab_lib.save_vocab(tokens, join(directory, VOCAB_NAME))

@@ -1,9 +1,19 @@
-"""The one table of variable names: our Keras weights <-> Google TF1 names <-> Hugging Face keys.
+"""The one table of variable names: our Keras weights <-> Google TF1 names <-> Hugging Face keys,
+for the encoder, the pretraining heads and each task head.
 
-Google's names come from google-research/bert (modeling.py, run_pretraining.py); Hugging Face's
-from transformers' BertModel / BertForPreTraining. HF stores nn.Linear weights as [out, in], so
-dense kernels are transposed on the way through; embedding tables and Google's
-cls/seq_relationship/output_weights ([2, hidden]) are not.
+Google's names come from google-research/bert (modeling.py, run_pretraining.py, and the heads of
+run_classifier.py and run_squad.py); Hugging Face's from transformers' BertModel and its
+BertFor* task classes. HF stores nn.Linear weights as [out, in], so dense kernels are transposed
+on the way through; embedding tables and Google's cls/seq_relationship/output_weights
+([2, hidden]) are not. Google's fine-tuned heads (``output_weights`` [num_labels, hidden],
+``cls/squad/output_weights`` [2, hidden]) are stored [out, in] too, so a Keras Dense kernel
+([in, out]) is transposed for both formats.
+
+Task heads by the ``Head.task`` that names them (``checkpoints.heads``): the classifier of
+BertForSequenceClassification, BertForTokenClassification and BertForMultipleChoice is
+``classifier.*`` (run_classifier.py: ``output_weights``/``output_bias``; Google has no tagging or
+multiple-choice script, so those two have no Google names), the span head of
+BertForQuestionAnswering is ``qa_outputs.*`` (run_squad.py: ``cls/squad/...``).
 """
 
 from __future__ import annotations
@@ -24,15 +34,38 @@ _IGNORED_HF = re.compile(r"(^|\.)position_ids$|^cls\.predictions\.decoder\.(weig
 class WeightName:
     """One model weight: its Google TF1 name, its HF key, and whether HF stores it transposed."""
 
-    google: str
+    google: str | None  # None: Google's format has no name for it
     hf: str
     variable: keras.Variable
     hf_transposed: bool = False
+    google_transposed: bool = False
 
 
 def _dense(google: str, hf: str, dense: keras.layers.Dense) -> list[WeightName]:
     return [WeightName(f"{google}/kernel", f"{hf}.weight", dense.kernel, hf_transposed=True),
             WeightName(f"{google}/bias", f"{hf}.bias", dense.bias)]
+
+
+# Head.task -> (Google's kernel and bias names or None, HF's key prefix).
+TASK_HEAD_NAMES = {
+    "classification": (("output_weights", "output_bias"), "classifier"),
+    "token_classification": (None, "classifier"),
+    "multiple_choice": (None, "classifier"),
+    "question_answering": (("cls/squad/output_weights", "cls/squad/output_bias"), "qa_outputs"),
+}
+# Heads that never read the pooler: transformers saves these models without it
+# (add_pooling_layer=False), and a checkpoint of one has no pooler for us to load.
+POOLERLESS_TASKS = ("token_classification", "question_answering", "masked_lm")
+
+
+def task_head_weight_names(task: str, dense: keras.layers.Dense) -> list[WeightName]:
+    """The kernel and bias of a task head's Dense layer (kernel [hidden, n]) under each
+    format's name (see TASK_HEAD_NAMES)."""
+    google, hf = TASK_HEAD_NAMES[task]
+    kernel, bias = google or (None, None)
+    return [WeightName(kernel, f"{hf}.weight", dense.kernel, hf_transposed=True,
+                       google_transposed=True),
+            WeightName(bias, f"{hf}.bias", dense.bias)]
 
 
 def _layer_norm(google: str, hf: str, norm: keras.layers.LayerNormalization) -> list[WeightName]:
@@ -71,19 +104,34 @@ def encoder_weight_names(encoder) -> list[WeightName]:
     return names
 
 
-def pretraining_head_weight_names(pretrainer) -> list[WeightName]:
-    """The MLM and NSP head weights of a BertPretrainer (HF keys as in BertForPreTraining)."""
-    mlm, nsp = pretrainer.masked_lm, pretrainer.next_sentence
+def masked_lm_weight_names(pretrainer) -> list[WeightName]:
+    """The masked-LM head weights of a BertPretrainer (HF keys as in BertForPreTraining and
+    BertForMaskedLM; the output weights are the word embeddings, tied)."""
+    mlm = pretrainer.masked_lm
     return [
         *_dense("cls/predictions/transform/dense", "cls.predictions.transform.dense", mlm.dense),
         *_layer_norm("cls/predictions/transform/LayerNorm", "cls.predictions.transform.LayerNorm",
                      mlm.layer_norm),
         WeightName("cls/predictions/output_bias", "cls.predictions.bias", mlm.output_bias),
-        WeightName("cls/seq_relationship/output_weights", "cls.seq_relationship.weight",
-                   nsp.output_weights),
-        WeightName("cls/seq_relationship/output_bias", "cls.seq_relationship.bias",
-                   nsp.output_bias),
     ]
+
+
+def next_sentence_weight_names(pretrainer) -> list[WeightName]:
+    """The next-sentence head weights of a BertPretrainer (HF keys as in BertForPreTraining)."""
+    nsp = pretrainer.next_sentence
+    return [WeightName("cls/seq_relationship/output_weights", "cls.seq_relationship.weight",
+                       nsp.output_weights),
+            WeightName("cls/seq_relationship/output_bias", "cls.seq_relationship.bias",
+                       nsp.output_bias)]
+
+
+def pretraining_head_weight_names(pretrainer) -> list[WeightName]:
+    """The MLM and NSP head weights of a BertPretrainer (HF keys as in BertForPreTraining)."""
+    return masked_lm_weight_names(pretrainer) + next_sentence_weight_names(pretrainer)
+
+
+def is_pooler(weight: WeightName) -> bool:
+    return weight.google.startswith("bert/pooler/")
 
 
 def is_ignored_google_name(name: str) -> bool:

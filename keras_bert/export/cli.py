@@ -76,10 +76,10 @@ def add_parser(subparsers) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from keras_bert.checkpoints import find_vocab
-    from keras_bert.models.checkpoint_io import load_model
+    from keras_bert.checkpoints.reading import read_checkpoint
     from keras_bert.export.saved_model import check_export_target, export_model
     from keras_bert.models import BertPretrainer
+    from keras_bert.tasks.checkpoint_models import model_of_checkpoint
     if not os.path.exists(args.checkpoint) and "://" not in args.checkpoint:
         raise FileNotFoundError(f"checkpoint {args.checkpoint!r} does not exist")
     if args.tf_hub:
@@ -101,7 +101,7 @@ def run_export(args: argparse.Namespace) -> int:
     if args.quantize:
         from keras_bert.export.int8 import check_int8_kernel
         check_int8_kernel()
-    model = load_model(args.checkpoint)
+    model = model_of_checkpoint(args.checkpoint)
     if isinstance(model, BertPretrainer) and not args.tf_hub:
         logger.info("%s has pretraining heads; exporting its encoder", args.checkpoint)
         model = model.encoder
@@ -113,12 +113,13 @@ def run_export(args: argparse.Namespace) -> int:
     vocab = args.vocab
     lower_case = args.do_lower_case
     if vocab is None and getattr(model, "preprocessor", None) is None:
-        vocab = find_vocab(args.checkpoint)
-        if vocab is None:
-            raise FileNotFoundError(f"no vocab.txt beside {args.checkpoint!r}; pass --vocab")
+        checkpoint = read_checkpoint(args.checkpoint)
+        if checkpoint.vocabulary is None:
+            raise FileNotFoundError(f"no vocabulary (vocab.txt or tokenizer.json) in "
+                                    f"{args.checkpoint!r}; pass --vocab")
+        vocab = checkpoint.vocabulary
         if lower_case is None:
-            from keras_bert.tokenization.vocab import resolve_pretrained
-            lower_case = resolve_pretrained(args.checkpoint)[1]
+            lower_case = checkpoint.lower_case
     if args.tf_hub:
         from keras_bert.export.tf_hub import export_tf_hub
         encoder_dir, preprocess_dir = export_tf_hub(model, None, args.export_base,

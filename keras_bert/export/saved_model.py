@@ -16,6 +16,7 @@ from keras_bert.layers.int8 import is_int8
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization import vocab as vocab_lib
 from keras_bert.tokenization.preprocessor import BertPreprocessor
+from keras_bert.tokenization.pretrained_vocab import read_pretrained_vocabulary
 
 logger = logging.getLogger(__name__)
 
@@ -123,9 +124,10 @@ def resolve_preprocessor(model, preprocessor=None, vocab_file: str | None = None
                 f"exporting a {type(model).__name__} needs its vocabulary for the raw-text "
                 "serving_default signature: pass vocab_file= (or preprocessor=BertPreprocessor"
                 "(...))")
-        if lower_case is None:
-            _, lower_case = vocab_lib.resolve_pretrained(vocab_file)
-        return BertPreprocessor(vocab_file, lower_case, seq_length or 128)
+        tokens, found_lower_case = read_pretrained_vocabulary(vocab_file)
+        return BertPreprocessor(vocabulary=tokens,
+                                lower_case=found_lower_case if lower_case is None else lower_case,
+                                seq_length=seq_length or 128)
     if seq_length is not None and seq_length != preprocessor.seq_length:
         preprocessor = BertPreprocessor(vocabulary=list(preprocessor.vocabulary),
                                         lower_case=preprocessor.lower_case, seq_length=seq_length)

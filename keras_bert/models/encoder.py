@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 import keras
 from keras import ops
 
+from keras_bert import fileio
+from keras_bert.checkpoints.heads import Head
+from keras_bert.checkpoints.names import encoder_weight_names, is_pooler
+from keras_bert.checkpoints.reading import Checkpoint, assign_weights, read_checkpoint
 from keras_bert.config import BertConfig
+from keras_bert.errors import SaveError
 from keras_bert.layers import BertEmbeddings, TransformerBlock, attention_mask_bias
 from keras_bert.layers.shapes import TOKEN_IDS, check_input_ranks
 from keras_bert.optimization import keras_internals
@@ -17,18 +23,32 @@ from keras_bert.tokenization.packing import INPUT_NAMES
 logger = logging.getLogger(__name__)
 
 
-class RefusesCalibratedSave:
-    """Mixed in before ``keras.Model`` (BertEncoder, BertTask): ``save`` refuses a copy that an
-    int8 export calibrated (``BertEncoder.check_not_calibrated``) before Keras opens the file,
-    which Keras would otherwise leave half-written when the config fails."""
+class SavesWhole:
+    """Mixed in before ``keras.Model`` (BertEncoder, BertPretrainer, BertTask): ``save`` writes
+    a scratch file beside the target and renames it into place once complete, so a failed save
+    (a full disk) leaves an earlier file there as it was and says so in one line
+    (``SaveError``); and it refuses a copy that an int8 export calibrated
+    (``BertEncoder.check_not_calibrated``) before anything is written."""
 
-    def save(self, filepath, *args, **kwargs) -> None:
+    def save(self, filepath: fileio.PathLike, overwrite: bool = True, zipped: bool | None = None,
+             **kwargs) -> None:
+        """``keras.Model.save``, all or nothing (see the class)."""
         (self if isinstance(self, BertEncoder) else self.encoder).check_not_calibrated()
-        super().save(filepath, *args, **kwargs)
+        where = os.fspath(filepath)
+        if not overwrite and fileio.exists(where):
+            raise fileio.OutputExistsError(where)
+        try:
+            with fileio.atomic_path(where) as scratch:
+                super().save(scratch, overwrite=True, zipped=zipped, **kwargs)
+        except (OSError, RuntimeError) as e:
+            reason = (e.strerror if isinstance(e, OSError) and e.strerror else str(e))
+            raise SaveError(f"could not save the {type(self).__name__} to {where!r}: "
+                            f"{reason.splitlines()[0] if reason else type(e).__name__}; "
+                            f"{where!r} was left as it was") from e
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertEncoder(RefusesCalibratedSave, keras.Model):
+class BertEncoder(SavesWhole, keras.Model):
     """The BERT encoder: embeddings, L post-LN transformer blocks and the tanh pooler.
 
     Constructor arguments are BertConfig's fields (``BertEncoder.from_bert_config`` takes a
@@ -146,43 +166,45 @@ class BertEncoder(RefusesCalibratedSave, keras.Model):
     @classmethod
     def from_preset(cls, preset: str, *, random_weights: bool = False,
                     **kwargs) -> "BertEncoder":
-        """An encoder from a preset: a directory (local or gs://) with weights loads them (our
-        ``save_to_preset`` directories, Google or Hugging Face checkpoints); a named
-        architecture (``BertConfig.presets()``, e.g. "bert_base_uncased") has no weights here
-        (nothing is downloaded), so it gives random weights, with a warning unless
-        ``random_weights=True`` says that is what you want.
-        """
-        from keras_bert import fileio
-        if preset not in BertConfig.presets() and ("://" in preset or fileio.exists(preset)):
-            if random_weights:
-                raise ValueError(f"{preset!r} is a directory with weights; random_weights=True "
-                                 "is for named architectures")
-            return cls.from_pretrained(preset, **kwargs)
+        """An encoder of a named architecture (``BertConfig.presets()``, e.g.
+        "bert_base_uncased"): keras-bert downloads nothing, so its weights are random, with a
+        warning unless ``random_weights=True`` says that is what you want. Weights load with
+        ``from_pretrained``."""
+        if preset not in BertConfig.presets():
+            raise ValueError(f"{preset!r} is not a named architecture "
+                             f"({', '.join(BertConfig.presets())}); load a checkpoint "
+                             f"directory with BertEncoder.from_pretrained({preset!r})")
         if not random_weights:
             logger.warning(
                 "BertEncoder.from_preset(%r): a named architecture, so the weights are RANDOM "
-                "(keras-bert downloads nothing). Load weights with from_pretrained(<Google or "
-                "Hugging Face checkpoint directory>) or from_preset(<a saved preset "
-                "directory>); pass random_weights=True to say random weights are intended.",
-                preset)
+                "(keras-bert downloads nothing). Load weights with from_pretrained(<a Google, "
+                "Hugging Face, keras-hub or keras-bert checkpoint directory>); pass "
+                "random_weights=True to say random weights are intended.", preset)
         return cls.from_bert_config(BertConfig.preset(preset), **kwargs)
 
-    def save_to_preset(self, directory: str, vocab_file: str | None = None,
-                       overwrite: bool = False) -> str:
-        """Saves the encoder (with ``vocab_file``, for raw text) as a preset directory that
-        ``from_preset``/``from_pretrained`` load; see ``keras_bert.models.checkpoint_io.save_preset``."""
-        from keras_bert.models.checkpoint_io import save_preset
-        return save_preset(self, directory, vocab_file, overwrite)
-
     @classmethod
-    def from_pretrained(cls, path: str, **kwargs) -> "BertEncoder":
-        """Loads weights from a Google TF1 directory, a Hugging Face directory or our own save.
+    def from_pretrained(cls, path: fileio.PathLike, **kwargs) -> "BertEncoder":
+        """The encoder of the checkpoint at ``path``: a Google TF1, Hugging Face (including a
+        task model's or a sentence-transformers folder), keras-hub or keras-bert checkpoint,
+        local or gs:// (``keras_bert.checkpoints.reading``). A head it holds is not loaded.
 
-        The format is detected from the files present; ``path`` may be local or gs://.
-        Keyword arguments (e.g. ``dtype``) are passed to the constructor.
+        Keyword arguments (e.g. ``dtype``) are passed to the constructor; a saved keras-bert
+        model keeps its own.
         """
-        from keras_bert.models.checkpoint_io import load_encoder
-        return load_encoder(path, **kwargs)
+        checkpoint = read_checkpoint(path)
+        if checkpoint.model is not None:
+            return encoder_of_saved(checkpoint, kwargs.get("dtype"))
+        encoder = cls.from_bert_config(checkpoint.config, **kwargs)
+        assign_weights(encoder_weight_names(encoder), checkpoint, cls.__name__,
+                       optional=is_pooler)
+        if checkpoint.head is not None:
+            logger.info("%s holds %s; the BertEncoder takes the encoder alone", path,
+                        checkpoint.head.describe())
+        return encoder
+
+    def checkpoint_head(self) -> Head | None:
+        """An encoder has no head (``save_checkpoint`` writes BertModel)."""
+        return None
 
     def dummy_inputs(self, batch_size: int = 1, seq_length: int = 8) -> dict[str, Any]:
         """All-[PAD]-free int32 inputs of the given shape, for building or tracing."""
@@ -248,3 +270,17 @@ def quantization_filters(encoder: BertEncoder, mode, config, filters):
         return filters
     chosen = {id(layer) for layer in encoder.int8_layers()}
     return lambda layer: id(layer) in chosen
+
+
+def encoder_of_saved(checkpoint: Checkpoint, dtype=None) -> BertEncoder:
+    """The BertEncoder of a saved keras-bert model (``checkpoint.model``: an encoder, or a
+    model around one)."""
+    model = checkpoint.model
+    encoder = model if isinstance(model, BertEncoder) else getattr(model, "encoder", None)
+    if not isinstance(encoder, BertEncoder):
+        raise ValueError(f"{checkpoint.path!r} holds a {type(model).__name__}, which has no "
+                         f"BertEncoder")
+    if dtype is not None:
+        logger.warning("dtype=%r is ignored for a saved keras-bert model; it keeps its own "
+                       "policy", dtype)
+    return encoder

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import keras
 
+from keras_bert import fileio
+from keras_bert.checkpoints.heads import Head
+from keras_bert.checkpoints.names import (encoder_weight_names, is_pooler, masked_lm_weight_names,
+                                          next_sentence_weight_names)
+from keras_bert.checkpoints.reading import assign_weights, read_checkpoint
 from keras_bert.layers import MaskedLMHead, NextSentenceHead
 from keras_bert.layers.shapes import TOKEN_IDS, check_input_ranks
-from keras_bert.models.encoder import BertEncoder
+from keras_bert.models.encoder import BertEncoder, SavesWhole, encoder_of_saved
 from keras_bert.tokenization.packing import INPUT_NAMES
+
+logger = logging.getLogger(__name__)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertPretrainer(keras.Model):
+class BertPretrainer(SavesWhole, keras.Model):
     """The encoder with google-research/bert's pretraining heads (cls/predictions, cls/seq_relationship).
 
     Args:
@@ -73,21 +81,42 @@ class BertPretrainer(keras.Model):
         return super().__call__(inputs, *args, **kwargs)
 
     @classmethod
-    def from_pretrained(cls, path: str, **kwargs) -> "BertPretrainer":
-        """Loads encoder and heads from a Google TF1, Hugging Face or keras-bert directory.
+    def from_pretrained(cls, path: fileio.PathLike, **kwargs) -> "BertPretrainer":
+        """The encoder and pretraining heads of a Google TF1, Hugging Face (BertForPreTraining,
+        BertForMaskedLM), keras-bert or keras-hub checkpoint.
 
-        Heads missing from the checkpoint (e.g. an HF ``BertModel`` without ``cls.*``) keep their
-        fresh initialisation, and a warning lists them.
+        Heads the checkpoint lacks (a ``BertModel`` without ``cls.*``; the next-sentence head
+        of a masked-LM-only model) keep their fresh initialisation, and a warning names them.
+        Keyword arguments (e.g. ``dtype``) go to the encoder's constructor.
         """
-        from keras_bert.models.checkpoint_io import load_pretrainer
-        return load_pretrainer(path, **kwargs)
+        checkpoint = read_checkpoint(path)
+        if isinstance(checkpoint.model, BertPretrainer):
+            return checkpoint.model
+        if checkpoint.model is not None:
+            logger.warning("%s holds a %s without pretraining heads; they keep their fresh "
+                           "initialisation", path, type(checkpoint.model).__name__)
+            return cls(encoder_of_saved(checkpoint, kwargs.get("dtype")))
+        model = cls(BertEncoder.from_bert_config(checkpoint.config, **kwargs))
+        weights = encoder_weight_names(model.encoder)
+        task = checkpoint.head.task if checkpoint.head is not None else None
+        if task in ("pretraining", "masked_lm"):
+            weights += masked_lm_weight_names(model)
+        if task == "pretraining":
+            weights += next_sentence_weight_names(model)
+        if task == "masked_lm":
+            logger.warning("%s has no next-sentence head (it holds %s); the BertPretrainer's "
+                           "keeps its fresh initialisation", path, checkpoint.head.describe())
+        elif task != "pretraining":
+            found = "" if checkpoint.head is None else f" (it holds {checkpoint.head.describe()})"
+            logger.warning("%s has no pretraining heads%s; the BertPretrainer's masked-LM and "
+                           "next-sentence heads keep their fresh initialisation", path, found)
+        assign_weights(weights, checkpoint, cls.__name__, optional=is_pooler)
+        return model
 
-    def save_to_preset(self, directory: str, vocab_file: str | None = None,
-                       overwrite: bool = False) -> str:
-        """Saves encoder and heads as a preset directory (``keras_bert.models.checkpoint_io.save_preset``)
-        that ``from_pretrained`` loads back whole."""
-        from keras_bert.models.checkpoint_io import save_preset
-        return save_preset(self, directory, vocab_file, overwrite)
+    def checkpoint_head(self) -> Head:
+        """The masked-LM and next-sentence heads (``save_checkpoint`` writes BertForPreTraining
+        and Google's ``cls/...``)."""
+        return Head("pretraining", "a BertPretrainer")
 
     def quantize(self, mode=None, **kwargs) -> None:
         """Refused: the masked-LM head's output weights are the encoder's word-embedding table

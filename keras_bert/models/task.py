@@ -6,7 +6,6 @@ calls a traced function instead, kept between calls)."""
 
 from __future__ import annotations
 
-import inspect
 import logging
 import warnings
 from collections.abc import Sequence
@@ -16,10 +15,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.models.encoder import RefusesCalibratedSave, quantization_filters
+from keras_bert import fileio
+from keras_bert.checkpoints.heads import Head
+from keras_bert.models.encoder import SavesWhole, quantization_filters
 from keras_bert.config import FinetuneSettings
 from keras_bert.models.finetuning import FinetuningPlan
 from keras_bert.models.task_pipeline import PackedRows, is_packed
+from keras_bert.models.task_loading import load_task_model, tokenizer_of
 from keras_bert.models.task_predict import PackFunctions, packed_arrays, predict_by_length
 
 logger = logging.getLogger(__name__)
@@ -27,7 +29,7 @@ logger = logging.getLogger(__name__)
 RECIPE = FinetuneSettings()  # BERT's fine-tuning defaults, as compile and fit take them
 
 
-class BertTask(RefusesCalibratedSave, keras.Model):
+class BertTask(SavesWhole, keras.Model):
     """Base class of the task models: encoder + head as a functional model, plus a preprocessor.
 
     Subclasses build their functional graph, call ``super().__init__(inputs=..., outputs=...,
@@ -47,6 +49,12 @@ class BertTask(RefusesCalibratedSave, keras.Model):
     """
 
     token_level_labels = False  # labels with a sequence axis (tagging) in bucketed batches
+    # The checkpoint heads (``Head.task``) that from_pretrained takes for this class.
+    checkpoint_tasks: tuple[str, ...] = ()
+    uses_pooler = True  # whether the head reads the encoder's pooled output
+    # Head arguments that an asked value overrides instead of disagreeing (settings without
+    # weights, such as an embedding's pooling).
+    overridable_head_arguments: tuple[str, ...] = ()
     # The constructor arguments that from_pretrained also takes by position, after the path and
     # before seq_length: the settings of a new head, e.g. ("num_classes",).
     head_arguments: tuple[str, ...] = ()
@@ -70,7 +78,6 @@ class BertTask(RefusesCalibratedSave, keras.Model):
         """The Python BertTokenizer with the preprocessor's vocabulary and casing, for tasks that
         align words or characters (built on first use)."""
         if self._tokenizer is None:
-            from keras_bert.models.pretrained import tokenizer_of
             self._tokenizer = tokenizer_of(self.preprocessor, type(self).__name__)
         return self._tokenizer
 
@@ -82,35 +89,36 @@ class BertTask(RefusesCalibratedSave, keras.Model):
                          filters=quantization_filters(self.encoder, mode, config, filters),
                          **kwargs)
 
-    def save_to_preset(self, directory: str, overwrite: bool = False) -> str:
-        """Saves the task model (head, encoder, preprocessor and its vocab.txt) as a preset
-        directory that this class's ``from_pretrained``, ``keras-bert export`` and
-        ``keras_bert.models.checkpoint_io.load_model`` read back whole."""
-        from keras_bert.models.checkpoint_io import save_preset
-        return save_preset(self, directory, overwrite=overwrite)
-
     @classmethod
-    def from_pretrained(cls, path: str, *args, **kwargs) -> Self:
-        """A task model with a new head on the encoder at ``path``, or the task model saved there.
+    def from_pretrained(cls, path: fileio.PathLike, *args, **kwargs) -> Self:
+        """A task model on the checkpoint at ``path``, with the checkpoint's head when it holds
+        one for this task, or the task model saved there.
 
-        ``path`` is a Google TF1, Hugging Face or keras-bert checkpoint (a directory or a
-        preset): its encoder is loaded and a BertPreprocessor is built from the vocab.txt beside
-        it (without one, a warning, and the model takes packed ids only). The other arguments
-        go to the constructor: by position the class's ``head_arguments`` then ``seq_length``
-        (``BertClassifier.from_pretrained(path, 3, 64)``), by keyword any constructor argument.
-        A head argument left None takes the constructor's default.
+        ``path`` is a Google TF1 (run_classifier.py's and run_squad.py's fine-tuned ones
+        included), Hugging Face (BertFor* task models and sentence-transformers folders
+        included), keras-hub or keras-bert checkpoint, local or gs://. Its encoder is loaded,
+        and a BertPreprocessor is built from its vocabulary (vocab.txt, or the tokenizer.json
+        transformers saves; without one, a warning, and the model takes packed ids only). When
+        the checkpoint holds a head for this class's task (``checkpoint_tasks``), the model
+        takes it, with its size and label names; an argument that disagrees with it is a
+        ValueError naming both. Otherwise the head is new (one log line says so, naming any
+        head of another task that the checkpoint holds).
 
-        When ``path`` holds a saved model of this class (``save_to_preset``, or a fine-tuning
+        The other arguments go to the constructor: by position the class's ``head_arguments``
+        then ``seq_length`` (``BertClassifier.from_pretrained(path, 3, 64)``), by keyword any
+        constructor argument. A head argument left None takes the checkpoint's head's, or the
+        constructor's default.
+
+        When ``path`` holds a saved model of this class (``save_checkpoint``, or a fine-tuning
         run's ``best_model``), that model is returned as it is; an argument that would change
         it is a ValueError naming it.
 
         Args:
-            path: the checkpoint directory or preset.
+            path: the checkpoint directory (or a ``.keras`` file).
             seq_length: the preprocessor's packed length (None: ``default_seq_length``).
             lower_case: overrides the checkpoint's casing (None: read from the checkpoint).
             dtype: the encoder's dtype policy when it is built from a checkpoint.
         """
-        from keras_bert.models.pretrained import load_task_parts
         positional = (*cls.head_arguments, "seq_length")
         if len(args) > len(positional):
             raise TypeError(f"{cls.__name__}.from_pretrained takes the path and at most "
@@ -124,27 +132,23 @@ class BertTask(RefusesCalibratedSave, keras.Model):
         asked = {name: kwargs.pop(name, None) for name in (*positional, "lower_case")}
         dtype = kwargs.pop("dtype", None)
         asked.update(kwargs)
-        saved, encoder, preprocessor = load_task_parts(
-            cls, path, asked["seq_length"] or cls.default_seq_length, dtype=dtype,
-            lower_case=asked["lower_case"])
-        if saved is not None:
-            saved._keep_saved(path, asked)
-            return saved
-        required = inspect.signature(cls.__init__).parameters
-        for name in cls.head_arguments:
-            if asked[name] is None and required[name].default is inspect.Parameter.empty:
-                raise ValueError(f"{name} is required for a new {cls.__name__} ({path!r} holds "
-                                 f"no saved one)")
-        arguments = {name: value for name, value in asked.items()
-                     if name not in ("seq_length", "lower_case")
-                     and not (name in cls.head_arguments and value is None)}
-        return cls(encoder, preprocessor=preprocessor, **arguments)
+        return load_task_model(cls, path, asked, dtype)
 
-    def _keep_saved(self, path: str, asked: dict[str, Any]) -> None:
-        """ValueError naming each of ``from_pretrained``'s arguments (``asked``; None asks for
-        nothing) that this saved model, loaded from ``path``, does not have."""
-        from keras_bert.models.pretrained import keep_saved
-        keep_saved(self, path, **asked)
+    def check_saved_arguments(self, path: str, asked: dict[str, Any]) -> dict[str, Any]:
+        """For ``from_pretrained`` on this saved model: ValueError for an asked argument that
+        the model does not have; returns the arguments left to compare one by one."""
+        return asked
+
+    def checkpoint_head(self) -> Head | None:
+        """The head as checkpoint formats name it (``save_checkpoint``): its task, labels and
+        Dense layer; None for a head no format names."""
+        return None
+
+    @classmethod
+    def head_arguments_of(cls, head: Head) -> dict[str, Any]:
+        """The constructor arguments a checkpoint's head of this class's task fixes (its size,
+        names, mode), for ``from_pretrained``."""
+        return {}
 
     # ------------------------------------------------------------------------ hooks
     def to_arrays(self, x, y=None):

@@ -32,6 +32,7 @@ from tensorflow.core.framework import summary_pb2
 
 from keras_bert.pretraining.dynamic_masking import DynamicMasker
 from keras_bert import fileio
+from keras_bert.checkpoints.saving import save_checkpoint
 from keras_bert.fileio import join
 from keras_bert.config import BertConfig
 from keras_bert.models import BertEncoder, BertPretrainer
@@ -323,10 +324,9 @@ def run_pretraining(config: PretrainingConfig,
 
     export_dir = None
     if config.export and is_chief:
-        from keras_bert.models.checkpoint_io import save_checkpoint
         export_dir = join(config.output_dir, "export")
         for fmt in ("google", "keras"):
-            save_checkpoint(model, join(export_dir, fmt), fmt, vocab_file=config.vocab_file,
+            save_checkpoint(model, join(export_dir, fmt), fmt, vocabulary=config.vocab_file,
                             overwrite=True)
     return PretrainingResult(step=current, metrics=metrics, checkpoint=manager.latest_checkpoint,
                              export_dir=export_dir, eval_metrics=eval_metrics, model=model)

@@ -8,6 +8,9 @@ its model's export signatures (its ``__init__`` imports ``export.py``). The name
 decorated with ``@keras.saving.register_keras_serializable(package="keras_bert")`` load with
 plain Keras after ``import keras_bert``: ``keras_bert/__init__.py`` reads both from the source.
 
+``tasks.checkpoint_models`` loads a checkpoint as the model it holds (the task model whose
+``checkpoint_tasks`` name its head), as ``keras-bert convert``, ``info`` and ``export`` do.
+
 Another installed package adds its tasks with an entry point in the ``keras_bert.tasks`` group
 that names its list of Task objects; in its pyproject.toml:
 
@@ -58,3 +61,4 @@ def get_task(name: str):
     if name not in tasks:
         raise ValueError(f"unknown task {name!r}; expected one of {', '.join(tasks)}")
     return tasks[name]
+

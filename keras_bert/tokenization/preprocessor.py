@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from keras_bert.tokenization import vocab as vocab_lib
 from keras_bert.tokenization.packer_layer import BertPackerLayer
+from keras_bert.tokenization.pretrained_vocab import read_pretrained_vocabulary
 from keras_bert.tokenization.tokenizer_layer import BertTokenizerLayer, as_string_tensor
 
 
@@ -99,14 +100,15 @@ class BertPreprocessor(keras.layers.Layer):
         """Builds the preprocessor of a Google or Hugging Face checkpoint directory.
 
         Args:
-            path: the directory (with vocab.txt), or a vocab file.
+            path: the directory (with vocab.txt, or the tokenizer.json transformers saves), or
+                a vocab file.
             lower_case: overrides the casing read from the directory.
             seq_length: the packed length.
             **kwargs: passed to the constructor.
         """
-        vocab_path, found_lower_case = vocab_lib.resolve_pretrained(path)
-        return cls(vocab_path, found_lower_case if lower_case is None else lower_case,
-                   seq_length, **kwargs)
+        tokens, found_lower_case = read_pretrained_vocabulary(path)
+        return cls(lower_case=found_lower_case if lower_case is None else lower_case,
+                   seq_length=seq_length, vocabulary=tokens, **kwargs)
 
     @tf.autograph.experimental.do_not_convert
     def tokenize(self, texts) -> tf.RaggedTensor:

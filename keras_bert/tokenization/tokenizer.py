@@ -11,6 +11,7 @@ import numpy as np
 
 from keras_bert.tokenization import basic, vocab as vocab_lib
 from keras_bert.tokenization.packing import INPUT_NAMES, pack_ids
+from keras_bert.tokenization.pretrained_vocab import read_pretrained_vocabulary
 from keras_bert.tokenization.wordpiece import SUFFIX_INDICATOR, WordpieceTokenizer
 
 
@@ -76,13 +77,15 @@ class BertTokenizer:
         """Builds the tokenizer of a Google or Hugging Face checkpoint directory.
 
         Args:
-            path: the directory (with vocab.txt), or a vocab file.
+            path: the directory (with vocab.txt, or the tokenizer.json transformers saves), or
+                a vocab file.
             lower_case: overrides the casing read from the directory (see
-                ``vocab.resolve_pretrained``).
+                ``pretrained_vocab.read_pretrained_vocabulary``).
             **kwargs: passed to the constructor.
         """
-        vocab_path, found_lower_case = vocab_lib.resolve_pretrained(path)
-        return cls(vocab_path, found_lower_case if lower_case is None else lower_case, **kwargs)
+        tokens, found_lower_case = read_pretrained_vocabulary(path)
+        return cls(lower_case=found_lower_case if lower_case is None else lower_case,
+                   vocabulary=tokens, **kwargs)
 
     @property
     def vocab_size(self) -> int:

@@ -7,9 +7,7 @@ through ``keras_bert.fileio`` (tf.io.gfile for remote paths) so that ``gs://`` p
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 
 from keras_bert import fileio
 
@@ -112,46 +110,3 @@ def save_vocab(tokens: list[str], path: str) -> None:
     validate_vocab(tokens, source=path)
     with fileio.atomic_write(path) as f:
         f.write("".join(token + "\n" for token in tokens))
-
-
-def resolve_pretrained(path: str) -> tuple[str, bool]:
-    """Finds the vocab file and the casing of a checkpoint directory (or of a vocab file).
-
-    The casing comes from the first of these that says it: ``tokenizer_config.json``'s
-    ``do_lower_case`` (Hugging Face), ``config.json``'s ``do_lower_case``, then the directory
-    name as Google names its checkpoints (``uncased_L-12_H-768_A-12``, ``cased_L-12_...``).
-    Otherwise it is uncased, with a warning.
-
-    Args:
-        path: a directory holding vocab.txt, or a vocab file itself.
-
-    Returns:
-        (vocab_path, lower_case).
-    """
-    if not fileio.exists(path):
-        raise FileNotFoundError(f"'{path}' does not exist; pass a Google or Hugging Face "
-                                f"checkpoint directory or a vocab file")
-    if fileio.isdir(path):
-        directory, vocab_path = path, os.path.join(path, VOCAB_FILENAME)
-    else:
-        directory, vocab_path = os.path.dirname(path) or ".", path
-    if not fileio.exists(vocab_path):
-        raise FileNotFoundError(f"no {VOCAB_FILENAME} in '{path}'; pass a Google or Hugging Face "
-                                f"checkpoint directory or a vocab file")
-    for name in ("tokenizer_config.json", "config.json"):
-        config_path = os.path.join(directory, name)
-        if fileio.exists(config_path):
-            with fileio.open_file(config_path, "r") as f:
-                config = json.load(f)
-            if isinstance(config.get("do_lower_case"), bool):
-                return vocab_path, config["do_lower_case"]
-    base = os.path.basename(os.path.normpath(directory)).lower()
-    if "uncased" in base:
-        return vocab_path, True
-    if "cased" in base:
-        return vocab_path, False
-    logger.warning("Could not tell the casing of '%s' (no do_lower_case in tokenizer_config.json "
-                   "or config.json, no 'cased'/'uncased' in its name); assuming uncased. Choose "
-                   "with lower_case= in Python, --do_lower_case / --no_do_lower_case on the "
-                   "command line.", path)
-    return vocab_path, True

@@ -9,7 +9,6 @@ import tensorflow as tf
 from safetensors.numpy import load_file
 
 from keras_bert import BertEncoder
-from keras_bert.models.checkpoint_io import load_encoder
 
 SEQ_TOL = 1e-4
 POOLED_TOL = 1e-5
@@ -95,7 +94,7 @@ def test_google_tf1_checkpoint_matches_transformers_with_tanh_gelu(minilm_dir, m
     # TF1 directory is transformers run with hidden_act="gelu_new".
     ckpt_dir = str(tmp_path / "google")
     write_tf1_checkpoint_like_google(minilm_dir, ckpt_dir)
-    encoder = load_encoder(ckpt_dir)
+    encoder = BertEncoder.from_pretrained(ckpt_dir)
     assert encoder.bert_config.hidden_act == "gelu"
     _assert_matches(encoder, minilm_reference, "tanh")
 

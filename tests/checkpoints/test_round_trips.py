@@ -10,8 +10,10 @@ import tensorflow as tf
 from safetensors.numpy import load_file
 
 from keras_bert import BertConfig, BertEncoder, BertPretrainer
-from keras_bert.checkpoints import CheckpointMismatchError, detect_format
-from keras_bert.models.checkpoint_io import convert, load_encoder, load_model, load_pretrainer, save_checkpoint
+from keras_bert.checkpoints.reading import CheckpointMismatchError, detect_format
+from keras_bert.checkpoints.saving import save_checkpoint
+from keras_bert.tasks.checkpoint_models import convert_checkpoint as convert
+from keras_bert.tasks.checkpoint_models import model_of_checkpoint
 from keras_bert.cli import main as cli_main
 from tests.checkpoints.test_parity import write_tf1_checkpoint_like_google
 from tests.helpers import random_inputs
@@ -51,7 +53,7 @@ def test_google_checkpoint_written_by_tf1_saver_round_trips(minilm_dir, tmp_path
     write_tf1_checkpoint_like_google(minilm_dir, str(tmp_path / "g"))
     original = {k: v for k, v in _tf1_variables(tmp_path / "g").items()
                 if k != "global_step" and not k.endswith("adam_m")}
-    encoder = load_encoder(str(tmp_path / "g"))  # global_step and adam_m are tolerated
+    encoder = BertEncoder.from_pretrained(str(tmp_path / "g"))  # global_step and adam_m are tolerated
     save_checkpoint(encoder, str(tmp_path / "g2"), "google")
     again = _tf1_variables(tmp_path / "g2")
     assert sorted(original) == sorted(again)
@@ -93,7 +95,7 @@ def test_hf_pretraining_layout_and_prefixed_keys(tiny_config, tmp_path):
     np.testing.assert_array_equal(
         written["bert.encoder.layer.0.intermediate.dense.weight"],
         model.encoder.transformer_layers[0].intermediate.kernel.numpy().T)
-    reloaded = load_pretrainer(str(tmp_path / "h"))
+    reloaded = BertPretrainer.from_pretrained(str(tmp_path / "h"))
     inputs = dict(random_inputs(vocab_size=97), masked_lm_positions=np.array([[1, 2]] * 3, np.int32))
     np.testing.assert_array_equal(np.asarray(model(inputs)["mlm_logits"]),
                                   np.asarray(reloaded(inputs)["mlm_logits"]))
@@ -103,7 +105,7 @@ def test_keras_format_round_trip_and_detection(tiny_config, tmp_path):
     model = _tiny_pretrainer(tiny_config, seed=5)
     save_checkpoint(model, str(tmp_path / "k"), "keras")
     assert detect_format(str(tmp_path / "k")) == "keras"
-    reloaded = load_model(str(tmp_path / "k"))
+    reloaded = model_of_checkpoint(str(tmp_path / "k"))
     assert isinstance(reloaded, BertPretrainer)
     inputs = random_inputs(vocab_size=97)
     with_positions = dict(inputs, masked_lm_positions=np.array([[1, 4]] * 3, np.int32))
@@ -129,7 +131,7 @@ def test_shape_mismatch_names_variable_and_both_shapes(tiny_config, tmp_path):
     config["intermediate_size"] = 96
     json.dump(config, open(tmp_path / "g" / "bert_config.json", "w"))
     with pytest.raises(CheckpointMismatchError) as error:
-        load_encoder(str(tmp_path / "g"))
+        BertEncoder.from_pretrained(str(tmp_path / "g"))
     message = str(error.value)
     assert "bert/encoder/layer_0/intermediate/dense/kernel" in message
     assert "(64, 128)" in message and "(64, 96)" in message
@@ -171,9 +173,9 @@ def test_cli_info_prints_config_parameters_and_variables(minilm_dir, capsys):
 def test_unknown_directory_gives_a_clear_error(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="is not a checkpoint directory"):
-        load_encoder(str(tmp_path / "empty"))
+        BertEncoder.from_pretrained(str(tmp_path / "empty"))
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        load_encoder(str(tmp_path / "nowhere"))
+        BertEncoder.from_pretrained(str(tmp_path / "nowhere"))
 
 
 def test_hf_to_google_writes_tanh_gelu_config(minilm_dir, tmp_path):
@@ -189,7 +191,7 @@ def test_remote_filesystem_paths_work(tiny_config, fmt):
     path = f"ram://keras-bert-test/{fmt}"
     save_checkpoint(model, path, fmt)
     assert not any(".tmp-" in name for name in tf.io.gfile.listdir(path))
-    reloaded = load_model(path)
+    reloaded = model_of_checkpoint(path)
     assert isinstance(reloaded, BertPretrainer)
     np.testing.assert_array_equal(reloaded.masked_lm.output_bias.numpy(),
                                   model.masked_lm.output_bias.numpy())
@@ -202,11 +204,13 @@ def test_pathlib_paths_work(tiny_config, tmp_path, fmt):
     """Every path goes through keras_bert.fileio, so a pathlib.Path works as a str does."""
     model = _tiny_pretrainer(tiny_config, seed=5)
     vocab = tmp_path / "vocab.txt"
-    vocab.write_text("".join(f"[unused{i}]\n" for i in range(tiny_config.vocab_size)))
-    save_checkpoint(model, tmp_path / fmt, fmt, vocab_file=vocab)
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    vocab.write_text("".join(f"{token}\n" for token in specials + [
+        f"[unused{i}]" for i in range(tiny_config.vocab_size - len(specials))]))
+    save_checkpoint(model, tmp_path / fmt, fmt, vocabulary=vocab)
     assert detect_format(tmp_path / fmt) == fmt
     assert (tmp_path / fmt / "vocab.txt").read_text() == vocab.read_text()
-    reloaded = load_pretrainer(tmp_path / fmt)
+    reloaded = BertPretrainer.from_pretrained(tmp_path / fmt)
     np.testing.assert_array_equal(reloaded.masked_lm.output_bias.numpy(),
                                   model.masked_lm.output_bias.numpy())
     encoder = BertEncoder.from_pretrained(tmp_path / fmt)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from keras_bert import BertClassifier, BertEncoder, BertPreprocessor, BertPretrainer
-from keras_bert.models.checkpoint_io import load_model
+from keras_bert.checkpoints.saving import save_checkpoint
+from keras_bert.tasks.checkpoint_models import model_of_checkpoint
 
 
 def tiny():
@@ -27,28 +28,26 @@ def test_a_named_architecture_warns_unless_random_weights_are_asked_for(caplog):
     assert encoder.bert_config.hidden_size == 128
 
 
-def test_a_preset_directory_loads_its_weights(minilm_dir, tmp_path):
-    encoder = BertEncoder.from_preset(minilm_dir)  # a Hugging Face directory
-    reference = BertEncoder.from_pretrained(minilm_dir)
-    for a, b in zip(encoder.get_weights(), reference.get_weights()):
-        np.testing.assert_array_equal(a, b)
-    with pytest.raises(ValueError, match="random_weights=True is for named architectures"):
-        BertEncoder.from_preset(minilm_dir, random_weights=True)
+def test_from_preset_takes_named_architectures_and_points_directories_to_from_pretrained(
+        minilm_dir):
+    with pytest.raises(ValueError, match=r"not a named architecture .*load a checkpoint "
+                                         r"directory with BertEncoder.from_pretrained"):
+        BertEncoder.from_preset(minilm_dir)
 
 
 def test_every_model_saves_to_a_preset_and_loads_back_whole(minilm_dir, tmp_path):
     vocab = os.path.join(minilm_dir, "vocab.txt")
     encoder = tiny()
     inputs = encoder.dummy_inputs(2, 8)
-    encoder.save_to_preset(str(tmp_path / "encoder"), vocab_file=vocab)
+    save_checkpoint(encoder, str(tmp_path / "encoder"), vocabulary=vocab)
     assert sorted(os.listdir(tmp_path / "encoder")) == [
         "bert_config.json", "model.keras", "tokenizer_config.json", "vocab.txt"]
-    loaded = BertEncoder.from_preset(str(tmp_path / "encoder"))
+    loaded = BertEncoder.from_pretrained(str(tmp_path / "encoder"))
     np.testing.assert_allclose(loaded(inputs)["pooled_output"], encoder(inputs)["pooled_output"],
                                atol=1e-6)
 
     pretrainer = BertPretrainer(tiny())
-    pretrainer.save_to_preset(str(tmp_path / "pretrainer"), vocab_file=vocab)
+    save_checkpoint(pretrainer, str(tmp_path / "pretrainer"), vocabulary=vocab)
     again = BertPretrainer.from_pretrained(str(tmp_path / "pretrainer"))
     for a, b in zip(again.get_weights(), pretrainer.get_weights()):
         np.testing.assert_array_equal(a, b)
@@ -56,14 +55,14 @@ def test_every_model_saves_to_a_preset_and_loads_back_whole(minilm_dir, tmp_path
     classifier = BertClassifier(tiny(), 2, preprocessor=BertPreprocessor(vocab, seq_length=16),
                                 label_names=["no", "yes"])
     texts = ["a fine day", "rain again"]
-    classifier.save_to_preset(str(tmp_path / "classifier"))
+    save_checkpoint(classifier, str(tmp_path / "classifier"))
     for back in (BertClassifier.from_pretrained(str(tmp_path / "classifier")),
-                 load_model(str(tmp_path / "classifier"))):
+                 model_of_checkpoint(str(tmp_path / "classifier"))):
         assert back.label_names == ["no", "yes"]
         np.testing.assert_allclose(back.predict(texts, verbose=0),
                                    classifier.predict(texts, verbose=0), atol=1e-6)
     with pytest.raises(FileExistsError):
-        classifier.save_to_preset(str(tmp_path / "classifier"))
+        save_checkpoint(classifier, str(tmp_path / "classifier"))
 
 
 def test_from_pretrained_on_a_saved_task_model_refuses_other_settings(minilm_dir, tmp_path):
@@ -72,7 +71,7 @@ def test_from_pretrained_on_a_saved_task_model_refuses_other_settings(minilm_dir
     vocab = os.path.join(minilm_dir, "vocab.txt")
     classifier = BertClassifier(tiny(), 2, preprocessor=BertPreprocessor(vocab, seq_length=16),
                                 label_names=["neg", "pos"])
-    path = classifier.save_to_preset(str(tmp_path / "classifier"))
+    path = save_checkpoint(classifier, str(tmp_path / "classifier"))
     loaded = BertClassifier.from_pretrained(path)
     assert loaded.num_classes == 2 and loaded.preprocessor.seq_length == 16
     same = BertClassifier.from_pretrained(path, num_classes=2, seq_length=16,

@@ -14,7 +14,9 @@ from keras_bert import BertClassifier, BertEncoder, BertPreprocessor
 from keras_bert.cli import main
 from keras_bert.export import saved_model_op_types
 from keras_bert.layers.int8 import is_int8
-from keras_bert.models.checkpoint_io import convert, load_model, save_checkpoint
+from keras_bert.checkpoints.saving import save_checkpoint
+from keras_bert.tasks.checkpoint_models import convert_checkpoint as convert
+from keras_bert.tasks.checkpoint_models import model_of_checkpoint
 
 TEXTS = np.array(["a fine day", "rain again, and more rain tomorrow"], object)
 
@@ -37,9 +39,9 @@ def vocab(minilm_dir):
 
 def test_a_quantized_encoder_preset_loads_back_quantized_with_the_same_outputs(vocab, tmp_path):
     encoder = tiny()
-    encoder.save_to_preset(str(tmp_path / "float"), vocab_file=vocab)
+    save_checkpoint(encoder, str(tmp_path / "float"), vocabulary=vocab)
     encoder.quantize("int8")
-    encoder.save_to_preset(str(tmp_path / "int8"), vocab_file=vocab)
+    save_checkpoint(encoder, str(tmp_path / "int8"), vocabulary=vocab)
     assert sorted(os.listdir(tmp_path / "int8")) == sorted(os.listdir(tmp_path / "float"))
     for name in ("bert_config.json", "tokenizer_config.json", "vocab.txt"):
         assert ((tmp_path / "int8" / name).read_bytes()
@@ -49,16 +51,16 @@ def test_a_quantized_encoder_preset_loads_back_quantized_with_the_same_outputs(v
     matmuls = int8_matmuls(encoder, inputs)
     assert matmuls >= 2 * 4  # per block: Q, K and V (maybe as one), and three more
     path = str(tmp_path / "int8")
-    for loaded in (BertEncoder.from_preset(path), BertEncoder.from_pretrained(path),
-                   load_model(path)):
+    for loaded in (BertEncoder.from_pretrained(path), BertEncoder.from_pretrained(path),
+                   model_of_checkpoint(path)):
         assert isinstance(loaded, BertEncoder) and is_int8(loaded)
         assert int8_matmuls(loaded, inputs) == matmuls
         np.testing.assert_allclose(loaded(inputs)["sequence_output"], expected, atol=1e-6)
-    assert not is_int8(BertEncoder.from_preset(str(tmp_path / "float")))
+    assert not is_int8(BertEncoder.from_pretrained(str(tmp_path / "float")))
     # A loaded int8 preset saves again, still int8.
-    again = load_model(path).save_to_preset(str(tmp_path / "again"), vocab_file=vocab)
-    np.testing.assert_allclose(load_model(again)(inputs)["sequence_output"], expected, atol=1e-6)
-    assert is_int8(load_model(again))
+    again = save_checkpoint(model_of_checkpoint(path), str(tmp_path / "again"), vocabulary=vocab)
+    np.testing.assert_allclose(model_of_checkpoint(again)(inputs)["sequence_output"], expected, atol=1e-6)
+    assert is_int8(model_of_checkpoint(again))
 
 
 @pytest.mark.slow
@@ -69,8 +71,8 @@ def test_a_quantized_task_preset_predicts_as_before_and_exports_an_int8_hub_enco
                                 label_names=["a", "b", "c"])
     classifier.quantize("int8")
     expected = classifier.predict(TEXTS, verbose=0)
-    path = classifier.save_to_preset(str(tmp_path / "classifier"))
-    for loaded in (BertClassifier.from_pretrained(path), load_model(path)):
+    path = save_checkpoint(classifier, str(tmp_path / "classifier"))
+    for loaded in (BertClassifier.from_pretrained(path), model_of_checkpoint(path)):
         assert is_int8(loaded) and loaded.label_names == ["a", "b", "c"]
         np.testing.assert_allclose(loaded.predict(TEXTS, verbose=0), expected, atol=1e-6)
     encoder = BertEncoder.from_pretrained(path)
@@ -94,13 +96,13 @@ def test_google_and_hugging_face_checkpoints_refuse_an_int8_model(vocab, tmp_pat
     for fmt in ("google", "hf"):
         with pytest.raises(ValueError, match=f"quantized to int8, and '{fmt}' checkpoints hold "
                                              "float32 weights.*save_to_preset"):
-            save_checkpoint(encoder, str(tmp_path / fmt), fmt, vocab_file=vocab)
-    preset = encoder.save_to_preset(str(tmp_path / "preset"), vocab_file=vocab)
+            save_checkpoint(encoder, str(tmp_path / fmt), fmt, vocabulary=vocab)
+    preset = save_checkpoint(encoder, str(tmp_path / "preset"), vocabulary=vocab)
     with pytest.raises(ValueError, match="quantized to int8"):
         convert(preset, str(tmp_path / "converted"), "hf")
     assert sorted(os.listdir(tmp_path)) == ["preset"]
     convert(preset, str(tmp_path / "copy"), "keras")  # keras keeps int8
-    assert is_int8(load_model(str(tmp_path / "copy")))
+    assert is_int8(model_of_checkpoint(str(tmp_path / "copy")))
 
 
 def test_a_pretrainer_refuses_int8_and_leaves_its_weights_float():

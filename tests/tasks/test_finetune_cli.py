@@ -9,8 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from keras_bert import BertClassifier
-from keras_bert.models.checkpoint_io import load_encoder
+from keras_bert import BertClassifier, BertEncoder
 from keras_bert.cli import main
 from keras_bert.tokenization import BertTokenizer
 from keras_bert.tasks.squad.metrics import squad_scores
@@ -123,7 +122,7 @@ def test_extract_features_layout_and_values(tmp_path, checkpoint):
     assert [layer["index"] for layer in first["layers"]] == [-1, -2]
     tokenizer = BertTokenizer.from_pretrained(checkpoint)
     ids = np.array([tokenizer.encode("The cat sat.")["input_word_ids"]], dtype=np.int32)
-    outputs = load_encoder(checkpoint)({"input_word_ids": ids, "input_mask": np.ones_like(ids),
+    outputs = BertEncoder.from_pretrained(checkpoint)({"input_word_ids": ids, "input_mask": np.ones_like(ids),
                                         "input_type_ids": np.zeros_like(ids)})
     expected = np.asarray(outputs["encoder_outputs"][-2])[0, 1]
     np.testing.assert_allclose(first["layers"][1]["values"], np.round(expected, 6), atol=2e-6)

@@ -5,9 +5,9 @@ returned as it is, where an argument that would change it is an error naming it.
 import numpy as np
 import pytest
 
-from keras_bert import (BertClassifier, BertEmbedder, BertMultipleChoice, BertPreprocessor,
-                        BertQuestionAnswerer, BertTokenClassifier)
-from keras_bert.models.checkpoint_io import load_encoder
+from keras_bert import (BertClassifier, BertEmbedder, BertEncoder, BertMultipleChoice,
+                        BertPreprocessor, BertQuestionAnswerer, BertTokenClassifier)
+from keras_bert.checkpoints.saving import save_checkpoint
 from tests.tasks.tiny_checkpoint import VOCAB, tiny_checkpoint, tiny_encoder
 
 
@@ -20,7 +20,7 @@ def test_new_models_take_their_head_arguments_by_position(checkpoint):
     classifier = BertClassifier.from_pretrained(checkpoint, 3, 16, label_names=["a", "b", "c"])
     assert classifier.num_classes == 3 and classifier.preprocessor.seq_length == 16
     assert classifier.label_names == ["a", "b", "c"]
-    expected = load_encoder(checkpoint).get_weights()
+    expected = BertEncoder.from_pretrained(checkpoint).get_weights()
     for got, want in zip(classifier.encoder.get_weights(), expected, strict=True):
         np.testing.assert_array_equal(got, want)
     tagger = BertTokenClassifier.from_pretrained(checkpoint, ["O", "B-PER"], 24)
@@ -54,7 +54,7 @@ def test_wrong_calls_say_what_was_wrong(checkpoint):
 
 
 def _saved(model, tmp_path):
-    return model.save_to_preset(str(tmp_path / type(model).__name__))
+    return save_checkpoint(model, str(tmp_path / type(model).__name__))
 
 
 def test_saved_models_load_as_they_are_and_refuse_changes(tmp_path):

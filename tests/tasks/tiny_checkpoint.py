@@ -30,8 +30,8 @@ def tiny_encoder(seed=0):
 def tiny_checkpoint(directory, fmt="google", seed=0):
     """Writes a tiny encoder and its vocab.txt as a `fmt` checkpoint in `directory`."""
     import tempfile
-    from keras_bert.models.checkpoint_io import save_checkpoint
+    from keras_bert.checkpoints.saving import save_checkpoint
     scratch = tempfile.mkdtemp()
-    save_checkpoint(tiny_encoder(seed), directory, fmt, vocab_file=write_vocab(scratch),
-                    do_lower_case=True)
+    save_checkpoint(tiny_encoder(seed), directory, fmt, vocabulary=write_vocab(scratch),
+                    lower_case=True)
     return directory

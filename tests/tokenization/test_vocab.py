@@ -6,6 +6,7 @@ import json
 import pytest
 
 from keras_bert.tokenization import vocab as vocab_lib
+from keras_bert.tokenization.pretrained_vocab import read_pretrained_vocabulary
 
 
 def write(tmp_path, text, name="vocab.txt"):
@@ -68,20 +69,19 @@ def test_save_then_load_round_trips(tmp_path):
     (None, None, "cased_L-12_H-768_A-12", False),
     (None, None, "mystery", True),
 ])
-def test_resolve_pretrained_reads_the_casing(tmp_path, config_name, config, dirname, expected):
+def test_the_casing_of_a_pretrained_folder(tmp_path, config_name, config, dirname, expected):
     directory = tmp_path / dirname
     directory.mkdir()
     write(directory, "[PAD]\n[UNK]\n")
     if config_name:
         (directory / config_name).write_text(json.dumps(config))
-    assert vocab_lib.resolve_pretrained(str(directory)) == (str(directory / "vocab.txt"),
-                                                            expected)
+    assert read_pretrained_vocabulary(str(directory)) == (["[PAD]", "[UNK]"], expected)
 
 
-def test_resolve_pretrained_on_the_minilm_package(minilm_dir):
-    vocab_path, lower_case = vocab_lib.resolve_pretrained(minilm_dir)
+def test_the_vocabulary_of_the_minilm_package(minilm_dir):
+    tokens, lower_case = read_pretrained_vocabulary(minilm_dir)
     assert lower_case is True
-    vocab = vocab_lib.load_vocab(vocab_path)
+    vocab = vocab_lib.validate_vocab(tokens)
     assert len(vocab) == 30522
     assert [vocab[t] for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")] == [0, 100, 101,
                                                                                  102, 103]

@@ -33,12 +33,15 @@ class ClassifierInputs:
         num_classes: K (1: regression).
         label_names: the K class names, or None.
         numeric_features, categorical_features: the feature names, in the model's order.
+        multi_label: each example has any number of the K labels (a set of names or indices,
+            or a 0/1 row of K), as float32 [rows, K].
     """
 
     num_classes: int
     label_names: tuple[str, ...] | None = None
     numeric_features: tuple[str, ...] = ()
     categorical_features: tuple[str, ...] = ()
+    multi_label: bool = False
 
     @property
     def is_regression(self) -> bool:
@@ -148,6 +151,8 @@ class ClassifierInputs:
                            for e in examples], dtype=np.int32)
 
     def encode_labels(self, y) -> np.ndarray:
+        if self.multi_label:
+            return self.encode_label_sets(y)
         values = list(np.asarray(y, dtype=object).reshape(-1))
         if self.is_regression:
             return np.asarray(values, dtype=np.float32).reshape(-1, 1)
@@ -162,6 +167,33 @@ class ClassifierInputs:
                              "label_names=[...] or integer labels")
         return np.asarray([encode_label(v, self.label_names, None, None) for v in values],
                           dtype=np.int32)
+
+    def encode_label_sets(self, y) -> np.ndarray:
+        """Multi-label targets as float32 [rows, K] 0/1 rows: each row a 0/1 (or probability)
+        row of K numbers, or a collection of label names or indices."""
+        rows = []
+        for index, row in enumerate(y.tolist() if isinstance(y, np.ndarray) else y):
+            if isinstance(row, str) or not isinstance(row, (list, tuple, set, frozenset)):
+                raise ValueError(f"y[{index}] is {row!r}; a multi-label classifier takes a list "
+                                 f"of label names (or indices) per example, or a 0/1 row of "
+                                 f"{self.num_classes}")
+            items = list(row)
+            if len(items) == self.num_classes and all(
+                    isinstance(v, (int, float, np.number)) and 0 <= v <= 1 for v in items) \
+                    and not all(isinstance(v, (int, np.integer)) for v in items):
+                rows.append([float(v) for v in items])
+                continue
+            hot = [0.0] * self.num_classes
+            for item in items:
+                if isinstance(item, (int, np.integer)) and 0 <= item < self.num_classes:
+                    hot[int(item)] = 1.0
+                elif self.label_names is not None and str(item) in self.label_names:
+                    hot[self.label_names.index(str(item))] = 1.0
+                else:
+                    raise ValueError(f"y[{index}] has the label {item!r}, which is not one of "
+                                     f"{list(self.label_names or range(self.num_classes))}")
+            rows.append(hot)
+        return np.asarray(rows, dtype=np.float32).reshape(-1, self.num_classes)
 
     def feature_tensors(self, x: dict) -> dict:
         """The features of a batch of raw tensors: numeric float32, categorical strings

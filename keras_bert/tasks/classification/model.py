@@ -11,6 +11,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.checkpoints.heads import Head
 from keras_bert.layers.features import TabularFeatures
 from keras_bert.layers.pooling import SentencePooling
 from keras_bert.layers.task_heads import ClassificationHead
@@ -39,7 +40,9 @@ class BertClassifier(BertTask):
             and ``predict_labels`` returns them.
         dropout: dropout on the pooled output (0.1); with features, on the joined vector too.
         activation: "softmax" (default for K > 1: outputs are probabilities), None (logits;
-            the default for regression) or another Keras activation.
+            the default for regression), "sigmoid" (multi-label: each class independent,
+            trained with binary cross-entropy on a set of labels per example, as Hugging
+            Face's multi_label_classification) or another Keras activation.
         numeric_features: names of numeric inputs, or {name: None (learned in ``fit``) or
             {"mean": m, "variance": v}}; each becomes its normalised value and a missing flag
             (NaN, None or "" is missing: value 0 after normalisation, flag 1).
@@ -80,6 +83,7 @@ class BertClassifier(BertTask):
     """
 
     head_arguments = ("num_classes",)
+    checkpoint_tasks = ("classification",)
 
     def __init__(self, encoder: BertEncoder, num_classes: int = 2, preprocessor=None,
                  label_names: Sequence[str] | None = None, dropout: float = 0.1,
@@ -155,21 +159,59 @@ class BertClassifier(BertTask):
     def is_regression(self) -> bool:
         return self.num_classes == 1
 
-    def _keep_saved(self, path: str, asked: dict[str, Any]) -> None:
+    @property
+    def is_multi_label(self) -> bool:
+        """Each class independent (sigmoid outputs), as HF's multi_label_classification."""
+        return self.activation == "sigmoid" and self.num_classes > 1
+
+    def check_saved_arguments(self, path: str, asked: dict[str, Any]) -> dict[str, Any]:
         asked = dict(asked)
         features = {name: asked.pop(name, None)
                     for name in ("numeric_features", "categorical_features")}
-        super()._keep_saved(path, asked)
         requested = [*(features["numeric_features"] or []),
                      *(features["categorical_features"] or [])]
         if any(features.values()) and requested != self.feature_names:
             raise ValueError(f"{path!r} holds a saved BertClassifier with the features "
                              f"{self.feature_names}, but was asked for {requested}")
+        return asked
+
+    # ------------------------------------------------------------------------ checkpoints
+    def checkpoint_head(self) -> Head:
+        """run_classifier.py's and BertForSequenceClassification's head: K logits from the
+        pooled output (softmax: single-label; sigmoid: multi-label; K=1: regression). A
+        classifier with features or another pooling has no equivalent in those formats."""
+        unportable = None
+        if self.features is not None or self.pooling != "pooled":
+            unportable = (f"a BertClassifier with {'features' if self.features is not None else f'{self.pooling} pooling'} "
+                          f"has no equivalent in Hugging Face's or Google's classifier")
+        problem_type = ("regression" if self.is_regression
+                        else "multi_label_classification" if self.activation == "sigmoid"
+                        else "single_label_classification")
+        return Head("classification", "a BertClassifier", num_labels=self.num_classes,
+                    label_names=self.label_names, problem_type=problem_type,
+                    layer=self.head.dense, unportable=unportable)
+
+    @classmethod
+    def head_arguments_of(cls, head: Head) -> dict[str, Any]:
+        """A checkpoint's classifier fixes ``num_classes``, the label names it has, and the
+        mode: softmax probabilities (single-label), sigmoid (multi-label: each class
+        independent), or a score (regression)."""
+        arguments: dict[str, Any] = {"num_classes": head.num_labels}
+        if head.label_names:
+            arguments["label_names"] = head.label_names
+        if head.problem_type == "multi_label_classification":
+            arguments["activation"] = "sigmoid"
+        elif head.problem_type == "regression" and head.num_labels != 1:
+            raise ValueError(f"{head.source}: problem_type regression with {head.num_labels} "
+                             f"outputs; a BertClassifier scores one value (num_classes=1)")
+        return arguments
 
     # ------------------------------------------------------------------------ task hooks
     def default_loss(self):
         if self.is_regression:
             return keras.losses.MeanSquaredError()
+        if self.is_multi_label:
+            return keras.losses.BinaryCrossentropy()
         return keras.losses.SparseCategoricalCrossentropy(from_logits=self.activation is None)
 
     def learning_rate_multipliers(self) -> dict[str, float]:
@@ -184,6 +226,8 @@ class BertClassifier(BertTask):
     def default_metrics(self):
         if self.is_regression:
             return [keras.metrics.MeanSquaredError(name="mse")]
+        if self.is_multi_label:
+            return [keras.metrics.BinaryAccuracy(name="accuracy")]
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
     @property
@@ -197,7 +241,8 @@ class BertClassifier(BertTask):
         return ClassifierInputs(
             self.num_classes, None if self.label_names is None else tuple(self.label_names),
             () if features is None else tuple(features.numeric_features),
-            () if features is None else tuple(features.categorical_features))
+            () if features is None else tuple(features.categorical_features),
+            multi_label=self.is_multi_label)
 
     def to_arrays(self, x, y=None):
         """Inputs and labels as arrays, one row per example (see ``BertTask.to_arrays``).
@@ -259,10 +304,14 @@ class BertClassifier(BertTask):
 
     def predict_labels(self, x, batch_size: int | None = None) -> list:
         """The most probable label name (or index, without label_names) of each input; the
-        score itself for regression."""
+        score itself for regression; for a multi-label classifier, the list of labels whose
+        probability is at least 0.5."""
         outputs = self.predict(x, batch_size=batch_size, verbose=0)
         if self.is_regression:
             return [float(v) for v in outputs[:, 0]]
+        if self.is_multi_label:
+            return [[self.label_names[i] if self.label_names else int(i)
+                     for i in np.flatnonzero(row >= 0.5)] for row in outputs]
         best = np.argmax(outputs, axis=-1)
         return [self.label_names[i] if self.label_names else int(i) for i in best]
 

@@ -78,13 +78,14 @@ def extract_features(init_checkpoint: str, input_file: str, output_file: str,
     Returns:
         The number of examples written.
     """
-    from keras_bert.models.checkpoint_io import load_encoder
+    from keras_bert.models.encoder import BertEncoder
     from keras_bert.tasks.embedding.model import BertEmbedder
     from keras_bert.tokenization import BertTokenizer
 
     examples = read_feature_inputs(input_file)
     tokenizer = BertTokenizer.from_pretrained(init_checkpoint, lower_case=lower_case)
-    embedder = BertEmbedder(load_encoder(init_checkpoint), feature_layers=list(layers))
+    embedder = BertEmbedder(BertEncoder.from_pretrained(init_checkpoint),
+                            feature_layers=list(layers))
     hidden = embedder.encoder.bert_config.hidden_size
     with atomic_write(output_file) as writer, tqdm(
             total=len(examples), disable=not progress, unit="example") as bar:

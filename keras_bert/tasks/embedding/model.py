@@ -11,12 +11,15 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_bert.checkpoints.heads import Head
 from keras_bert.layers.pooling import SentencePooling
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.models.task import BertTask, as_string_array, is_text_arrays
 
 POOLINGS = ("cls", "mean", "second_to_last_mean")
+# The paper's best feature-based NER concatenated the top four layers.
+TOP_FEATURE_LAYERS = (-1, -2, -3, -4)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -31,8 +34,8 @@ class BertEmbedder(BertTask):
             same over layer L-1, often better without fine-tuning).
         normalize: L2-normalize the sentence embedding.
         feature_layers: the layers whose token vectors are concatenated into
-            ``token_features`` (negative indexes count from the top; the paper's best
-            feature-based NER used the top four: -1, -2, -3, -4).
+            ``token_features`` (negative indexes count from the top; None: the top four,
+            -1, -2, -3, -4, as the paper's best feature-based NER, or all of a smaller encoder).
 
     Inputs: packed ids, or raw text / (text, text_pair) pairs in ``predict`` and ``embed``.
 
@@ -59,13 +62,15 @@ class BertEmbedder(BertTask):
     """
 
     def __init__(self, encoder: BertEncoder, preprocessor=None, pooling: str = "mean",
-                 normalize: bool = False, feature_layers: Sequence[int] = (-1, -2, -3, -4),
+                 normalize: bool = False, feature_layers: Sequence[int] | None = None,
                  **kwargs):
         num_layers = encoder.bert_config.num_hidden_layers
         if pooling not in POOLINGS:
             raise ValueError(f"unknown pooling {pooling!r}; expected one of {', '.join(POOLINGS)}")
         if pooling == "second_to_last_mean" and num_layers < 2:
             raise ValueError("second_to_last_mean needs an encoder with at least 2 layers")
+        if feature_layers is None:
+            feature_layers = TOP_FEATURE_LAYERS[:num_layers]
         bad = [i for i in feature_layers if not -num_layers <= i < num_layers]
         if bad or not feature_layers:
             raise ValueError(f"feature_layers {list(feature_layers)} must be non-empty layer "
@@ -93,6 +98,24 @@ class BertEmbedder(BertTask):
     def default_loss(self):
         raise ValueError("BertEmbedder computes fixed features and is not trained with fit; "
                          "fine-tune a task model (e.g. BertClassifier) on the same encoder")
+
+    checkpoint_tasks = ("embedding",)
+    uses_pooler = False
+    overridable_head_arguments = ("pooling", "normalize")
+
+    def checkpoint_head(self) -> Head:
+        """The sentence-transformers pooling (and Normalize) of this embedding."""
+        unportable = None
+        if self.pooling not in ("cls", "mean"):
+            unportable = (f"a BertEmbedder with {self.pooling} pooling has no "
+                          f"sentence-transformers equivalent (cls or mean)")
+        return Head("embedding", "a BertEmbedder", pooling=self.pooling,
+                    normalize=self.normalize, unportable=unportable)
+
+    @classmethod
+    def head_arguments_of(cls, head: Head) -> dict[str, Any]:
+        """A sentence-transformers folder fixes the pooling and the normalisation."""
+        return {"pooling": head.pooling, "normalize": head.normalize}
 
     def to_arrays(self, x, y=None):
         """Texts as arrays, one row per text (see ``BertTask.to_arrays``).

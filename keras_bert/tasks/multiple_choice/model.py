@@ -12,6 +12,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert.tasks.examples import MultipleChoiceExample
+from keras_bert.checkpoints.heads import Head
 from keras_bert.layers.task_heads import ClassificationHead
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization.packing import INPUT_NAMES
@@ -48,6 +49,7 @@ class BertMultipleChoice(BertTask):
     """
 
     head_arguments = ("num_choices",)
+    checkpoint_tasks = ("multiple_choice",)
 
     def __init__(self, encoder: BertEncoder, num_choices: int = 4, preprocessor=None,
                  dropout: float = 0.1, **kwargs):
@@ -72,6 +74,11 @@ class BertMultipleChoice(BertTask):
         self.head = head
         self.num_choices = num_choices
         self.dropout = dropout
+
+    def checkpoint_head(self) -> Head:
+        """BertForMultipleChoice's head: one score per (context, choice) from the pooled
+        output."""
+        return Head("multiple_choice", "a BertMultipleChoice", layer=self.head.dense)
 
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy()

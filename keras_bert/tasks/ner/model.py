@@ -3,6 +3,7 @@ WordPiece, trained and read on the first piece of each word."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,10 +13,13 @@ from keras import ops
 from keras_bert.tasks.ner.alignment import (IGNORED_LABEL, TaggedFeature, align_words_windows,
                                      entity_spans, merge_window_tags, stack_tagged)
 from keras_bert.tasks.examples import TaggedSentence
+from keras_bert.checkpoints.heads import Head
 from keras_bert.layers.task_heads import TokenClassificationHead
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.models.task import BertTask
+
+logger = logging.getLogger(__name__)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -72,6 +76,8 @@ class BertTokenClassifier(BertTask):
 
     token_level_labels = True
     head_arguments = ("label_names",)
+    checkpoint_tasks = ("token_classification",)
+    uses_pooler = False
 
     def __init__(self, encoder: BertEncoder, label_names: Sequence[str], preprocessor=None,
                  dropout: float = 0.1, window_stride: int | None = None, **kwargs):
@@ -96,6 +102,21 @@ class BertTokenClassifier(BertTask):
         if window_stride is not None and window_stride < 1:
             raise ValueError(f"window_stride must be at least 1, got {window_stride}")
         self.window_stride = window_stride
+
+    def checkpoint_head(self) -> Head:
+        """BertForTokenClassification's head: a tag's logit at every position."""
+        return Head("token_classification", "a BertTokenClassifier",
+                    num_labels=len(self.label_names), label_names=self.label_names,
+                    layer=self.head.dense)
+
+    @classmethod
+    def head_arguments_of(cls, head: Head) -> dict[str, Any]:
+        """A checkpoint's tagger fixes the tags (``id2label``; LABEL_0... where it names none)."""
+        names = head.label_names or [f"LABEL_{i}" for i in range(head.num_labels)]
+        if not head.label_names:
+            logger.warning("%s names no tags (id2label); the tags are called %s", head.source,
+                           ", ".join(names))
+        return {"label_names": names}
 
     @property
     def seq_length(self) -> int:

@@ -11,6 +11,7 @@ import keras
 from keras_bert.tasks.squad.reader import SquadExample
 from keras_bert.tasks.squad.answers import postprocess_squad
 from keras_bert.tasks.squad.features import make_squad_features, stack_features
+from keras_bert.checkpoints.heads import Head
 from keras_bert.layers.task_heads import PADDING_LOGIT, SpanHead
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization.packing import INPUT_NAMES
@@ -57,6 +58,8 @@ class BertQuestionAnswerer(BertTask):
     """
 
     default_seq_length = 384  # from_pretrained's, as Google's run_squad.py
+    checkpoint_tasks = ("question_answering",)
+    uses_pooler = False
     sequence_padding = {"start_logits": PADDING_LOGIT, "end_logits": PADDING_LOGIT}
 
     def __init__(self, encoder: BertEncoder, preprocessor=None, doc_stride: int = 128,
@@ -95,6 +98,10 @@ class BertQuestionAnswerer(BertTask):
         """The windows of ``examples`` (see ``keras_bert.tasks.squad.features``)."""
         return make_squad_features(examples, self.tokenizer, self.seq_length, self.doc_stride,
                                    self.max_query_length)
+
+    def checkpoint_head(self) -> Head:
+        """run_squad.py's and BertForQuestionAnswering's span head: start and end logits."""
+        return Head("question_answering", "a BertQuestionAnswerer", layer=self.head.dense)
 
     def to_arrays(self, x, y=None):
         """Questions as packed windows of their contexts (see ``BertTask.to_arrays``).

@@ -1,0 +1,168 @@
+"""``BertTask.from_pretrained``: a task model from any checkpoint (``checkpoints.reading``), with
+the checkpoint's head when it holds one for the task, or the task model saved there as it is.
+
+A head for the class's task (``checkpoint_tasks``) gives the constructor its sizes and names
+(``head_arguments``: a Hugging Face classifier's ``num_labels``, ``id2label`` and
+``problem_type``, a tagger's tags, a sentence-transformers pooling) and its weights; an argument
+that disagrees with it is a ValueError naming both. A checkpoint without a head for the task
+gives a fresh head, and one log line says so and names any head it found.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+from typing import Any
+
+from keras_bert import fileio
+from keras_bert.checkpoints.heads import Head
+from keras_bert.checkpoints.names import (POOLERLESS_TASKS, encoder_weight_names, is_pooler,
+                                          task_head_weight_names)
+from keras_bert.checkpoints.reading import assign_weights, read_checkpoint, unused_keys
+from keras_bert.models.encoder import BertEncoder, encoder_of_saved
+from keras_bert.tokenization.preprocessor import BertPreprocessor
+from keras_bert.tokenization.tokenizer import BertTokenizer
+
+logger = logging.getLogger(__name__)
+
+_ABSENT = object()
+
+
+def load_task_model(cls, path: fileio.PathLike, asked: dict[str, Any], dtype=None):
+    """``cls`` (a BertTask subclass) from the checkpoint at ``path``.
+
+    Args:
+        cls: the task model class.
+        path: the checkpoint.
+        asked: ``from_pretrained``'s arguments by name (None asks for nothing): the class's
+            ``head_arguments``, ``seq_length``, ``lower_case`` and any constructor argument.
+        dtype: the encoder's dtype policy (a checkpoint's weights only).
+    """
+    path = os.fspath(path)
+    checkpoint = read_checkpoint(path)
+    saved = checkpoint.model
+    if isinstance(saved, cls):
+        return keep_saved(saved, path, asked)
+    head = checkpoint.head
+    taken = head is not None and head.task in cls.checkpoint_tasks
+    arguments = {name: value for name, value in asked.items()
+                 if name not in ("seq_length", "lower_case") and value is not None}
+    if taken:
+        arguments = merge_head_arguments(cls, head, arguments, path)
+    elif head is not None:
+        logger.info("%s holds %s; the %s takes its encoder and a new head", path,
+                    head.describe(), cls.__name__)
+    else:
+        logger.info("%s holds no head for a %s; it starts with a new one", path, cls.__name__)
+    required = inspect.signature(cls.__init__).parameters
+    for name in cls.head_arguments:
+        if name not in arguments and required[name].default is inspect.Parameter.empty:
+            raise ValueError(f"{name} is required for a new {cls.__name__} ({path!r} holds no "
+                             f"head to take it from)")
+    encoder = (encoder_of_saved(checkpoint, dtype) if saved is not None
+               else BertEncoder.from_bert_config(checkpoint.config, dtype=dtype))
+    preprocessor = _preprocessor(cls, checkpoint, getattr(saved, "preprocessor", None),
+                                 asked.get("seq_length") or cls.default_seq_length,
+                                 asked.get("lower_case"))
+    model = cls(encoder, preprocessor=preprocessor, **arguments)
+    if saved is None:
+        weights = encoder_weight_names(encoder)
+        layer = model.checkpoint_head().layer if taken else None
+        if layer is not None:
+            weights += task_head_weight_names(head.task, layer)
+        pooler_optional = (not model.uses_pooler
+                           or (head is not None and head.task in POOLERLESS_TASKS))
+        assign_weights(weights, checkpoint, cls.__name__,
+                       optional=is_pooler if pooler_optional else lambda weight: False)
+        if head is None:
+            unused = unused_keys(checkpoint, weights)
+            if unused:
+                logger.warning("%s: %d variables not used by the %s: %s", path, len(unused),
+                               cls.__name__, ", ".join(unused[:20]) +
+                               (" ..." if len(unused) > 20 else ""))
+    return model
+
+
+def merge_head_arguments(cls, head: Head, asked: dict[str, Any], path: str) -> dict[str, Any]:
+    """``asked`` with the arguments ``cls.head_arguments_of(head)`` gives; ValueError naming an
+    asked argument that disagrees with the checkpoint's head."""
+    found = cls.head_arguments_of(head)
+    for name, value in list(found.items()):
+        given = asked.get(name)
+        if given is None or _comparable(given) == _comparable(value):
+            continue
+        if name in cls.overridable_head_arguments:
+            logger.info("%s holds %s; the %s takes %s=%r instead", path, head.describe(),
+                        cls.__name__, name, given)
+            del found[name]
+        else:
+            raise ValueError(
+                f"{path!r} holds {head.describe()}, but the {cls.__name__} was asked for "
+                f"{name}={given!r} (the checkpoint's: {value!r}); leave {name} out to take "
+                f"the checkpoint's head, or build a new one on its encoder "
+                f"({cls.__name__}(BertEncoder.from_pretrained(path), ...))")
+    return {**asked, **found}
+
+
+def _preprocessor(cls, checkpoint, saved_preprocessor, seq_length: int,
+                  lower_case: bool | None):
+    """The saved model's preprocessor, or one from the checkpoint's vocabulary, with
+    ``seq_length`` and (when given) ``lower_case``; None, with a warning, without a
+    vocabulary."""
+    preprocessor = saved_preprocessor
+    if preprocessor is None and checkpoint.vocabulary is not None:
+        preprocessor = BertPreprocessor(
+            vocabulary=checkpoint.vocabulary, seq_length=seq_length,
+            lower_case=checkpoint.lower_case if lower_case is None else lower_case)
+    if preprocessor is None:
+        logger.warning("%s has no vocabulary (vocab.txt or tokenizer.json); the %s takes packed "
+                       "ids only (pass preprocessor=BertPreprocessor(vocab_file, ...) for raw "
+                       "text)", checkpoint.path, cls.__name__)
+        return None
+    if lower_case is not None and lower_case != preprocessor.lower_case:
+        preprocessor = BertPreprocessor(vocabulary=list(preprocessor.vocabulary),
+                                        lower_case=lower_case, seq_length=seq_length)
+    if preprocessor.seq_length != seq_length:
+        preprocessor = preprocessor.with_seq_length(seq_length)
+    return preprocessor
+
+
+def tokenizer_of(preprocessor, owner: str) -> BertTokenizer:
+    """The pure-Python tokenizer with the preprocessor's vocabulary and casing (for word and
+    character alignment, which needs offsets)."""
+    if preprocessor is None:
+        raise ValueError(f"{owner} has no preprocessor, so it cannot tokenize raw text; build it "
+                         f"with from_pretrained(...) or pass preprocessor=BertPreprocessor(...)")
+    return BertTokenizer(vocabulary=list(preprocessor.vocabulary),
+                         lower_case=preprocessor.lower_case)
+
+
+def keep_saved(saved, path: str, asked: dict[str, Any]):
+    """``saved`` (the task model saved at ``path``), which ``from_pretrained`` returns as it is,
+    or ValueError naming each argument that asks for something else (None asks for nothing).
+    ``seq_length`` and ``lower_case`` are the preprocessor's; the class may check more
+    (``check_saved_arguments``)."""
+    asked = saved.check_saved_arguments(path, dict(asked))
+    preprocessor = getattr(saved, "preprocessor", None)
+    current_of = {"seq_length": getattr(preprocessor, "seq_length", None),
+                  "lower_case": getattr(preprocessor, "lower_case", None)}
+    wrong = []
+    for name, value in asked.items():
+        if value is None:
+            continue
+        current = current_of[name] if name in current_of else getattr(saved, name, _ABSENT)
+        if current is _ABSENT:
+            wrong.append(f"{name}={value!r} (a setting of a new model)")
+        elif _comparable(current) != _comparable(value):
+            wrong.append(f"{name}={value!r} (the saved model has {current!r})")
+    if wrong:
+        raise ValueError(f"{path!r} holds a saved {type(saved).__name__}, which from_pretrained "
+                         f"loads as it is, but was asked for {', '.join(wrong)}; to change it, "
+                         f"build a new model on its encoder ({type(saved).__name__}(model.encoder,"
+                         f" ...))")
+    return saved
+
+
+def _comparable(value):
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else value

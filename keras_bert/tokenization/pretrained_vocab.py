@@ -1,0 +1,109 @@
+"""The vocabulary and casing of a pretrained checkpoint folder: Google's ``vocab.txt``, or the
+``tokenizer.json`` that transformers 5 saves instead (pure Python, no TensorFlow).
+
+Example:
+>>> import tempfile
+>>> folder = tempfile.mkdtemp(prefix="uncased_tiny-")
+>>> _ = open(folder + "/vocab.txt", "w").write("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\nhello\\n")
+>>> read_pretrained_vocabulary(folder)
+(['[PAD]', '[UNK]', '[CLS]', '[SEP]', 'hello'], True)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+from keras_bert import fileio
+from keras_bert.fileio import join
+from keras_bert.tokenization import vocab as vocab_lib
+from keras_bert.tokenization.hf_tokenizer_files import (TOKENIZER_CONFIG_NAME,
+                                                        TOKENIZER_JSON_NAME, read_tokenizer_json)
+
+logger = logging.getLogger(__name__)
+
+CONFIG_NAMES = (TOKENIZER_CONFIG_NAME, "config.json")  # where a folder may state its casing
+
+
+def has_pretrained_vocabulary(path: fileio.PathLike) -> bool:
+    """Whether ``path`` is a vocab file or a folder with ``vocab.txt`` or ``tokenizer.json``."""
+    path = os.fspath(path)
+    if not fileio.isdir(path):
+        return fileio.exists(path)
+    return any(fileio.exists(join(path, name))
+               for name in (vocab_lib.VOCAB_FILENAME, TOKENIZER_JSON_NAME))
+
+
+def read_pretrained_vocabulary(path: fileio.PathLike) -> tuple[list[str], bool]:
+    """The tokens (id order) and casing of a checkpoint folder or of a vocab file.
+
+    The tokens come from ``vocab.txt``, else from ``tokenizer.json`` (a WordPiece tokenizer as
+    transformers saves it). The casing comes from the first of these that states it:
+    ``tokenizer_config.json``'s ``do_lower_case`` (Hugging Face), the tokenizer.json
+    normalizer's ``lowercase``, ``config.json``'s ``do_lower_case``, the folder's name as
+    Google names its checkpoints (``uncased_L-12_H-768_A-12``, ``cased_L-12_...``), then the
+    tokens themselves (a vocabulary of at least MIN_WORDS_TO_TELL words is cased when more than
+    1% of them have an upper-case letter); otherwise uncased, with a warning.
+
+    Args:
+        path: a folder (local or gs://) or a vocab file.
+
+    Raises:
+        FileNotFoundError: nothing there, or a folder with neither file (naming both).
+        ValueError: an unreadable vocabulary (naming the file and the line or field).
+    """
+    path = os.fspath(path)
+    if not fileio.exists(path):
+        raise FileNotFoundError(f"'{path}' does not exist; pass a Google or Hugging Face "
+                                f"checkpoint directory or a vocab file")
+    directory = path if fileio.isdir(path) else (os.path.dirname(path) or ".")
+    stated = None
+    if not fileio.isdir(path):
+        tokens = vocab_lib.read_vocab_tokens(path)
+    elif fileio.exists(join(path, vocab_lib.VOCAB_FILENAME)):
+        tokens = vocab_lib.read_vocab_tokens(join(path, vocab_lib.VOCAB_FILENAME))
+    elif fileio.exists(join(path, TOKENIZER_JSON_NAME)):
+        tokens, stated = read_tokenizer_json(join(path, TOKENIZER_JSON_NAME))
+    else:
+        raise FileNotFoundError(
+            f"no {vocab_lib.VOCAB_FILENAME} or {TOKENIZER_JSON_NAME} in '{path}': the checkpoint "
+            f"has no vocabulary for raw text; pass a vocab file")
+    vocab_lib.validate_vocab(tokens, source=path)
+    return tokens, _casing(directory, path, stated, tokens)
+
+
+MIN_WORDS_TO_TELL = 100  # words (non-special tokens) a vocabulary needs to show its casing
+
+
+def _casing(directory: str, path: str, from_tokenizer_json: bool | None,
+            tokens: list[str]) -> bool:
+    stated = _stated(join(directory, TOKENIZER_CONFIG_NAME))
+    for value in (stated, from_tokenizer_json, _stated(join(directory, "config.json"))):
+        if value is not None:
+            return value
+    base = os.path.basename(os.path.normpath(directory)).lower()
+    if "uncased" in base:
+        return True
+    if "cased" in base:
+        return False
+    words = [t for t in tokens if not (t.startswith("[") and t.endswith("]"))]
+    if len(words) >= MIN_WORDS_TO_TELL:
+        return sum(any(c.isupper() for c in t) for t in words) <= 0.01 * len(words)
+    logger.warning("Could not tell the casing of '%s' (no do_lower_case in tokenizer_config.json "
+                   "or config.json, no lowercase in tokenizer.json, no 'cased'/'uncased' in its "
+                   "name); assuming uncased. Choose with lower_case= in Python, --do_lower_case "
+                   "/ --no_do_lower_case on the command line.", path)
+    return True
+
+
+def _stated(config_path: str) -> bool | None:
+    """``do_lower_case`` of a JSON config file, when it is there and a bool."""
+    if not fileio.exists(config_path):
+        return None
+    with fileio.open_file(config_path) as f:
+        try:
+            value = json.load(f).get("do_lower_case")
+        except (ValueError, AttributeError):
+            return None
+    return value if isinstance(value, bool) else None
