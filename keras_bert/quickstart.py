@@ -285,8 +285,7 @@ def _minilm_path(quiet: bool = False) -> str | None:
 # ---------------------------------------------------------------------------------- command line
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
-        "quickstart", help="run the whole path (vocab, data, pretraining, fine-tuning, export, "
-                           "serving) in a few minutes",
+        "quickstart",
         description=__doc__.splitlines()[0])
     defaults = QuickstartOptions()
     parser.add_argument("--output_dir", default=defaults.output_dir,

@@ -11,7 +11,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "keras_bert"
 
 # Lowest first. A module is placed by its longest matching prefix.
 LAYERS = [
-    ("keras_bert.errors", "keras_bert.fileio", "keras_bert.io_utils", "keras_bert.config"),
+    ("keras_bert.errors", "keras_bert.fileio", "keras_bert.io_utils", "keras_bert.config",
+     "keras_bert.lazy"),
     ("keras_bert.tokenization",),
     ("keras_bert.pretraining_data",),
     ("keras_bert.checkpoints",),

@@ -12,7 +12,6 @@ import numpy as np
 from keras_bert.tasks.base import CommonOptions, Task, collected_label_names, require_vocabulary
 from keras_bert.tasks.classification import glue, jsonl
 from keras_bert.tasks.classification.metrics import classification_scores, regression_scores
-from keras_bert.tasks.classification.model import BertClassifier
 
 
 def _name_list(text: str) -> list[str]:
@@ -107,6 +106,7 @@ class ClassificationTask(Task):
 
     def build_model(self, init_checkpoint: str, labels, train_examples,
                     options: ClassificationOptions, lower_case: bool | None = None):
+        from keras_bert.tasks.classification.model import BertClassifier
         num_classes = 1 if self.regression else len(labels)
         model = BertClassifier.from_pretrained(
             init_checkpoint, num_classes, options.seq_length, label_names=labels,
