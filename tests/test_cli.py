@@ -160,16 +160,53 @@ def test_the_casing_warning_names_the_command_line_flag(tmp_path, caplog):
     assert "--do_lower_case / --no_do_lower_case" in caplog.text
 
 
-@pytest.mark.slow
-def test_the_cli_is_quiet_by_default_and_verbose_with_v(minilm_dir):
-    start_up = ("I0000", "cuInit", "oneDNN", "absl::InitializeLog", "cpu_feature_guard")
-    quiet = _run(["info", minilm_dir])
+# What TensorFlow writes to stderr as it starts (C++ lines before its log level applies).
+START_UP = ("I0000", "cuInit", "oneDNN", "absl::InitializeLog", "cpu_feature_guard",
+            "This TensorFlow binary is optimized")
+
+
+def test_the_cli_is_quiet_by_default_and_verbose_with_v():
+    help_run = _run(["--help"])
+    assert help_run.returncode == 0 and help_run.stderr == "", help_run.stderr
+    assert "finetune" in help_run.stdout
+    quiet = _run(["info", "L-2_H-128_A-2"])  # a preset: builds the model, so TensorFlow starts
     assert quiet.returncode == 0, quiet.stderr[-2000:]
-    assert "parameters" in quiet.stdout.lower() or "hidden_size" in quiet.stdout
-    assert not [m for m in start_up if m in quiet.stderr], quiet.stderr
-    loud = _run(["info", minilm_dir, "-v"])  # -v after the subcommand works too
+    assert "hidden_size: 128" in quiet.stdout
+    assert quiet.stderr == "", quiet.stderr
+    loud = _run(["info", "L-2_H-128_A-2", "-v"])  # -v after the subcommand works too
     assert loud.returncode == 0, loud.stderr[-2000:]
-    assert [m for m in start_up if m in loud.stderr], "-v shows TensorFlow's start-up lines"
+    assert [m for m in START_UP if m in loud.stderr], "-v shows TensorFlow's start-up lines"
+    failing = _run(["info", "no-such-checkpoint"])
+    assert failing.returncode == 2
+    assert failing.stderr.count("\n") == 1 and failing.stderr.startswith(
+        "keras-bert info: error: "), failing.stderr
+
+
+# keras_bert/checkpoints/__init__.py imports its loader, which imports TensorFlow.
+CHECKPOINTS_PACKAGE_LOADS_TENSORFLOW = pytest.mark.xfail(
+    strict=True, reason="importing keras_bert.checkpoints.cli loads TensorFlow")
+
+
+@pytest.mark.parametrize("command", [
+    None, *[pytest.param(name, marks=CHECKPOINTS_PACKAGE_LOADS_TENSORFLOW)
+            if cli.COMMANDS[name].module == "keras_bert.checkpoints.cli" else name
+            for name in cli.COMMANDS]])
+def test_help_loads_no_tensorflow(command):
+    """`keras-bert --help` and `keras-bert COMMAND --help` answer in a fraction of a second: they
+    import neither TensorFlow nor Keras."""
+    argv = ["--help"] if command is None else [command, "--help"]
+    result = subprocess.run(
+        [sys.executable, "-c", "import sys\nfrom keras_bert import cli\ntry:\n"
+                               f"    cli.main({argv!r})\nexcept SystemExit as e:\n"
+                               "    assert e.code == 0, e.code\n"
+                               "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+                               "('tensorflow', 'keras')))"],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+        env={**os.environ, "PYTHONPATH": REPO})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith(f"usage: keras-bert{'' if command is None else ' ' + command}")
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+    assert result.stderr == ""
 
 
 @pytest.mark.slow
