@@ -182,6 +182,24 @@ def test_the_cli_is_quiet_by_default_and_verbose_with_v():
         "keras-bert info: error: "), failing.stderr
 
 
+@pytest.mark.parametrize("quiet", [True, False], ids=["quiet", "verbose"])
+def test_tensorflow_and_keras_warnings_show_only_with_v(quiet):
+    """What cli.main does before TensorFlow loads (unless -v) hides Keras' Python warnings and
+    TensorFlow's logged warnings; our own logs keep their level."""
+    code = ("import logging, sys\nfrom keras_bert import cli\n"
+            + ("cli.quiet_tensorflow()\n" if quiet else "")
+            + "import keras, tensorflow as tf\n"
+              "keras.layers.Dense(2, input_shape=(3,))\n"  # Keras: prefer an Input object
+              "tf.get_logger().warning('TensorFlow says careful')\n"
+              "logging.getLogger('keras_bert.training').warning('we say careful')\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=REPO, timeout=300, env={**os.environ, "PYTHONPATH": REPO})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert ("input_shape" in result.stderr) is not quiet, result.stderr[-2000:]
+    assert ("TensorFlow says careful" in result.stderr) is not quiet, result.stderr[-2000:]
+    assert "we say careful" in result.stderr
+
+
 # keras_bert/checkpoints/__init__.py imports its loader, which imports TensorFlow.
 CHECKPOINTS_PACKAGE_LOADS_TENSORFLOW = pytest.mark.xfail(
     strict=True, reason="importing keras_bert.checkpoints.cli loads TensorFlow")
