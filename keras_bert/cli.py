@@ -62,8 +62,9 @@ COMMANDS = {
 VERBOSE_FLAGS = ("-v", "--verbose")
 # Commands that never import TensorFlow.
 TENSORFLOW_FREE = ("pretraining-data",)
-# Where Python warnings come from that are TensorFlow's and Keras' internals to our users.
-TENSORFLOW_MODULES = r"(tensorflow|keras|absl|tf_keras)"
+# The modules whose Python warnings are TensorFlow's and Keras' internals to our users (tensorflow,
+# tensorflow_text, keras, absl... but not keras_bert).
+TENSORFLOW_MODULES = r"(tensorflow\w*|keras|tf_keras|absl)(\.|$)"
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -191,13 +191,16 @@ def test_tensorflow_and_keras_warnings_show_only_with_v(quiet):
             + "import keras, tensorflow as tf\n"
               "keras.layers.Dense(2, input_shape=(3,))\n"  # Keras: prefer an Input object
               "tf.get_logger().warning('TensorFlow says careful')\n"
-              "logging.getLogger('keras_bert.training').warning('we say careful')\n")
+              "logging.getLogger('keras_bert.training').warning('we say careful')\n"
+              "import warnings\n"
+              "warnings.warn_explicit('we warn too', UserWarning, 'run.py', 1, "
+              "module='keras_bert.training.finetune')\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             cwd=REPO, timeout=300, env={**os.environ, "PYTHONPATH": REPO})
     assert result.returncode == 0, result.stderr[-2000:]
     assert ("input_shape" in result.stderr) is not quiet, result.stderr[-2000:]
     assert ("TensorFlow says careful" in result.stderr) is not quiet, result.stderr[-2000:]
-    assert "we say careful" in result.stderr
+    assert "we say careful" in result.stderr and "we warn too" in result.stderr
 
 
 # keras_bert/checkpoints/__init__.py imports its loader, which imports TensorFlow.
