@@ -1,64 +1,89 @@
 """The `keras-bert` command: thin wrappers that parse flags, call the library and report.
 
 Each subcommand lives in the module that owns its work and registers itself through an
-``add_parser(subparsers)`` function listed in COMMANDS; ``main`` dispatches to the ``run``
-callable the parser stores in ``args.run``.
+``add_parser(subparsers)`` function; COMMANDS names that module and the line `keras-bert --help`
+lists the command with. ``main`` dispatches to the ``run`` callable the parser stores in
+``args.run``. Parsing imports no TensorFlow: `keras-bert --help` imports no command's module,
+`keras-bert COMMAND --help` only that command's, and those load TensorFlow when they run.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import importlib
 import logging
 import os
 import sys
 import tempfile
+import warnings
 
 from keras_bert.fileio import OutputExistsError
 
-# subcommand -> the module that adds its subparser (an ``add_parser(subparsers)`` function). With
-# a known subcommand first on the command line, only its module is imported: `keras-bert
-# pretraining-data` never loads TensorFlow.
-COMMAND_MODULES = {
-    "vocab": "keras_bert.tokenization.cli",
-    "pretraining-data": "keras_bert.pretraining_data.cli",
-    "pretrain": "keras_bert.pretraining.cli",
-    "finetune": "keras_bert.training.finetune_cli",
-    "extract-features": "keras_bert.tasks.embedding.cli",
-    "convert": "keras_bert.checkpoints.cli", "info": "keras_bert.checkpoints.cli",
-    "export": "keras_bert.export.cli", "predict": "keras_bert.export.cli",
-    "quickstart": "keras_bert.quickstart",
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """A subcommand: the module whose ``add_parser(subparsers)`` adds its parser, and its line
+    in `keras-bert --help`."""
+    module: str
+    summary: str
+
+
+SERVE = "serve"  # runs keras_bert.serving.server's main with the rest of the command line
+# In the order `keras-bert --help` lists them.
+COMMANDS = {
+    "vocab": Command("keras_bert.tokenization.cli",
+                     "learn a WordPiece vocabulary from text files"),
+    "pretraining-data": Command("keras_bert.pretraining_data.cli",
+                                "write pretraining TFRecords (masked LM + next sentence) from "
+                                "text, as google-research/bert does"),
+    "pretrain": Command("keras_bert.pretraining.cli",
+                        "pretrain BERT (masked LM + next sentence) on pretraining TFRecords"),
+    "finetune": Command("keras_bert.training.finetune_cli",
+                        "fine-tune a pretrained BERT on a task and keep the best model"),
+    "extract-features": Command("keras_bert.tasks.embedding.cli",
+                                "write per-token layer outputs as extract_features.py does"),
+    "convert": Command("keras_bert.checkpoints.cli",
+                       "convert a checkpoint between Google TF1, Hugging Face and keras-bert"),
+    "info": Command("keras_bert.checkpoints.cli",
+                    "print a checkpoint's config, parameter count and variables"),
+    "export": Command("keras_bert.export.cli",
+                      "export a checkpoint as a SavedModel version for TF Serving"),
+    "predict": Command("keras_bert.export.cli",
+                       "send text to a served model (TF Serving or serving/) and print outputs"),
+    "quickstart": Command("keras_bert.quickstart",
+                          "run the whole path (vocab, data, pretraining, fine-tuning, export, "
+                          "serving) in a few minutes"),
+    SERVE: Command("keras_bert.serving.server",
+                   "run the local model server (TF Serving's gRPC and REST APIs; "
+                   "tensorflow_model_server's flags, see `keras-bert serve --help`)"),
 }
-# Each module once, in the order --help lists them.
-COMMANDS = tuple(dict.fromkeys(COMMAND_MODULES.values()))
+VERBOSE_FLAGS = ("-v", "--verbose")
+# Commands that never import TensorFlow.
+TENSORFLOW_FREE = ("pretraining-data",)
+# The modules whose Python warnings are TensorFlow's and Keras' internals to our users (tensorflow,
+# tensorflow_text, keras, absl... but not keras_bert).
+TENSORFLOW_MODULES = r"(tensorflow\w*|keras|tf_keras|absl)(\.|$)"
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The `keras-bert` parser: all subcommands, or only `command`'s module's."""
+    """The `keras-bert` parser: with ``command``, its module's full parser; without, every
+    command by name and summary (what `keras-bert --help` lists), importing none of them."""
     parser = argparse.ArgumentParser(
         prog="keras-bert",
         description="BERT for TensorFlow / Keras 3: tokenization, pretraining data, pretraining, "
                     "fine-tuning, checkpoint conversion, export and serving.")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="log at DEBUG level and show TensorFlow's start-up and internal "
-                             "logs (anywhere on the command line)")
+                             "logs and warnings (anywhere on the command line)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    modules = [COMMAND_MODULES[command]] if command in COMMAND_MODULES else COMMANDS
-    for module_name in modules:
-        importlib.import_module(module_name).add_parser(subparsers)
-    if command is None:
-        subparsers.add_parser(SERVE, add_help=False,
-                              help="run the local model server (TF Serving's gRPC and REST APIs; "
-                                   "tensorflow_model_server's flags, see `keras-bert serve "
-                                   "--help`)")
+    if command in COMMANDS and command != SERVE:
+        importlib.import_module(COMMANDS[command].module).add_parser(subparsers)
+    else:
+        for name, entry in COMMANDS.items():
+            subparsers.add_parser(name, add_help=False, help=entry.summary)
     return parser
-
-
-SERVE = "serve"  # runs keras_bert.serving.server's main with the rest of the command line
-VERBOSE_FLAGS = ("-v", "--verbose")
-# Commands that never import TensorFlow.
-TENSORFLOW_FREE = ("pretraining-data",)
 
 
 @contextlib.contextmanager
@@ -81,57 +106,58 @@ def _stderr_captured():
             os.close(saved)
 
 
+def quiet_tensorflow() -> None:
+    """Before TensorFlow loads: its C++ logs at ERROR only (TF_CPP_MIN_LOG_LEVEL=2, unless the
+    user set it), its and absl's Python loggers at ERROR, and no Python warnings from
+    TensorFlow, Keras or absl. ``keras-bert -v`` skips this and shows everything."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    for name in ("tensorflow", "absl"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", module=TENSORFLOW_MODULES)
+
+
 def start_tensorflow_quietly() -> None:
     """Imports TensorFlow and initialises its devices without the start-up lines it writes from
-    C++ (the oneDNN notice, CUDA stub and CPU-feature lines, and the cuInit error on machines
-    without a GPU), and routes its Python logs through the root logger once, at WARNING.
-    ``keras-bert -v`` skips this and shows everything."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    C++ before its log level applies (the oneDNN notice, CUDA stub and CPU-feature lines, and
+    the cuInit error on machines without a GPU), and leaves its Python logs to the root
+    logger's handler, each line printed once."""
     with _stderr_captured():
         import tensorflow as tf
         tf.config.list_physical_devices()
-    quiet_python_logs()
-
-
-def quiet_python_logs(level: int = logging.WARNING) -> None:
-    """TensorFlow's and absl's Python loggers at ``level`` (their INFO lines, such as renamed
-    function inputs and "Assets written to", are internals), each line printed once."""
-    for name in ("tensorflow", "absl"):
-        logging.getLogger(name).setLevel(level)
     tf_logger = logging.getLogger("tensorflow")
     for handler in list(tf_logger.handlers):  # TF's own handler duplicates the root's lines
         tf_logger.removeHandler(handler)
 
 
-def _subcommand(argv: list[str]) -> str | None:
-    """The subcommand named on the command line (after the global -v), if any."""
-    for arg in argv:
-        if arg in VERBOSE_FLAGS:
-            continue
-        return arg if arg in COMMAND_MODULES or arg == SERVE else None
-    return None
+def _serve(argv: list[str], verbose: bool) -> int:
+    """`keras-bert serve`: tensorflow_model_server's flags, parsed before TensorFlow loads."""
+    from keras_bert.serving.flags import build_flag_parser
+    prog = f"keras-bert {SERVE}"
+    build_flag_parser(prog).parse_args(argv)  # --help and flag errors exit here
+    if not verbose:
+        start_tensorflow_quietly()
+    from keras_bert.serving.server import main as serve
+    return serve(argv, prog=prog)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    command = _subcommand(argv)
     # -v anywhere on the line (before or after the subcommand) shows everything.
     verbose = any(arg in VERBOSE_FLAGS for arg in argv)
-    if not verbose and command not in TENSORFLOW_FREE and "--help" not in argv \
-            and "-h" not in argv:
-        start_tensorflow_quietly()
+    argv = [arg for arg in argv if arg not in VERBOSE_FLAGS]
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    if not verbose:
+        quiet_tensorflow()
     if command == SERVE:
-        from keras_bert.serving.server import main as serve
-        rest = argv[argv.index(SERVE) + 1:]
-        return serve([a for a in rest if a not in VERBOSE_FLAGS], prog="keras-bert serve")
-    if verbose:
-        argv = [a for a in argv if a not in VERBOSE_FLAGS]
-    parser = build_parser(command)
-    args = parser.parse_args(argv)
+        return _serve(argv[1:], verbose)
+    # A command module that loads TensorFlow as it is imported writes its start-up lines here.
+    with contextlib.nullcontext() if verbose else _stderr_captured():
+        parser = build_parser(command)
+    args = parser.parse_args(argv)  # --help and flag errors exit here, before TensorFlow loads
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if not verbose:
-        quiet_python_logs()
+    if not verbose and command not in TENSORFLOW_FREE:
+        start_tensorflow_quietly()
     try:
         return int(args.run(args) or 0)
     except OutputExistsError as e:

@@ -285,8 +285,7 @@ def _minilm_path(quiet: bool = False) -> str | None:
 # ---------------------------------------------------------------------------------- command line
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
-        "quickstart", help="run the whole path (vocab, data, pretraining, fine-tuning, export, "
-                           "serving) in a few minutes",
+        "quickstart",
         description=__doc__.splitlines()[0])
     defaults = QuickstartOptions()
     parser.add_argument("--output_dir", default=defaults.output_dir,
@@ -320,23 +319,45 @@ def run_command(args) -> int:
     return 0
 
 
+def keras_bert_command() -> str:
+    """How to run ``keras-bert`` from the user's shell as this process was run: ``keras-bert``
+    where that is the script beside this interpreter on PATH (an activated virtual
+    environment), else that script's path (relative to the working directory when under it,
+    such as ``.venv/bin/keras-bert``), else ``python -m keras_bert.cli`` with this interpreter
+    (a checkout without the package installed). Quoted for the shell."""
+    script = os.path.join(os.path.dirname(sys.executable), "keras-bert")
+    if not os.path.isfile(script):
+        return f"{shlex.quote(sys.executable)} -m keras_bert.cli"
+    on_path = shutil.which("keras-bert")
+    if on_path and os.path.samefile(on_path, script):
+        return "keras-bert"
+    relative = os.path.relpath(script)
+    if relative.startswith(os.pardir):
+        return shlex.quote(os.path.abspath(script))
+    return shlex.quote(relative if os.sep in relative else os.path.join(os.curdir, relative))
+
+
 def next_steps(options: QuickstartOptions) -> list[tuple[str, str]]:
-    """(command, what it does) for after the quickstart, with this run's paths."""
+    """(command, what it does) for after the quickstart, with this run's paths; each runs as
+    printed from the shell the quickstart ran in (see ``keras_bert_command``)."""
+    keras_bert = keras_bert_command()
     out = os.path.abspath(options.output_dir)
     export_base = shlex.quote(os.path.join(out, "export"))
     classifier = shlex.quote(os.path.join(out, "classifier.keras"))
     init = shlex.quote(options.init_checkpoint or _minilm_path(quiet=True)
                        or os.path.join(out, "pretraining", "export", "google"))
     return [
-        (f"keras-bert serve --model_name sentiment --model_base_path {export_base}/sentiment "
+        (f"{keras_bert} serve --model_name sentiment --model_base_path {export_base}/sentiment "
          f"--port 8500 --rest_api_port 8501",
          "serve the exported classifier (TF Serving's gRPC and REST APIs; stop with Ctrl-C)"),
-        ('keras-bert predict --server localhost:8500 --model sentiment "What a great film!"',
+        (f'{keras_bert} predict --server localhost:8500 --model sentiment "What a great film!"',
          "ask it, from another terminal (--protocol rest --server localhost:8501 for REST)"),
-        (f"keras-bert export {classifier} {export_base} --model_name sentiment",
+        (f"{keras_bert} export {classifier} {export_base} --model_name sentiment",
          "export the saved classifier again as version 2 (TF Serving picks it up)"),
-        (f"keras-bert finetune --task classification --init_checkpoint {init} "
-         f"--train_file train.tsv --dev_file dev.tsv --output_dir my-classifier",
-         "fine-tune on your own data: a TSV with a header and text, label (and text_pair) "
-         "columns; the best model lands in my-classifier/best_model"),
+        (f"{keras_bert} finetune --task classification --init_checkpoint {init} "
+         f"--train_file train.csv --dev_file dev.csv --text_column text --label_column label "
+         f"--output_dir my-classifier",
+         "fine-tune on your own data: a CSV (or TSV) whose header names the text and label "
+         "columns (--text_pair_column for pairs); the best model lands in "
+         "my-classifier/best_model"),
     ]

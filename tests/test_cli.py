@@ -16,10 +16,16 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KERAS_BERT = [sys.executable, "-m", "keras_bert.cli"]
 
 
-def _subparsers() -> dict[str, argparse.ArgumentParser]:
-    parser = cli.build_parser()
+def _choices(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return dict(action.choices)
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    """Each command's full parser (serve's is the model server's own)."""
+    from keras_bert.serving.flags import build_flag_parser
+    return {name: _choices(cli.build_parser(name))[name] for name in cli.COMMANDS
+            if name != cli.SERVE} | {cli.SERVE: build_flag_parser()}
 
 
 def _run(args, **kwargs) -> subprocess.CompletedProcess:
@@ -27,13 +33,21 @@ def _run(args, **kwargs) -> subprocess.CompletedProcess:
                           timeout=300, env={**os.environ, "PYTHONPATH": REPO}, **kwargs)
 
 
-def test_the_two_command_tables_cannot_disagree():
-    assert set(cli.COMMANDS) == set(cli.COMMAND_MODULES.values())
-    assert set(_subparsers()) == set(cli.COMMAND_MODULES) | {cli.SERVE}
+def test_the_command_table_and_the_modules_cannot_disagree():
+    """`keras-bert --help` lists COMMANDS, and each command's module adds the commands the table
+    gives it, no more."""
+    listed = _choices(cli.build_parser())
+    assert list(listed) == list(cli.COMMANDS)
+    help_text = " ".join(cli.build_parser().format_help().split())
+    for name, command in cli.COMMANDS.items():
+        assert f"{name} {' '.join(command.summary.split())}" in help_text
+        if name != cli.SERVE:
+            assert set(_choices(cli.build_parser(name))) == {
+                other for other, entry in cli.COMMANDS.items() if entry.module == command.module}
 
 
 def test_help_texts_name_only_commands_that_exist():
-    commands = set(cli.COMMAND_MODULES) | {cli.SERVE}
+    commands = set(cli.COMMANDS)
     for name, parser in _subparsers().items():
         text = parser.format_help()
         for mentioned in re.findall(r"`keras-bert\s+([a-z][a-z-]*)", text):
@@ -146,16 +160,74 @@ def test_the_casing_warning_names_the_command_line_flag(tmp_path, caplog):
     assert "--do_lower_case / --no_do_lower_case" in caplog.text
 
 
-@pytest.mark.slow
-def test_the_cli_is_quiet_by_default_and_verbose_with_v(minilm_dir):
-    start_up = ("I0000", "cuInit", "oneDNN", "absl::InitializeLog", "cpu_feature_guard")
-    quiet = _run(["info", minilm_dir])
+# What TensorFlow writes to stderr as it starts (C++ lines before its log level applies).
+START_UP = ("I0000", "cuInit", "oneDNN", "absl::InitializeLog", "cpu_feature_guard",
+            "This TensorFlow binary is optimized")
+
+
+def test_the_cli_is_quiet_by_default_and_verbose_with_v():
+    help_run = _run(["--help"])
+    assert help_run.returncode == 0 and help_run.stderr == "", help_run.stderr
+    assert "finetune" in help_run.stdout
+    quiet = _run(["info", "L-2_H-128_A-2"])  # a preset: builds the model, so TensorFlow starts
     assert quiet.returncode == 0, quiet.stderr[-2000:]
-    assert "parameters" in quiet.stdout.lower() or "hidden_size" in quiet.stdout
-    assert not [m for m in start_up if m in quiet.stderr], quiet.stderr
-    loud = _run(["info", minilm_dir, "-v"])  # -v after the subcommand works too
+    assert "hidden_size: 128" in quiet.stdout
+    assert quiet.stderr == "", quiet.stderr
+    loud = _run(["info", "L-2_H-128_A-2", "-v"])  # -v after the subcommand works too
     assert loud.returncode == 0, loud.stderr[-2000:]
-    assert [m for m in start_up if m in loud.stderr], "-v shows TensorFlow's start-up lines"
+    assert [m for m in START_UP if m in loud.stderr], "-v shows TensorFlow's start-up lines"
+    failing = _run(["info", "no-such-checkpoint"])
+    assert failing.returncode == 2
+    assert failing.stderr.count("\n") == 1 and failing.stderr.startswith(
+        "keras-bert info: error: "), failing.stderr
+
+
+@pytest.mark.parametrize("quiet", [True, False], ids=["quiet", "verbose"])
+def test_tensorflow_and_keras_warnings_show_only_with_v(quiet):
+    """What cli.main does before TensorFlow loads (unless -v) hides Keras' Python warnings and
+    TensorFlow's logged warnings; our own logs keep their level."""
+    code = ("import logging, sys\nfrom keras_bert import cli\n"
+            + ("cli.quiet_tensorflow()\n" if quiet else "")
+            + "import keras, tensorflow as tf\n"
+              "keras.layers.Dense(2, input_shape=(3,))\n"  # Keras: prefer an Input object
+              "tf.get_logger().warning('TensorFlow says careful')\n"
+              "logging.getLogger('keras_bert.training').warning('we say careful')\n"
+              "import warnings\n"
+              "warnings.warn_explicit('we warn too', UserWarning, 'run.py', 1, "
+              "module='keras_bert.training.finetune')\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=REPO, timeout=300, env={**os.environ, "PYTHONPATH": REPO})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert ("input_shape" in result.stderr) is not quiet, result.stderr[-2000:]
+    assert ("TensorFlow says careful" in result.stderr) is not quiet, result.stderr[-2000:]
+    assert "we say careful" in result.stderr and "we warn too" in result.stderr
+
+
+# keras_bert/checkpoints/__init__.py imports its loader, which imports TensorFlow.
+CHECKPOINTS_PACKAGE_LOADS_TENSORFLOW = pytest.mark.xfail(
+    strict=True, reason="importing keras_bert.checkpoints.cli loads TensorFlow")
+
+
+@pytest.mark.parametrize("command", [
+    None, *[pytest.param(name, marks=CHECKPOINTS_PACKAGE_LOADS_TENSORFLOW)
+            if cli.COMMANDS[name].module == "keras_bert.checkpoints.cli" else name
+            for name in cli.COMMANDS]])
+def test_help_loads_no_tensorflow(command):
+    """`keras-bert --help` and `keras-bert COMMAND --help` answer in a fraction of a second: they
+    import neither TensorFlow nor Keras."""
+    argv = ["--help"] if command is None else [command, "--help"]
+    result = subprocess.run(
+        [sys.executable, "-c", "import sys\nfrom keras_bert import cli\ntry:\n"
+                               f"    cli.main({argv!r})\nexcept SystemExit as e:\n"
+                               "    assert e.code == 0, e.code\n"
+                               "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+                               "('tensorflow', 'keras')))"],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+        env={**os.environ, "PYTHONPATH": REPO})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith(f"usage: keras-bert{'' if command is None else ' ' + command}")
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+    assert result.stderr == ""
 
 
 @pytest.mark.slow

@@ -24,7 +24,9 @@ per line, among any other comments there (such as README.md's `<!-- test-command
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import json
 import os
 import re
@@ -90,6 +92,21 @@ def _write_sentiment_tsv(path: str) -> None:
     _write(path, "text\tlabel\n" + "".join(f"{t}\t{l}\n" for t, l in zip(texts, labels)))
 
 
+def _write_reviews_csv(path: str) -> None:
+    """Amazon Fine Food reviews as a CSV export has them: product,review,score, with commas,
+    quotes and line breaks inside the quoted reviews."""
+    from keras_bert.quickstart import sentiment_examples
+    texts, labels = sentiment_examples(16, seed=0)
+    rows = io.StringIO()
+    writer = csv.writer(rows, lineterminator="\n")
+    writer.writerow(["product", "review", "score"])
+    for i, (text, label) in enumerate(zip(texts, labels)):
+        again = "yes" if label == "positive" else "no"
+        writer.writerow([f"B00{i}", f'{text} "Really", I mean it.\nWould buy again: {again}.',
+                         5 if label == "positive" else 1])
+    _write(path, rows.getvalue())
+
+
 def _write_corpus(path: str, documents: int) -> None:
     from keras_bert.quickstart import build_corpus
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -109,6 +126,8 @@ FIXTURES = {
     "train-v2.0.json": _write_squad_v2,
     "dev-v2.0.json": _write_squad_v2,
     "train.tsv": _write_sentiment_tsv,
+    "reviews/train.csv": _write_reviews_csv,
+    "reviews/dev.csv": _write_reviews_csv,
     "corpus/*.txt": lambda path: [_write_corpus(path.replace("*", name), documents)
                                   for name, documents in (("part-1", 6), ("part-2", 3))],
     "a.txt": lambda path: _write_corpus(path, 4),

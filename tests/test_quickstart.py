@@ -2,12 +2,14 @@
 
 import os
 import shlex
+import subprocess
+import sys
 
 import pytest
 
 from keras_bert import cli
-from keras_bert.quickstart import (QuickstartOptions, build_corpus, next_steps, run_quickstart,
-                                   sentiment_examples)
+from keras_bert.quickstart import (QuickstartOptions, build_corpus, keras_bert_command,
+                                   next_steps, run_quickstart, sentiment_examples)
 from keras_bert.serving.server import build_flag_parser
 
 
@@ -42,16 +44,49 @@ def test_quickstart_runs_every_step_and_serves(tmp_path):
     assert all(answer.split(" -> ")[1] in ("positive", "negative")
                for answer in served[len("gRPC Predict: "):].split("; "))
 
-    # The suggested next steps are real commands for this run: the export one runs.
-    steps = {shlex.split(command)[1]: shlex.split(command)[2:]
-             for command, _ in next_steps(options)}
+    # The suggested next steps are real commands for this run: the export one runs as printed,
+    # from the shell.
+    commands = {command.split()[1]: command for command, _ in next_steps(options)}
+    steps = {name: shlex.split(command)[2:] for name, command in commands.items()}
     assert sorted(steps) == ["export", "finetune", "predict", "serve"]
-    assert cli.main(["export", *steps["export"]]) == 0
+    exported = subprocess.run(commands["export"], shell=True, capture_output=True, text=True,
+                              timeout=600)
+    assert exported.returncode == 0, exported.stderr[-2000:]
     assert os.path.exists(os.path.join(out, "export", "sentiment", "2", "saved_model.pb"))
     flags = build_flag_parser().parse_args(steps["serve"])
     assert flags.model_base_path == os.path.join(os.path.abspath(out), "export", "sentiment")
     for command in ("predict", "finetune"):
         cli.build_parser(command).parse_args([command, *steps[command]])
+
+
+def test_next_steps_run_as_printed_from_the_shell(tmp_path):
+    """Each printed command starts the right keras-bert command from a shell where nothing
+    activated the virtual environment (README's set-up): its --help, run literally."""
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    for command, _ in next_steps(QuickstartOptions(output_dir=str(tmp_path / "qs"))):
+        name = shlex.split(command)[len(shlex.split(keras_bert_command()))]
+        result = subprocess.run(f"{command} --help", shell=True, env=env, capture_output=True,
+                                text=True, timeout=300)
+        assert result.returncode == 0, f"{command}: {result.stderr[-2000:]}"
+        assert result.stdout.startswith(f"usage: keras-bert {name} "), result.stdout[:200]
+
+
+def test_the_command_is_the_script_beside_the_interpreter(tmp_path, monkeypatch):
+    script = os.path.join(os.path.dirname(sys.executable), "keras-bert")
+    if not os.path.isfile(script):
+        assert keras_bert_command() == f"{shlex.quote(sys.executable)} -m keras_bert.cli"
+        return
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.chdir(tmp_path)  # not under the environment: the absolute path
+    assert keras_bert_command() == shlex.quote(script)
+    environment = os.path.dirname(os.path.dirname(script))
+    monkeypatch.chdir(os.path.dirname(environment))  # README's set-up: .venv/bin/keras-bert
+    assert keras_bert_command() == shlex.quote(
+        os.path.join(os.path.basename(environment), "bin", "keras-bert"))
+    monkeypatch.chdir(os.path.dirname(script))  # beside it: ./keras-bert, not a PATH lookup
+    assert keras_bert_command() == "./keras-bert"
+    monkeypatch.setenv("PATH", os.path.dirname(script) + os.pathsep + "/usr/bin:/bin")
+    assert keras_bert_command() == "keras-bert"  # an activated environment
 
 
 def test_quickstart_refuses_a_foreign_directory(tmp_path):

@@ -18,7 +18,7 @@ logger = logging.getLogger(__name__)
 
 def add_parser(subparsers) -> None:
     export = subparsers.add_parser(
-        "export", help="export a checkpoint as a SavedModel version for TF Serving",
+        "export",
         description="Write <EXPORT_BASE>/<model_name>/<version>/: a SavedModel whose "
                     "serving_default takes raw text and serve_ids packed ids. The directory "
                     "appears only when complete.")
@@ -55,7 +55,7 @@ def add_parser(subparsers) -> None:
     export.set_defaults(run=run_export)
 
     predict = subparsers.add_parser(
-        "predict", help="send text to a served model (TF Serving or serving/) and print outputs",
+        "predict",
         description="Query a model server with raw text; prints one JSON object per text.")
     predict.add_argument("texts", metavar="TEXT", nargs="+")
     predict.add_argument("--server", required=True, help="host:port")

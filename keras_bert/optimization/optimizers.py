@@ -28,12 +28,11 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from keras_bert.optimization import keras_internals
+from keras_bert.optimization import OPTIMIZERS, keras_internals
 from keras_bert.optimization.schedules import WarmupPolynomialDecay
 
 # google-research/bert's AdamWeightDecayOptimizer exclusions, plus our layer names.
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("layer_norm", "LayerNorm", "bias")
-OPTIMIZERS = ("adamw", "lamb")
 
 
 def _sum_over_replicas(grads: list) -> list:

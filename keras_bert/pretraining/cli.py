@@ -9,12 +9,12 @@ import logging
 from keras_bert.cli_flags import add_bool_flag
 from keras_bert.config import BertConfig
 from keras_bert.training.distribute import STRATEGIES
-from keras_bert.optimization.optimizers import OPTIMIZERS
+from keras_bert.optimization import OPTIMIZERS
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
-        "pretrain", help="pretrain BERT (masked LM + next sentence) on pretraining TFRecords",
+        "pretrain",
         description="Pretrain BERT on TFRecords written by `keras-bert pretraining-data` "
                     "or google-research/bert. Rerunning with the same --output_dir resumes from "
                     "the last checkpoint. Writes checkpoints/, summaries/ (TensorBoard) and, at "

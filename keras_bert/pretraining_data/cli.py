@@ -82,6 +82,6 @@ def run(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers) -> None:
     """Registers `keras-bert pretraining-data`."""
-    parser = subparsers.add_parser("pretraining-data", help=DESCRIPTION, description=DESCRIPTION)
+    parser = subparsers.add_parser("pretraining-data", description=DESCRIPTION)
     add_arguments(parser)
     parser.set_defaults(run=run)

@@ -1,5 +1,5 @@
 """The examples that the fine-tuning readers return, the error they raise for bad input (naming the
-file and line), and label encoding with the same kind of error."""
+file and line), the checks they share, and label encoding with the same kind of error."""
 
 from __future__ import annotations
 
@@ -71,6 +71,25 @@ def require_text(value, field: str, path: str | None, line: int | None) -> str:
         raise DataError(f"field {field!r} is empty or missing; every example needs a non-empty "
                         f"{field}", path, line)
     return value
+
+
+def check_distinct_columns(columns: dict[str, str | int | None]) -> None:
+    """ValueError when two roles ({role: column}, such as text_column and label_column) name
+    the same column (or JSONL key): each is read for one role only.
+
+    >>> check_distinct_columns({"text_column": "score", "label_column": "score"})
+    Traceback (most recent call last):
+    ...
+    ValueError: text_column and label_column both name 'score'; a column is read for one role only
+    """
+    roles: dict[str | int, str] = {}
+    for role, column in columns.items():
+        if column is None:
+            continue
+        if column in roles:
+            raise ValueError(f"{roles[column]} and {role} both name {column!r}; a column is "
+                             f"read for one role only")
+        roles[column] = role
 
 
 def label_names_of(examples: Sequence, attribute: str = "label") -> list[str]:

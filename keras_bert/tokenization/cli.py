@@ -7,12 +7,11 @@ import argparse
 from keras_bert import fileio
 from keras_bert.cli_flags import add_lower_case_flag
 from keras_bert.tokenization import vocab as vocab_lib
-from keras_bert.tokenization.vocab_learning import learn_vocab
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
-        "vocab", help="learn a WordPiece vocabulary from text files",
+        "vocab",
         description="Learn a WordPiece vocabulary (tensorflow-text's learner on words split "
                     "exactly as the BERT tokenizer splits them), streaming the input through "
                     "tf.data. The output starts with [PAD], the optional [unusedN] slots, "
@@ -32,6 +31,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from keras_bert.tokenization.vocab_learning import learn_vocab  # loads TensorFlow
     if fileio.exists(args.output) and not args.overwrite:
         raise FileExistsError(f"{args.output} exists; pass --overwrite to replace it")
     tokens = learn_vocab(args.input, args.vocab_size, lower_case=args.do_lower_case,

@@ -1,7 +1,8 @@
 """Choosing the tf.distribute strategy: TPU, several workers, several GPUs, one GPU or the CPU.
 
 ``get_strategy()`` picks the one that fits the machine and ``get_strategy(name)`` forces one; both
-pretraining and fine-tuning build their models under ``strategy.scope()``.
+pretraining and fine-tuning build their models under ``strategy.scope()``. TensorFlow loads when
+a function runs, so that the command line lists STRATEGIES without it.
 """
 
 from __future__ import annotations
@@ -9,8 +10,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+from typing import TYPE_CHECKING
 
-import tensorflow as tf
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +50,7 @@ def _tpu_address(tpu: str | None) -> tuple[str, str]:
 
 
 def _tpu_strategy(tpu: str | None) -> tf.distribute.Strategy:
+    import tensorflow as tf
     address, source = _tpu_address(tpu)
     try:
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=address)
@@ -90,6 +94,7 @@ def get_strategy(name: str | None = None, tpu: str | None = None) -> tf.distribu
     >>> strategy.num_replicas_in_sync
     1
     """
+    import tensorflow as tf
     name = name or "auto"
     if name not in STRATEGIES:
         raise ValueError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
@@ -136,6 +141,7 @@ def use_logical_cpu_devices(num_devices: int) -> None:
     Raises:
         RuntimeError: TensorFlow's devices are already initialized.
     """
+    import tensorflow as tf
     cpu = tf.config.list_physical_devices("CPU")[0]
     try:
         tf.config.set_logical_device_configuration(
@@ -151,6 +157,7 @@ def worker_role(strategy: tf.distribute.Strategy) -> tuple[bool, int]:
     The chief is the "chief" task of TF_CONFIG, or worker 0 when there is none; without a
     cluster (one machine, TPUs) this process is the chief, worker 0.
     """
+    import tensorflow as tf
     resolver = getattr(strategy, "cluster_resolver", None)
     if (resolver is None or not resolver.task_type
             or isinstance(strategy, tf.distribute.TPUStrategy)):

@@ -19,7 +19,7 @@ from keras_bert.tasks.base import CommonOptions, Task, option_defaults
 
 def add_parser(subparsers) -> None:
     finetune = subparsers.add_parser(
-        "finetune", help="fine-tune a pretrained BERT on a task and keep the best model",
+        "finetune",
         description="Fine-tune all layers of a pretrained BERT with model.fit (a custom loop "
                     "under MultiWorkerMirroredStrategy): AdamW, linear warmup then decay, "
                     "evaluation on the dev set after every epoch; the best model goes to "

@@ -104,6 +104,62 @@ def test_bad_input_fails_before_training_with_file_and_line(tmp_path, checkpoint
     assert not (tmp_path / "out").exists()
 
 
+def write_reviews_csv(path, rows, columns=("product", "review", "score")):
+    """A CSV as Amazon Fine Food reviews export it: the text in "review", the label in "score",
+    quoted fields with commas, doubled quotes and newlines."""
+    def quoted(value):
+        return '"' + str(value).replace('"', '""') + '"'
+    lines = [",".join(columns)]
+    for i, row in enumerate(rows):
+        fields = {"product": f"B00{i}", "review": row["text"].replace(" was ", ', "was"\n'),
+                  "score": 5 if row["label"] == "pos" else 1}
+        lines.append(",".join(quoted(fields[c]) for c in columns))
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+@pytest.mark.slow
+def test_csv_columns_named_on_the_command_line(tmp_path, checkpoint):
+    train = write_reviews_csv(tmp_path / "train.csv", ROWS * 2)
+    # The dev file orders its columns differently: it is read by the same names.
+    dev = write_reviews_csv(tmp_path / "dev.csv", ROWS, columns=("score", "review", "product"))
+    out = tmp_path / "out"
+    assert main(["finetune", "--task", "classification", "--init_checkpoint", checkpoint,
+                 "--train_file", train, "--dev_file", dev, "--output_dir", str(out),
+                 "--text_column", "review", "--label_column", "score", "--epochs", "1",
+                 "--batch_size", "8", "--max_seq_length", "16", "--no_progress"]) == 0
+    results = json.loads((out / "eval_results.json").read_text())
+    assert results["labels"] == ["1", "5"]
+    model = BertClassifier.from_pretrained(str(out / "best_model"))
+    predicted = model.predict_labels([r["text"].replace(" was ", ', "was"\n') for r in ROWS])
+    accuracy = np.mean([p == ("5" if r["label"] == "pos" else "1")
+                        for p, r in zip(predicted, ROWS)])
+    assert accuracy == pytest.approx(results["best"]["accuracy"])
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--text_column", "text", "--label_column", "score"],
+     "{train}:1: missing text column 'text'; the header has 'product', 'review', 'score'"),
+    (["--text_column", "review"],
+     "{train}:1: missing label column 'label'; the header has 'product', 'review', 'score'"),
+    (["--text_column", "review", "--text_pair_column", "summary", "--label_column", "score"],
+     "{train}:1: missing text_pair column 'summary'; the header has 'product', 'review', "
+     "'score'"),
+    (["--text_column", "score", "--label_column", "score"],
+     "text_column and label_column both name 'score'; a column is read for one role only"),
+])
+def test_bad_column_flags_fail_in_one_line_before_training(flags, message, tmp_path, checkpoint,
+                                                           capsys):
+    train = write_reviews_csv(tmp_path / "train.csv", ROWS)
+    out = tmp_path / "out"
+    assert main(["finetune", "--task", "classification", "--init_checkpoint", checkpoint,
+                 "--train_file", train, "--output_dir", str(out), "--no_progress",
+                 *flags]) == 2
+    assert capsys.readouterr().err == (f"keras-bert finetune: error: "
+                                       f"{message.format(train=train)}\n")
+    assert not out.exists()
+
+
 def test_extract_features_layout_and_values(tmp_path, checkpoint):
     inputs = tmp_path / "input.txt"
     inputs.write_text("The cat sat.\njohn lives in paris ||| mary works\n")

@@ -87,11 +87,91 @@ def test_glue_bad_input_names_file_and_line(tmp_path):
     with pytest.raises(DataError, match=r"dev2\.tsv:3: unknown label 'contradiction'"):
         read_glue(unknown, "rte")
     empty = write(tmp_path, "train.tsv", "sentence\tlabel\ngood\t1\n  \t0\n")
-    with pytest.raises(DataError, match=r"train\.tsv:3: field 'text' is empty"):
+    with pytest.raises(DataError, match=r"train\.tsv:3: field 'sentence' is empty"):
         read_glue(empty, "sst-2")
     short = write(tmp_path, "short.tsv", "sentence\tlabel\ngood\n")
     with pytest.raises(DataError, match=r"short\.tsv:2: expected at least 2 fields"):
         read_glue(short, "sst-2")
+
+
+# Amazon Fine Food reviews as a user exports them: the text is not in a column named "text", and
+# quoted fields hold commas, doubled quotes and newlines.
+FINE_FOODS = ('product,review,score\n'
+              'B001E4KFG0,"Good quality dog food, my Labrador is finicky and she likes it.",5\n'
+              'B00813GRG4,"Product arrived labeled as ""Jumbo Salted Peanuts""\n'
+              '...the peanuts were actually small sized unsalted.",1\n'
+              'B000LQOCH0,plain text,4\n')
+
+
+def test_generic_csv_columns_named_by_the_caller(tmp_path):
+    path = write(tmp_path, "reviews.csv", FINE_FOODS)
+    examples = read_glue(path, text_column="review", label_column="score")
+    assert [(e.text, e.text_pair, e.label, e.line) for e in examples] == [
+        ("Good quality dog food, my Labrador is finicky and she likes it.", None, "5", 2),
+        ('Product arrived labeled as "Jumbo Salted Peanuts"\n...the peanuts were actually '
+         'small sized unsalted.', None, "1", 3),
+        ("plain text", None, "4", 5)]
+    pair = read_glue(path, text_column="product", text_pair_column="review",
+                     label_column="score")[0]
+    assert (pair.text, pair.text_pair) == ("B001E4KFG0", examples[0].text)
+    # A test file without the label column reads with the same names.
+    test = write(tmp_path, "test.csv", 'review,product\n"Tasty, cheap",B001\n')
+    assert read_glue(test, text_column="review", label_column="score",
+                     with_labels=False)[0].text == "Tasty, cheap"
+
+
+def test_the_dialect_is_given_or_follows_the_extension(tmp_path):
+    tsv = write(tmp_path, "reviews.txt", 'text\tlabel\n"quoted, as is"\tpos\n')
+    assert read_glue(tsv)[0].text == '"quoted, as is"'  # TSV: no quoting, as GLUE's files
+    csv_text = write(tmp_path, "reviews.data", 'text,label\n"one, two",pos\n')
+    assert read_glue(csv_text, dialect="csv")[0].text == "one, two"
+    with pytest.raises(DataError, match=r"reviews\.data:1: missing text column 'text'; the "
+                                        r"header has 'text,label'"):
+        read_glue(csv_text)
+
+
+def test_named_columns_that_are_missing_or_used_twice(tmp_path):
+    path = write(tmp_path, "reviews.csv", FINE_FOODS)
+    with pytest.raises(DataError, match=r"reviews\.csv:1: missing text column 'text'; the "
+                                        r"header has 'product', 'review', 'score'$"):
+        read_glue(path, label_column="score")
+    with pytest.raises(DataError, match=r"reviews\.csv:1: missing label column 'stars'; the "
+                                        r"header has 'product', 'review', 'score'$"):
+        read_glue(path, text_column="review", label_column="stars")
+    # The generic text_pair column may be absent; one named by the caller may not.
+    with pytest.raises(DataError, match=r"reviews\.csv:1: missing text_pair column 'summary'"):
+        read_glue(path, text_column="review", text_pair_column="summary",
+                  label_column="score")
+    with pytest.raises(ValueError, match=r"^text_column and label_column both name 'score'; "
+                                         r"a column is read for one role only$"):
+        read_glue(path, text_column="score", label_column="score")
+    with pytest.raises(ValueError, match=r"label_column and feature column 'score' both name"):
+        read_glue(path, text_column="review", label_column="score", feature_columns=["score"])
+    with pytest.raises(DataError, match=r"train\.tsv: the file has no header, so the text "
+                                        r"column 'sentence' cannot be found by name"):
+        read_glue(write(tmp_path, "train.tsv", GLUE_FILES["cola"][0]), "cola",
+                  text_column="sentence")
+
+
+def test_jsonl_keys_named_by_the_caller(tmp_path):
+    path = write(tmp_path, "reviews.jsonl",
+                 '{"product": "B001", "review": "Tasty, \\"cheap\\"", "score": 5}\n'
+                 '{"product": "B002", "review": "Stale", "score": 1, "summary": "no"}\n')
+    examples = read_jsonl(path, text_key="review", label_key="score")
+    assert [(e.text, e.text_pair, e.label) for e in examples] == [
+        ('Tasty, "cheap"', None, 5), ("Stale", None, 1)]
+    pairs = read_jsonl(path, text_key="review", text_pair_key="summary", label_key="score")
+    assert [e.text_pair for e in pairs] == [None, "no"]
+    with pytest.raises(DataError, match=r"reviews\.jsonl:1: missing text field 'text'; the "
+                                        r"line has 'product', 'review', 'score'$"):
+        read_jsonl(path, label_key="score")
+    with pytest.raises(DataError, match=r"reviews\.jsonl:1: missing label field 'stars'"):
+        read_jsonl(path, text_key="review", label_key="stars")
+    with pytest.raises(DataError, match=r"reviews\.jsonl: no line has the text pair field "
+                                        r"'title'"):
+        read_jsonl(path, text_key="review", text_pair_key="title", label_key="score")
+    with pytest.raises(ValueError, match=r"^text_key and label_key both name 'review'"):
+        read_jsonl(path, text_key="review", label_key="review")
 
 
 def test_jsonl(tmp_path):

@@ -42,6 +42,11 @@ def test_flags_become_the_task_options():
     args = parse("--task", "regression", "--data_format", "sts-b", "--numeric_features", "x,y")
     assert _options_from_flags(get_task("regression"), args) == ClassificationOptions(
         data_format="sts-b", numeric_features=["x", "y"])
+    args = parse("--task", "regression", "--data_format", "csv", "--text_column", "review",
+                 "--text_pair_column", "summary", "--label_column", "score")
+    assert _options_from_flags(get_task("regression"), args) == ClassificationOptions(
+        data_format="csv", text_column="review", text_pair_column="summary",
+        label_column="score")
 
 
 @pytest.mark.parametrize("task,flags,message", [
@@ -49,6 +54,8 @@ def test_flags_become_the_task_options():
      "--numeric_features is a flag of --task classification or regression, not ner"),
     ("classification", ["--doc_stride", "64"], "--doc_stride is a flag of --task squad, "
                                                "not classification"),
+    ("ner", ["--text_column", "review"],
+     "--text_column is a flag of --task classification or regression, not ner"),
 ])
 def test_a_flag_of_another_task_is_an_error_naming_it(task, flags, message, tmp_path, capsys):
     out = tmp_path / "out"

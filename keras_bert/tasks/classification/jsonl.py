@@ -1,5 +1,6 @@
 """Reader for JSON Lines task files: one object per line with ``text``, an optional
-``text_pair`` and a ``label``, for classification or regression tasks that have no GLUE layout."""
+``text_pair`` and a ``label`` (or the keys the caller names), for classification or regression
+tasks that have no GLUE layout."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from collections.abc import Sequence
 
 from keras_bert.errors import DataError
 from keras_bert.fileio import read_text_lines
-from keras_bert.tasks.examples import TextExample, require_text
+from keras_bert.tasks.examples import TextExample, check_distinct_columns, require_text
 
 
-def read_jsonl(path: str, with_labels: bool = True, text_key: str = "text",
-               text_pair_key: str = "text_pair", label_key: str = "label",
+def read_jsonl(path: str, with_labels: bool = True, text_key: str | None = None,
+               text_pair_key: str | None = None, label_key: str | None = None,
                feature_keys: Sequence[str] = ()) -> list[TextExample]:
     """Reads ``{"text": ..., "text_pair": ..., "label": ...}`` lines into TextExamples.
 
@@ -22,14 +23,19 @@ def read_jsonl(path: str, with_labels: bool = True, text_key: str = "text",
     Args:
         path: the file (local or gs://).
         with_labels: whether every line must have a label.
-        text_key, text_pair_key, label_key: the field names.
+        text_key, label_key: the fields of the text and the label (None: ``text``,
+            ``label``).
+        text_pair_key: the field of the second text, on the lines that have a pair; named
+            here, some line must have it. None: ``text_pair``, which no line needs to have.
         feature_keys: more fields to read into each example's ``features`` as their JSON
             values, for a classifier with numeric or categorical features; a line without one
             (or with null) has a missing value there, but each must appear on some line.
 
     Raises:
-        DataError: invalid JSON, a line that is not an object, an empty text, a missing
-            label, or a feature no line has; the message names the file and line.
+        DataError: invalid JSON, a line that is not an object, a missing or empty text, a
+            missing label, or a named text pair or feature that no line has; the message
+            names the file and line.
+        ValueError: two of the keys (text, text pair, label, features) are the same.
 
     Example:
     >>> import os, tempfile
@@ -39,6 +45,13 @@ def read_jsonl(path: str, with_labels: bool = True, text_key: str = "text",
     >>> example.text, example.label, example.line
     ('fine', 'pos', 1)
     """
+    text_key = "text" if text_key is None else text_key
+    label_key = "label" if label_key is None else label_key
+    pair_required = text_pair_key is not None
+    text_pair_key = "text_pair" if text_pair_key is None else text_pair_key
+    check_distinct_columns({"text_key": text_key, "text_pair_key": text_pair_key,
+                            "label_key": label_key,
+                            **{f"feature key {name!r}": name for name in feature_keys}})
     examples = []
     for line_number, line in enumerate(read_text_lines(path), start=1):
         if not line.strip():
@@ -51,7 +64,10 @@ def read_jsonl(path: str, with_labels: bool = True, text_key: str = "text",
         if not isinstance(record, dict):
             raise DataError(f"expected a JSON object with {text_key!r} and {label_key!r}, got "
                             f"{type(record).__name__}", path, line_number)
-        text = require_text(record.get(text_key), text_key, path, line_number)
+        if text_key not in record:
+            raise DataError(f"missing text field {text_key!r}; the line has "
+                            f"{', '.join(map(repr, record))}", path, line_number)
+        text = require_text(record[text_key], text_key, path, line_number)
         pair = record.get(text_pair_key)
         if pair is not None:
             pair = require_text(pair, text_pair_key, path, line_number)
@@ -67,6 +83,8 @@ def read_jsonl(path: str, with_labels: bool = True, text_key: str = "text",
                                     line_number, features))
     if not examples:
         raise DataError("the file holds no examples", path)
+    if pair_required and all(e.text_pair is None for e in examples):
+        raise DataError(f"no line has the text pair field {text_pair_key!r}", path)
     for name in feature_keys:
         if all(e.features[name] is None for e in examples):
             raise DataError(f"no line has the feature {name!r} (or every value is null)", path)

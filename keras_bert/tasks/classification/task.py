@@ -12,7 +12,6 @@ import numpy as np
 from keras_bert.tasks.base import CommonOptions, Task, collected_label_names, require_vocabulary
 from keras_bert.tasks.classification import glue, jsonl
 from keras_bert.tasks.classification.metrics import classification_scores, regression_scores
-from keras_bert.tasks.classification.model import BertClassifier
 
 
 def _name_list(text: str) -> list[str]:
@@ -21,16 +20,24 @@ def _name_list(text: str) -> list[str]:
 
 @dataclasses.dataclass
 class ClassificationOptions(CommonOptions):
-    """The classification and regression settings (``--data_format``, ``--numeric_features``,
+    """The classification and regression settings (``--data_format``, ``--text_column``,
+    ``--text_pair_column``, ``--label_column``, ``--numeric_features``,
     ``--categorical_features``).
 
     Args:
         data_format: a GLUE layout (cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli),
-            "jsonl", or "auto" (JSONL by extension, else a TSV/CSV with text, text_pair, label
-            columns).
+            "csv" (commas, quoted fields), "tsv" (tabs, no quoting), "jsonl", or "auto" (JSONL
+            by extension, else CSV for ``.csv`` files and TSV for others).
+        text_column, text_pair_column, label_column: the header names (JSONL keys) of the
+            text, the second text and the label, in the training and dev files alike (None:
+            text, text_pair, label, or a GLUE layout's). A text_pair column named here must be
+            there; the default one may be absent (single texts).
         numeric_features, categorical_features: columns (JSONL keys) read beside the text.
     """
     data_format: str = "auto"
+    text_column: str | None = None
+    text_pair_column: str | None = None
+    label_column: str | None = None
     numeric_features: Sequence[str] = ()
     categorical_features: Sequence[str] = ()
 
@@ -50,8 +57,19 @@ class ClassificationTask(Task):
         group = parser.add_argument_group("classification and regression")
         group.add_argument("--data_format", default=ClassificationOptions.data_format,
                            help="a GLUE layout (cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, "
-                                "wnli), 'jsonl', or 'auto' (JSONL by extension, else a TSV/CSV "
-                                "with text, text_pair, label columns)")
+                                "wnli), 'csv' (commas, quoted fields), 'tsv' (tabs, no "
+                                "quoting), 'jsonl', or 'auto' (JSONL by extension, else CSV "
+                                "for .csv files and TSV for others; a header row names the "
+                                "columns) (default: %(default)s)")
+        for field, role, default in (("text_column", "text", "text"),
+                                     ("text_pair_column", "second text of a pair",
+                                      "text_pair, where present"),
+                                     ("label_column", "label (or score)", "label")):
+            group.add_argument(f"--{field}", default=getattr(ClassificationOptions, field),
+                               metavar="NAME",
+                               help=f"the header name (JSONL key) of the {role} in the training "
+                                    f"and dev files (default: {default}, or the GLUE "
+                                    f"layout's)")
         group.add_argument("--numeric_features", type=_name_list,
                            default=ClassificationOptions.numeric_features,
                            help="comma-separated numeric columns (JSONL keys) joined with the "
@@ -66,11 +84,16 @@ class ClassificationTask(Task):
     def read_examples(self, path: str, options: ClassificationOptions,
                       with_labels: bool = True) -> list:
         if path.lower().endswith((".jsonl", ".json")) or options.data_format == "jsonl":
-            return jsonl.read_jsonl(path, with_labels=with_labels,
+            return jsonl.read_jsonl(path, with_labels=with_labels, text_key=options.text_column,
+                                    text_pair_key=options.text_pair_column,
+                                    label_key=options.label_column,
                                     feature_keys=options.feature_columns)
-        layout = "generic" if options.data_format in ("auto", "csv", "tsv") else options.data_format
-        return glue.read_glue(path, layout, with_labels=with_labels,
-                              feature_columns=options.feature_columns)
+        generic = options.data_format in ("auto", *glue.DIALECTS)
+        return glue.read_glue(
+            path, "generic" if generic else options.data_format, with_labels=with_labels,
+            feature_columns=options.feature_columns, text_column=options.text_column,
+            text_pair_column=options.text_pair_column, label_column=options.label_column,
+            dialect=options.data_format if options.data_format in glue.DIALECTS else None)
 
     def label_names(self, train_examples, options: ClassificationOptions) -> list[str] | None:
         if self.regression:
@@ -83,6 +106,7 @@ class ClassificationTask(Task):
 
     def build_model(self, init_checkpoint: str, labels, train_examples,
                     options: ClassificationOptions, lower_case: bool | None = None):
+        from keras_bert.tasks.classification.model import BertClassifier
         num_classes = 1 if self.regression else len(labels)
         model = BertClassifier.from_pretrained(
             init_checkpoint, num_classes, options.seq_length, label_names=labels,

@@ -10,7 +10,7 @@ from keras_bert.cli_flags import add_lower_case_flag, int_list
 
 def add_parser(subparsers) -> None:
     features = subparsers.add_parser(
-        "extract-features", help="write per-token layer outputs as extract_features.py does",
+        "extract-features",
         description="For each input line (text, or 'text_a ||| text_b'), write one JSON line "
                     "with every token's values at the requested layers, in "
                     "google-research/bert extract_features.py's layout.")

@@ -4,7 +4,6 @@ scoring each (context, choice) pair, scored by accuracy."""
 from __future__ import annotations
 
 from keras_bert.tasks.base import CommonOptions, Task, argmax_accuracy, require_vocabulary
-from keras_bert.tasks.multiple_choice.model import BertMultipleChoice
 from keras_bert.tasks.multiple_choice.reader import read_multiple_choice
 
 
@@ -18,6 +17,7 @@ class MultipleChoiceTask(Task):
 
     def build_model(self, init_checkpoint: str, labels, train_examples, options: CommonOptions,
                     lower_case: bool | None = None):
+        from keras_bert.tasks.multiple_choice.model import BertMultipleChoice
         return require_vocabulary(BertMultipleChoice.from_pretrained(
             init_checkpoint, len(train_examples[0].choices), options.seq_length,
             lower_case=lower_case), init_checkpoint)

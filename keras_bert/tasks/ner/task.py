@@ -6,7 +6,6 @@ from __future__ import annotations
 from keras_bert.tasks.base import CommonOptions, Task, collected_label_names, require_vocabulary
 from keras_bert.tasks.ner.conll import read_conll, write_conll
 from keras_bert.tasks.ner.metrics import entity_scores
-from keras_bert.tasks.ner.model import BertTokenClassifier
 
 
 class NerTask(Task):
@@ -25,6 +24,7 @@ class NerTask(Task):
 
     def build_model(self, init_checkpoint: str, labels, train_examples, options: CommonOptions,
                     lower_case: bool | None = None):
+        from keras_bert.tasks.ner.model import BertTokenClassifier
         return require_vocabulary(BertTokenClassifier.from_pretrained(
             init_checkpoint, labels, options.seq_length, lower_case=lower_case), init_checkpoint)
 

@@ -9,7 +9,6 @@ import dataclasses
 from keras_bert.tasks.base import CommonOptions, Task, require_vocabulary
 from keras_bert.tasks.squad.answers import nbest_to_json
 from keras_bert.tasks.squad.metrics import squad_scores
-from keras_bert.tasks.squad.model import BertQuestionAnswerer
 from keras_bert.tasks.squad.reader import read_squad
 
 
@@ -74,6 +73,7 @@ class SquadTask(Task):
 
     def build_model(self, init_checkpoint: str, labels, train_examples, options: SquadOptions,
                     lower_case: bool | None = None):
+        from keras_bert.tasks.squad.model import BertQuestionAnswerer
         return require_vocabulary(BertQuestionAnswerer.from_pretrained(
             init_checkpoint, options.seq_length, doc_stride=options.doc_stride,
             max_query_length=options.max_query_length, lower_case=lower_case), init_checkpoint)
