@@ -273,6 +273,11 @@ class FinetuneSettings:
         bucket_lengths: the lengths batches of rows of similar length are padded to:
             ``"auto"`` (at most 8 multiples of 8 chosen from the training rows' lengths), a
             list of lengths, or None (every batch padded to seq_length).
+
+    Example:
+    >>> settings = FinetuneSettings(learning_rate=5e-5, bucket_lengths="64,16,32")
+    >>> settings.learning_rate, settings.batch_size, settings.epochs, settings.bucket_lengths
+    (5e-05, 32, 3, [16, 32, 64])
     """
     learning_rate: float = 3e-5
     batch_size: int = 32

@@ -23,3 +23,13 @@ class SaveError(OSError):
     """A save that failed part-way (a full disk, a lost connection): the message says what was
     being written, where, and why, in one line; the earlier file or directory there is left as
     it was."""
+
+
+def one_line_reason(error: BaseException) -> str:
+    """An error's message on one line (TensorFlow's carry a ``{{function_node ...}}`` prefix
+    and many lines)."""
+    text = getattr(error, "message", None) or str(error) or type(error).__name__
+    text = text.strip().split("\n")[0].strip()
+    if "{{function_node" in text:
+        text = text.split("}}", 1)[-1].strip()
+    return text or type(error).__name__

@@ -203,15 +203,7 @@ def test_tensorflow_and_keras_warnings_show_only_with_v(quiet):
     assert "we say careful" in result.stderr and "we warn too" in result.stderr
 
 
-# keras_bert/checkpoints/__init__.py imports its loader, which imports TensorFlow.
-CHECKPOINTS_PACKAGE_LOADS_TENSORFLOW = pytest.mark.xfail(
-    strict=True, reason="importing keras_bert.checkpoints.cli loads TensorFlow")
-
-
-@pytest.mark.parametrize("command", [
-    None, *[pytest.param(name, marks=CHECKPOINTS_PACKAGE_LOADS_TENSORFLOW)
-            if cli.COMMANDS[name].module == "keras_bert.checkpoints.cli" else name
-            for name in cli.COMMANDS]])
+@pytest.mark.parametrize("command", [None, *cli.COMMANDS])
 def test_help_loads_no_tensorflow(command):
     """`keras-bert --help` and `keras-bert COMMAND --help` answer in a fraction of a second: they
     import neither TensorFlow nor Keras."""

@@ -152,14 +152,14 @@ def test_without_the_int8_kernel_export_refuses_and_writes_nothing(preprocessor,
         raise tf.errors.NotFoundError(None, None, "No registered '_QuantizedMatMul' OpKernel "
                                                   "for 'CPU' devices compatible with node")
     monkeypatch.setattr(int8_layers, "_int8_matmul_function", no_kernel)
-    with pytest.raises(int8.Int8KernelMissing, match="cannot run oneDNN's int8 matmul"):
+    with pytest.raises(int8_layers.Int8KernelMissing, match="cannot run oneDNN's int8 matmul"):
         export_model(model, str(tmp_path), "encoder", preprocessor=preprocessor,
                      quantize="int8")
     assert not os.path.exists(tmp_path / "encoder")
     with caplog.at_level(logging.INFO, logger="keras_bert.export.saved_model"):
         path = export_model(model, str(tmp_path), "encoder", preprocessor=preprocessor)
     assert "_QuantizedMatMul" not in saved_model_op_types(path)  # float32 works as before
-    with pytest.raises(ValueError, match="exclude each other"):
+    with pytest.raises(ValueError, match="int8 and mixed_precision=.bf16. exclude each other"):
         export_model(model, str(tmp_path), "encoder", preprocessor=preprocessor,
                      quantize="int8", mixed_precision="bf16")
     with pytest.raises(ValueError, match='"int8" or None'):

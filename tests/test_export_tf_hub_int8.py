@@ -154,7 +154,7 @@ def test_without_the_int8_kernel_the_export_refuses_and_writes_nothing(exported,
         raise tf.errors.NotFoundError(None, None, "No registered '_QuantizedMatMul' OpKernel "
                                                   "for 'CPU' devices compatible with node")
     monkeypatch.setattr(int8_layers, "_int8_matmul_function", no_kernel)
-    with pytest.raises(int8.Int8KernelMissing, match="cannot run oneDNN's int8 matmul"):
+    with pytest.raises(int8_layers.Int8KernelMissing, match="cannot run oneDNN's int8 matmul"):
         export_tf_hub(quantized, preprocessor, str(tmp_path / "bert"))
     assert os.listdir(tmp_path) == []
 

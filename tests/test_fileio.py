@@ -161,6 +161,12 @@ def _calls(tmp: pathlib.Path) -> dict:
             pathlib.Path(scratch, "x").write_text("x")
         return (tmp / "out" / "x").read_text() == "x"
 
+    def atomic_path():
+        with fileio.atomic_path(tmp / "p.keras") as scratch:
+            assert scratch.endswith(".keras") and os.path.dirname(scratch) == str(tmp)
+            pathlib.Path(scratch).write_text("p")
+        return (tmp / "p.keras").read_text() == "p" and os.listdir(tmp).count("p.keras") == 1
+
     def open_file():
         with fileio.open_file(tmp / "a.txt") as f:
             return f.read() == "a"
@@ -197,6 +203,7 @@ def _calls(tmp: pathlib.Path) -> dict:
         "OutputExistsError": lambda: fileio.OutputExistsError(tmp / "a.txt").path
         == str(tmp / "a.txt"),
         "atomic_output_dir": atomic_output_dir,
+        "atomic_path": atomic_path,
         "atomic_write": atomic_write,
         "check_writable_location": lambda: fileio.check_writable_location(tmp / "new") is None,
         "copy": copy,

@@ -1,6 +1,7 @@
 """Dependencies inside keras_bert point one way (see ARCHITECTURE.md): a package imports only
 itself and the packages before it in LAYERS. Command-line modules sit on top: only other
-command-line modules import them. Every import counts, module-level or inside a function."""
+command-line modules import them. No two modules import each other, directly or through others.
+Every import counts: module-level, inside a function, or under ``if TYPE_CHECKING``."""
 
 import ast
 import pathlib
@@ -101,3 +102,83 @@ def test_an_upward_import_fails(tmp_path):
             test_imports_point_down(upward)
     finally:
         upward.unlink()
+
+
+def module_graph(modules=None) -> dict[str, set[str]]:
+    """{module: the keras_bert modules it imports}. ``from package import submodule`` depends on
+    the submodule alone: Python runs the package's ``__init__`` first, but a package that
+    imports its submodules is not a circle."""
+    paths = {module_name(p): p for p in (modules or MODULES)}
+    graph = {}
+    for module, path in paths.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+                submodules = [f"{base}.{alias.name}" for alias in node.names
+                              if f"{base}.{alias.name}" in paths]
+                found.update(submodules)
+                if len(submodules) < len(node.names):
+                    found.add(base)
+        graph[module] = {name for name in found if name in paths and name != module}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(module):
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for imported in sorted(graph[module]):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in on_stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_import_circles():
+    graph = module_graph()
+    found = circles(graph)
+    assert not found, "\n".join(
+        " <-> ".join(group) + ": " + "; ".join(f"{m} imports {sorted(graph[m] & set(group))}"
+                                              for m in group)
+        for group in found)
+
+
+def test_a_circle_through_a_function_level_import_fails():
+    """The check itself: two models modules that import each other, one of them inside a
+    function, are caught."""
+    first, second = ROOT / "models" / "_circle_a.py", ROOT / "models" / "_circle_b.py"
+    first.write_text("from keras_bert.models import _circle_b\n")
+    second.write_text("def late():\n    from keras_bert.models import _circle_a\n")
+    try:
+        graph = module_graph([*MODULES, first, second])
+        assert ["keras_bert.models._circle_a", "keras_bert.models._circle_b"] in circles(graph)
+    finally:
+        first.unlink()
+        second.unlink()

@@ -22,7 +22,7 @@ from keras_bert.checkpoints.names import (POOLERLESS_TASKS, WeightName, encoder_
                                           pretraining_head_weight_names, task_head_weight_names)
 from keras_bert.checkpoints import FORMATS
 from keras_bert.checkpoints.reading import KERAS_MODEL_NAME
-from keras_bert.errors import SaveError
+from keras_bert.errors import SaveError, one_line_reason
 from keras_bert.fileio import atomic_output_dir
 from keras_bert.layers.int8 import is_int8
 from keras_bert.tokenization import vocab as vocab_lib
@@ -109,7 +109,7 @@ def save_checkpoint(model, path: fileio.PathLike, format: str = "keras", *,
         raise
     except (OSError, RuntimeError) as e:  # a full disk, a lost connection, TF's write errors
         raise SaveError(f"could not save the {name} as a {format!r} checkpoint to {path!r}: "
-                        f"{_reason(e)}; {path!r} was left as it was") from e
+                        f"{one_line_reason(e)}; {path!r} was left as it was") from e
     logger.info("saved %s as %s checkpoint %s", name, format, path)
     return path
 
@@ -177,11 +177,3 @@ def _write_keras(model, encoder, directory: str, tokens, lower_case) -> None:
         with open(os.path.join(directory, TOKENIZER_CONFIG_NAME), "w") as f:
             json.dump({"do_lower_case": bool(lower_case)}, f)
 
-
-def _reason(error: BaseException) -> str:
-    """An error's message on one line (TF's carry a function_node prefix and many lines)."""
-    text = getattr(error, "message", None) or str(error) or type(error).__name__
-    text = text.split("\n")[0].strip()
-    if "{{function_node" in text:
-        text = text.split("}}", 1)[-1].strip()
-    return text

@@ -98,9 +98,6 @@ def run_export(args: argparse.Namespace) -> int:
         from keras_bert.export.int8 import check_calibration_texts, read_calibration_file
         calibration_texts = check_calibration_texts(read_calibration_file(args.calibration_file),
                                                     args.calibration_file)
-    if args.quantize:
-        from keras_bert.export.int8 import check_int8_kernel
-        check_int8_kernel()
     model = model_of_checkpoint(args.checkpoint)
     if isinstance(model, BertPretrainer) and not args.tf_hub:
         logger.info("%s has pretraining heads; exporting its encoder", args.checkpoint)

@@ -8,8 +8,9 @@ each call quantizes each input row with its own scale, oneDNN's ``_QuantizedMatM
 int8 products exactly in int32 and scales the columns, then the rows are scaled back.
 Everything else (position and segment embeddings, attention scores, softmax, LayerNorm, GELU,
 the pooler and the task heads) stays float32. ``export_model(quantize="int8")`` quantizes a
-copy (``quantized_copy``); a model the caller quantized exports as int8 as it is. The matmul
-is TensorFlow's x86-64 CPU builds'; ``check_int8_kernel`` says whether this one runs it.
+copy (``quantized_copy``); a model the caller quantized exports as int8 as it is
+(``export_variant`` decides, for TF Serving and TF Hub exports alike). The matmul is
+TensorFlow's x86-64 CPU builds'; ``layers.int8.check_int8_kernel`` says whether this one runs it.
 
 Calibrated exports (``export_model(quantize="int8", calibration_texts=...)``, ``keras-bert
 export --quantize int8 --calibration_file``): ``calibrate`` runs the float32 encoder on a few
@@ -27,14 +28,12 @@ value's int8 weights side by side (``fuse_qkv``).
 from __future__ import annotations
 
 import logging
-import math
 import os
 
 import keras
 import numpy as np
-import tensorflow as tf
 
-from keras_bert import fileio, tf_internals
+from keras_bert import fileio
 from keras_bert.layers import int8 as int8_layers
 
 logger = logging.getLogger(__name__)
@@ -44,6 +43,38 @@ logger = logging.getLogger(__name__)
 CALIBRATION_BATCH = 32
 # Calibration needs a sample of the texts the model will serve; fewer than this is refused.
 MIN_CALIBRATION_TEXTS = 8
+
+
+def export_variant(model, quantize: str | None, calibration_texts=None, preprocessor=None):
+    """The one decision of an export's int8-ness: ``(the model to export, whether it is int8)``.
+
+    ``quantize="int8"`` exports a quantized copy (``quantized_copy``: ``quantize("int8")`` on a
+    copy, calibrated on ``calibration_texts`` when given); a model the caller quantized is int8
+    either way and exports as it is. Whenever the export is int8, this TensorFlow must run
+    oneDNN's int8 matmul (``check_int8_kernel``, which ``quantize("int8")`` runs too).
+
+    Raises:
+        ValueError: ``quantize`` is not "int8" or None; calibration texts without int8, or for
+            a model quantized already (calibration starts from float32).
+        Int8KernelMissing: int8 on a TensorFlow without oneDNN's int8 kernel.
+    """
+    if quantize not in (None, "int8"):
+        raise ValueError(f'quantize must be "int8" or None, got {quantize!r}')
+    if calibration_texts is not None and quantize != "int8":
+        raise ValueError("calibration_texts are for int8 exports: pass quantize=\"int8\"")
+    already = int8_layers.is_int8(model)
+    if calibration_texts is not None and already:
+        raise ValueError(f"{type(model).__name__} is quantized already; calibration starts "
+                         "from the float32 model: export that with quantize=\"int8\" and "
+                         "calibration_texts")
+    if already:
+        int8_layers.check_int8_kernel()
+        return model, True
+    if quantize is None:
+        return model, False
+    if calibration_texts is not None:
+        calibration_texts = check_calibration_texts(calibration_texts)
+    return quantized_copy(model, calibration_texts, preprocessor), True
 
 
 def quantized_copy(model, calibration_texts=None, preprocessor=None):
@@ -163,57 +194,3 @@ def _rescale(denses, channel_ranges: np.ndarray) -> np.ndarray:
         kernel = keras.ops.convert_to_numpy(dense.kernel)
         dense.kernel.assign(kernel * (channel_ranges / int8_layers.INT8_MAX)[:, None])
     return (int8_layers.INT8_MAX / channel_ranges).astype(np.float32)
-
-
-class Int8KernelMissing(RuntimeError):
-    """This TensorFlow cannot run oneDNN's int8 matmul, so it cannot run int8 exports."""
-
-
-def check_int8_kernel() -> None:
-    """Raises Int8KernelMissing unless this TensorFlow runs ``_QuantizedMatMul`` correctly.
-
-    Runs one small int8 matmul and compares it with the exact integer product, so it catches
-    a build without the kernel (one built without oneDNN) as well as one whose kernel
-    computes something else.
-    """
-    rng = np.random.default_rng(0)
-    a = rng.integers(-127, 128, (3, 64)).astype(np.int8)
-    a[:, 0] = 127  # every row's scale is 1: its values are quantized as they are
-    b = rng.integers(-127, 128, (64, 5)).astype(np.int8)
-    try:
-        got = int8_layers.int8_matmul_rows(a.astype(np.float32), b,
-                                           np.ones([5], np.float32)).numpy()
-    except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError,
-            tf.errors.UnimplementedError, ValueError, TypeError) as e:
-        raise Int8KernelMissing(
-            f"this TensorFlow ({tf.__version__}) cannot run oneDNN's int8 matmul "
-            f"({tf_internals.INT8_MATMUL_OP}), which int8 exports use: "
-            f"{type(e).__name__}: {str(e).splitlines()[0]}. Export with an x86-64 Linux "
-            "TensorFlow CPU build (the PyPI wheel has it), or export without int8.") from e
-    expected = a.astype(np.int32) @ b.astype(np.int32)
-    if not np.array_equal(got, expected.astype(np.float32)):
-        raise Int8KernelMissing(
-            f"this TensorFlow's {tf_internals.INT8_MATMUL_OP} gave wrong results on a test "
-            f"matmul (largest error {np.abs(got - expected).max()}); int8 exports are "
-            "unsafe with it. Export without int8.")
-    # Calibrated exports fuse a bias and GELU into the op: the same product, scaled to ~[-3, 3].
-    column_scale = np.full([5], np.abs(expected).max() / 3, np.float32)
-    bias = np.linspace(-1, 1, 5).astype(np.float32)
-    pre = expected / column_scale + bias
-    for activation, reference in (
-            ("gelu_tanh", 0.5 * pre * (1 + np.tanh(0.7978845608 * (pre + 0.044715 * pre ** 3)))),
-            ("gelu_exact", 0.5 * pre * (1 + np.vectorize(math.erf)(pre / np.sqrt(2))))):
-        try:
-            got = int8_layers.int8_matmul_static(a.astype(np.float32), b, column_scale, bias,
-                                                 activation).numpy()
-        except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError,
-                tf.errors.UnimplementedError) as e:
-            raise Int8KernelMissing(
-                f"this TensorFlow's {tf_internals.INT8_MATMUL_OP} cannot apply {activation} in "
-                f"its epilogue ({str(e).splitlines()[0]}), which calibrated int8 exports use") \
-                from e
-        if not np.allclose(got, reference, rtol=1e-3, atol=1e-3):
-            raise Int8KernelMissing(
-                f"this TensorFlow's {tf_internals.INT8_MATMUL_OP} gave wrong results with "
-                f"{activation} fused (largest error {np.abs(got - reference).max():.3g}); "
-                "int8 exports are unsafe with it. Export without int8.")

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from keras_bert.export import int8, ops, signatures, warmup
 from keras_bert import fileio
+from keras_bert.errors import SaveError, one_line_reason
 from keras_bert.fileio import atomic_output_dir, check_writable_location, is_remote, join
 from keras_bert.layers.int8 import is_int8
 from keras_bert.models.encoder import BertEncoder
@@ -196,54 +197,85 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
         ValueError: the model cannot be exported, or its graph has ops TF Serving cannot run.
         Int8KernelMissing: ``quantize="int8"`` on a TensorFlow without oneDNN's int8 kernel.
     """
-    if quantize not in (None, "int8"):
-        raise ValueError(f'quantize must be "int8" or None, got {quantize!r}')
-    if quantize and mixed_precision:
-        raise ValueError(f"quantize={quantize!r} and mixed_precision={mixed_precision!r} "
-                         "exclude each other; pick one")
-    if calibration_texts is not None and quantize != "int8":
-        raise ValueError("calibration_texts are for int8 exports: pass quantize=\"int8\"")
-    if calibration_texts is not None:
-        calibration_texts = int8.check_calibration_texts(calibration_texts)
-    if calibration_texts is not None and is_int8(model):
-        raise ValueError(f"{type(model).__name__} is quantized already; calibration starts "
-                         "from the float32 model: export that with quantize=\"int8\" and "
-                         "calibration_texts")
-    quantized = quantize == "int8" or is_int8(model)
-    if quantized and mixed_precision:
-        raise ValueError(f"{type(model).__name__} is quantized to int8; mixed_precision="
-                         f"{mixed_precision!r} is for float32 models")
-    if quantized:
-        int8.check_int8_kernel()
     check_export_target(export_base, model_name, version)
+    model_dir = join(export_base, model_name)
+    version = next_version(model_dir) if version is None else int(version)
+    return write_saved_model(
+        model, join(model_dir, str(version)), preprocessor=preprocessor, vocab_file=vocab_file,
+        lower_case=lower_case, seq_length=seq_length, text_pair=text_pair,
+        mixed_precision=mixed_precision, dynamic_padding=dynamic_padding, quantize=quantize,
+        calibration_texts=calibration_texts)
+
+
+def write_saved_model(model, directory: str, *, overwrite: bool = False, preprocessor=None,
+                      vocab_file: str | None = None, lower_case: bool | None = None,
+                      seq_length: int | None = None, text_pair: bool | None = None,
+                      mixed_precision: str | None = None, dynamic_padding: bool = True,
+                      quantize: str | None = None, calibration_texts=None) -> str:
+    """Writes ``model``'s serving SavedModel at ``directory`` (which appears only when
+    complete) and returns it; ``export_model`` writes a TF Serving version directory with it,
+    and a task model's ``export(path)`` a plain one. The other arguments are
+    ``export_model``'s.
+
+    Raises:
+        SaveError: the write failed part-way (a full disk...), naming what, where and why; an
+            earlier ``directory`` (``overwrite``) is left as it was.
+    """
+    if mixed_precision and (quantize or is_int8(model)):
+        raise ValueError(f"int8 and mixed_precision={mixed_precision!r} exclude each other; "
+                         f"mixed precision is for float32 models")
     preprocessor = resolve_preprocessor(model, preprocessor, vocab_file, lower_case, seq_length)
     if mixed_precision is not None:
         model = with_compute_dtype(model, mixed_precision)
-    if quantize and not is_int8(model):
-        model = int8.quantized_copy(model, calibration_texts, preprocessor)
-        if not isinstance(model, BertEncoder):
-            int8.fuse_qkv(model)
-    model_dir = join(export_base, model_name)
-    version = next_version(model_dir) if version is None else int(version)
-    version_dir = join(model_dir, str(version))
+    original = model
+    model, quantized = int8.export_variant(model, quantize, calibration_texts, preprocessor)
+    if model is not original and not isinstance(model, BertEncoder):
+        int8.fuse_qkv(model)
+    name = type(model).__name__
     with tempfile.TemporaryDirectory(prefix="keras_bert_export-") as scratch:
         vocab_path = os.path.join(scratch, vocab_lib.VOCAB_FILENAME)
         vocab_lib.save_vocab(list(preprocessor.vocabulary), vocab_path)
         functions = signatures.build_signatures(model, preprocessor, text_pair, dynamic_padding)
         module = ExportModule(model, functions, vocab_path, preprocessor.lower_case)
-        if not is_remote(version_dir):
-            with atomic_output_dir(version_dir) as out:
-                _save(module, functions, out, quantized=quantized)
-                warmup.write_warmup_requests(out, preprocessor)
-        else:
-            local = os.path.join(scratch, "saved_model")
-            _save(module, functions, local, quantized=quantized)
-            warmup.write_warmup_requests(local, preprocessor)
-            _upload_saved_model_last(local, version_dir)
-    logger.info("exported %s%s as %s (%s; signatures: %s)", type(model).__name__,
-                " (int8)" if quantized else "", version_dir, _describe_size(module.variables),
+        try:
+            if not is_remote(directory):
+                with atomic_output_dir(directory, overwrite=overwrite) as out:
+                    _save(module, functions, out, quantized=quantized)
+                    warmup.write_warmup_requests(out, preprocessor)
+            else:
+                local = os.path.join(scratch, "saved_model")
+                _save(module, functions, local, quantized=quantized)
+                warmup.write_warmup_requests(local, preprocessor)
+                _upload_saved_model_last(local, directory)
+        except fileio.OutputExistsError:
+            raise
+        except (OSError, tf.errors.OpError) as e:
+            raise SaveError(f"could not write the {name} SavedModel to {directory!r}: "
+                            f"{one_line_reason(e)}; nothing was left there") from e
+    logger.info("exported %s%s as %s (%s; signatures: %s)", name,
+                " (int8)" if quantized else "", directory, _describe_size(module.variables),
                 ", ".join(sorted(functions)))
-    return version_dir
+    return directory
+
+
+class ExportsRawText:
+    """Mixed in before ``BertTask`` by the task models: Keras' ``model.export(path)`` writes the
+    raw-text serving SavedModel that ``export_model`` writes (``serving_default`` on text, the
+    packed-id signatures, warm-up requests), at ``path`` itself (TF Serving's versioned layout:
+    ``keras_bert.export_model``), and logs one line instead of Keras' signature listing."""
+
+    def export(self, filepath, format: str = "tf_saved_model", verbose: bool | None = None,
+               input_signature=None, **kwargs) -> str:
+        """Writes the raw-text SavedModel at ``filepath`` (replacing one there whole);
+        ``kwargs`` are ``export_model``'s (``quantize``, ``seq_length``...). Other Keras
+        formats and a custom ``input_signature`` are refused in one line."""
+        if format != "tf_saved_model" or input_signature is not None:
+            raise ValueError(
+                f"{type(self).__name__}.export writes the raw-text serving SavedModel "
+                f"(format='tf_saved_model', its own signatures); for TF Serving's versioned "
+                f"layout use keras_bert.export_model(model, base, name), and for other formats "
+                f"export the packed-id keras.Model(model.inputs, model.outputs)")
+        return write_saved_model(self, os.fspath(filepath), overwrite=True, **kwargs)
 
 
 def _describe_size(variables) -> str:

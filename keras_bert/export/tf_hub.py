@@ -227,17 +227,12 @@ def export_tf_hub(model, preprocessor, export_dir: str | os.PathLike, *,
     if not isinstance(exported, (BertEncoder, BertPretrainer)):
         raise TypeError(f"export_tf_hub exports a BertEncoder, a BertPretrainer or a task "
                         f"model's encoder, got {type(model).__name__}")
-    if quantize not in (None, "int8"):
-        raise ValueError(f'quantize must be "int8" or None, got {quantize!r}')
-    quantized = quantize == "int8" or is_int8(model)
-    if quantized and isinstance(exported, BertPretrainer):
+    if (quantize or is_int8(model)) and isinstance(exported, BertPretrainer):
         raise ValueError(
             "an int8 BertPretrainer cannot be exported with encoder.mlm: its masked-LM head "
             "reads the word-embedding table, which int8 stores as integers. Export "
             "pretrainer.encoder for an int8 TF Hub encoder without mlm, or the float32 "
             "pretrainer for one with mlm.")
-    if quantized:
-        int8.check_int8_kernel()
     if exported is not model:
         logger.info("exporting the encoder of %s; TF Hub's API has no task head",
                     type(model).__name__)
@@ -245,8 +240,7 @@ def export_tf_hub(model, preprocessor, export_dir: str | os.PathLike, *,
     model = exported
     if fileio.exists(export_dir):
         raise FileExistsError(f"{export_dir!r} exists; export the TF Hub pair to a new directory")
-    if quantize and not is_int8(model):
-        model = int8.quantized_copy(model)
+    model, quantized = int8.export_variant(model, quantize)
     encoder = model.encoder if isinstance(model, BertPretrainer) else model
     encoder_dir, preprocess_dir = join(export_dir, ENCODER_DIR), join(export_dir, PREPROCESS_DIR)
     with tempfile.TemporaryDirectory(prefix="keras_bert_hub-") as scratch:

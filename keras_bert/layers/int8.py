@@ -28,6 +28,7 @@ ranges (benchmarks/README.md).
 from __future__ import annotations
 
 import contextlib
+import math
 
 import keras
 import numpy as np
@@ -258,3 +259,57 @@ def apply_dense_together(denses, inputs, training=None, input_scale=None,
 def is_int8(model: keras.layers.Layer) -> bool:
     """Whether ``model.quantize("int8")`` has run: some layer inside it is int8."""
     return any(layer.quantization_mode == "int8" for layer in keras_internals.sublayers(model))
+
+
+class Int8KernelMissing(RuntimeError):
+    """This TensorFlow cannot run oneDNN's int8 matmul, so it cannot run int8 exports."""
+
+
+def check_int8_kernel() -> None:
+    """Raises Int8KernelMissing unless this TensorFlow runs ``_QuantizedMatMul`` correctly.
+
+    Runs one small int8 matmul and compares it with the exact integer product, so it catches
+    a build without the kernel (one built without oneDNN) as well as one whose kernel
+    computes something else.
+    """
+    rng = np.random.default_rng(0)
+    a = rng.integers(-127, 128, (3, 64)).astype(np.int8)
+    a[:, 0] = 127  # every row's scale is 1: its values are quantized as they are
+    b = rng.integers(-127, 128, (64, 5)).astype(np.int8)
+    try:
+        got = int8_matmul_rows(a.astype(np.float32), b,
+                                           np.ones([5], np.float32)).numpy()
+    except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError,
+            tf.errors.UnimplementedError, ValueError, TypeError) as e:
+        raise Int8KernelMissing(
+            f"this TensorFlow ({tf.__version__}) cannot run oneDNN's int8 matmul "
+            f"({tf_internals.INT8_MATMUL_OP}), which quantize(\"int8\") and int8 exports use: "
+            f"{type(e).__name__}: {str(e).splitlines()[0]}. Use an x86-64 Linux TensorFlow "
+            "CPU build (the PyPI wheel has it), or keep the model float32.") from e
+    expected = a.astype(np.int32) @ b.astype(np.int32)
+    if not np.array_equal(got, expected.astype(np.float32)):
+        raise Int8KernelMissing(
+            f"this TensorFlow's {tf_internals.INT8_MATMUL_OP} gave wrong results on a test "
+            f"matmul (largest error {np.abs(got - expected).max()}); int8 exports are "
+            "unsafe with it. Export without int8.")
+    # Calibrated exports fuse a bias and GELU into the op: the same product, scaled to ~[-3, 3].
+    column_scale = np.full([5], np.abs(expected).max() / 3, np.float32)
+    bias = np.linspace(-1, 1, 5).astype(np.float32)
+    pre = expected / column_scale + bias
+    for activation, reference in (
+            ("gelu_tanh", 0.5 * pre * (1 + np.tanh(0.7978845608 * (pre + 0.044715 * pre ** 3)))),
+            ("gelu_exact", 0.5 * pre * (1 + np.vectorize(math.erf)(pre / np.sqrt(2))))):
+        try:
+            got = int8_matmul_static(a.astype(np.float32), b, column_scale, bias,
+                                                 activation).numpy()
+        except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError,
+                tf.errors.UnimplementedError) as e:
+            raise Int8KernelMissing(
+                f"this TensorFlow's {tf_internals.INT8_MATMUL_OP} cannot apply {activation} in "
+                f"its epilogue ({str(e).splitlines()[0]}), which calibrated int8 exports use") \
+                from e
+        if not np.allclose(got, reference, rtol=1e-3, atol=1e-3):
+            raise Int8KernelMissing(
+                f"this TensorFlow's {tf_internals.INT8_MATMUL_OP} gave wrong results with "
+                f"{activation} fused (largest error {np.abs(got - reference).max():.3g}); "
+                "int8 exports are unsafe with it. Export without int8.")

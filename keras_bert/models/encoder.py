@@ -14,8 +14,9 @@ from keras_bert.checkpoints.heads import Head
 from keras_bert.checkpoints.names import encoder_weight_names, is_pooler
 from keras_bert.checkpoints.reading import Checkpoint, assign_weights, read_checkpoint
 from keras_bert.config import BertConfig
-from keras_bert.errors import SaveError
+from keras_bert.errors import SaveError, one_line_reason
 from keras_bert.layers import BertEmbeddings, TransformerBlock, attention_mask_bias
+from keras_bert.layers.int8 import check_int8_kernel
 from keras_bert.layers.shapes import TOKEN_IDS, check_input_ranks
 from keras_bert.optimization import keras_internals
 from keras_bert.tokenization.packing import INPUT_NAMES
@@ -41,10 +42,8 @@ class SavesWhole:
             with fileio.atomic_path(where) as scratch:
                 super().save(scratch, overwrite=True, zipped=zipped, **kwargs)
         except (OSError, RuntimeError) as e:
-            reason = (e.strerror if isinstance(e, OSError) and e.strerror else str(e))
             raise SaveError(f"could not save the {type(self).__name__} to {where!r}: "
-                            f"{reason.splitlines()[0] if reason else type(e).__name__}; "
-                            f"{where!r} was left as it was") from e
+                            f"{one_line_reason(e)}; {where!r} was left as it was") from e
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -265,8 +264,13 @@ class BertEncoder(SavesWhole, keras.Model):
 
 def quantization_filters(encoder: BertEncoder, mode, config, filters):
     """The ``filters`` that ``quantize`` of ``encoder`` (or of a task model around it) hands to
-    Keras: for int8 without filters, ``encoder.int8_layers()``; otherwise ``filters``."""
-    if filters is not None or (mode or getattr(config, "mode", None)) != "int8":
+    Keras: for int8 without filters, ``encoder.int8_layers()``; otherwise ``filters``. For int8
+    it first checks that this TensorFlow runs oneDNN's int8 matmul, which int8 inference uses
+    (``check_int8_kernel``: Int8KernelMissing, before anything is quantized)."""
+    if (mode or getattr(config, "mode", None)) != "int8":
+        return filters
+    check_int8_kernel()
+    if filters is not None:
         return filters
     chosen = {id(layer) for layer in encoder.int8_layers()}
     return lambda layer: id(layer) in chosen

@@ -5,16 +5,11 @@ order."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import keras
 import numpy as np
 import tensorflow as tf
 
 from keras_bert.models.task_pipeline import INPUT_NAMES, PACK_BATCH_SIZE, is_packed
-
-if TYPE_CHECKING:
-    from keras_bert.models.task import BertTask
 
 # Rows per model call when predict's input fits one batch; exported raw-text signatures run
 # served requests in the same chunks (export.signatures.LENGTH_CHUNK_ROWS).
@@ -35,7 +30,7 @@ class PackFunctions:
         self.functions: dict = {}
 
 
-def packed_arrays(model: BertTask, x) -> dict[str, np.ndarray]:
+def packed_arrays(model: keras.Model, x) -> dict[str, np.ndarray]:
     """In-memory ``x`` as packed int32 arrays, [rows, ..., seq] each (and any features,
     [rows] each). Raw text is tokenized PACK_BATCH_SIZE rows a call by a traced function
     kept for the next call (``pack_function``)."""
@@ -54,7 +49,7 @@ def packed_arrays(model: BertTask, x) -> dict[str, np.ndarray]:
     return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
 
 
-def pack_function(model: BertTask, tensors) -> tf.types.experimental.PolymorphicFunction:
+def pack_function(model: keras.Model, tensors) -> tf.types.experimental.PolymorphicFunction:
     """``model._preprocess`` traced once for inputs shaped as ``tensors`` with any number of
     rows, and kept in ``model._pack_functions``: building a tf.data pipeline per ``predict``
     call would trace the tokenizer every time, which costs more than running the model on a
@@ -74,7 +69,7 @@ def pack_function(model: BertTask, tensors) -> tf.types.experimental.Polymorphic
     return cache.functions[key]
 
 
-def predict_by_length(model: BertTask, packed: dict[str, np.ndarray], batch_size: int,
+def predict_by_length(model: keras.Model, packed: dict[str, np.ndarray], batch_size: int,
                       verbose):
     """``model``'s outputs on ``packed`` (as ``packed_arrays`` gives it), rows sorted by
     length and run ``batch_size`` at a time (``SMALL_CALL_CHUNK_ROWS`` when they fit one

@@ -95,7 +95,7 @@ def test_google_and_hugging_face_checkpoints_refuse_an_int8_model(vocab, tmp_pat
     encoder.quantize("int8")
     for fmt in ("google", "hf"):
         with pytest.raises(ValueError, match=f"quantized to int8, and '{fmt}' checkpoints hold "
-                                             "float32 weights.*save_to_preset"):
+                                             "float32 weights.*Save it as a 'keras' checkpoint"):
             save_checkpoint(encoder, str(tmp_path / fmt), fmt, vocabulary=vocab)
     preset = save_checkpoint(encoder, str(tmp_path / "preset"), vocabulary=vocab)
     with pytest.raises(ValueError, match="quantized to int8"):

@@ -71,7 +71,7 @@ def test_small_vocab_size_is_rejected(corpus):
 def test_cli_writes_a_cased_vocab(corpus, tmp_path, capsys):
     output = tmp_path / "vocab.txt"
     argv = ["vocab", "--input", str(corpus / "*.txt"), "--vocab_size", "400", "--output",
-            str(output), "--cased", "--no_progress"]
+            str(output), "--no_do_lower_case", "--no_progress"]
     assert cli.main(argv) == 0
     assert "wrote 400 tokens (cased)" in capsys.readouterr().out
     vocab = load_vocab(str(output))

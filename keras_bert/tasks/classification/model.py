@@ -17,6 +17,7 @@ from keras_bert.layers.pooling import SentencePooling
 from keras_bert.layers.task_heads import ClassificationHead
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization.packing import INPUT_NAMES
+from keras_bert.export.saved_model import ExportsRawText
 from keras_bert.models.task import BertTask
 from keras_bert.tasks.classification.inputs import (RESERVED_NAMES, TEXT, TEXT_PAIR,
                                                     ClassifierInputs)
@@ -28,7 +29,7 @@ FEATURE_LEARNING_RATE_MULTIPLIER = 30.0
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertClassifier(BertTask):
+class BertClassifier(ExportsRawText, BertTask):
     """BERT with a K-way softmax layer on the pooled [CLS] output (K=1: a regression score),
     optionally joined with numeric and categorical features.
 

@@ -15,6 +15,7 @@ from keras_bert.checkpoints.heads import Head
 from keras_bert.layers.pooling import SentencePooling
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization.packing import INPUT_NAMES
+from keras_bert.export.saved_model import ExportsRawText
 from keras_bert.models.task import BertTask, as_string_array, is_text_arrays
 
 POOLINGS = ("cls", "mean", "second_to_last_mean")
@@ -23,7 +24,7 @@ TOP_FEATURE_LAYERS = (-1, -2, -3, -4)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertEmbedder(BertTask):
+class BertEmbedder(ExportsRawText, BertTask):
     """Sentence embeddings and per-token features from a (usually frozen) BERT encoder.
 
     Args:

@@ -16,11 +16,12 @@ from keras_bert.checkpoints.heads import Head
 from keras_bert.layers.task_heads import ClassificationHead
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization.packing import INPUT_NAMES
+from keras_bert.export.saved_model import ExportsRawText
 from keras_bert.models.task import BertTask, as_string_array, is_text_arrays
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertMultipleChoice(BertTask):
+class BertMultipleChoice(ExportsRawText, BertTask):
     """BERT with a vector V: choice i scores ``V . pooled(context, choice_i)``, softmax over i.
 
     Args:

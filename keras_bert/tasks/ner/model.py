@@ -17,6 +17,7 @@ from keras_bert.checkpoints.heads import Head
 from keras_bert.layers.task_heads import TokenClassificationHead
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization.packing import INPUT_NAMES
+from keras_bert.export.saved_model import ExportsRawText
 from keras_bert.models.task import BertTask
 
 logger = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ class FirstPieceAccuracy(keras.metrics.Mean):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertTokenClassifier(BertTask):
+class BertTokenClassifier(ExportsRawText, BertTask):
     """BERT with a softmax over ``label_names`` at every position, for NER and other tagging.
 
     Each word's tag is learned and predicted on its first WordPiece; its other pieces, [CLS],

@@ -15,11 +15,12 @@ from keras_bert.checkpoints.heads import Head
 from keras_bert.layers.task_heads import PADDING_LOGIT, SpanHead
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization.packing import INPUT_NAMES
+from keras_bert.export.saved_model import ExportsRawText
 from keras_bert.models.task import BertTask
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertQuestionAnswerer(BertTask):
+class BertQuestionAnswerer(ExportsRawText, BertTask):
     """BERT with SQuAD's span head: ``start_logits`` and ``end_logits`` over the sequence.
 
     Questions with long contexts are cut into windows of ``seq_length`` tokens that start
