@@ -13,6 +13,7 @@ import logging
 import os
 
 import numpy as np
+import tensorflow as tf
 
 from keras_bert import fileio
 from keras_bert.checkpoints import google, huggingface
@@ -107,7 +108,7 @@ def save_checkpoint(model, path: fileio.PathLike, format: str = "keras", *,
                                                tokens, lower_case, seq_length)
     except fileio.OutputExistsError:
         raise
-    except (OSError, RuntimeError) as e:  # a full disk, a lost connection, TF's write errors
+    except (OSError, RuntimeError, tf.errors.OpError) as e:  # a full disk, a lost connection
         raise SaveError(f"could not save the {name} as a {format!r} checkpoint to {path!r}: "
                         f"{one_line_reason(e)}; {path!r} was left as it was") from e
     logger.info("saved %s as %s checkpoint %s", name, format, path)
