@@ -233,7 +233,7 @@ def run_quickstart(options: QuickstartOptions,
             label_names=["negative", "positive"])
         classifier.compile(learning_rate=1e-4)
         classifier.fit(train_x, train_y, batch_size=16, epochs=options.finetune_epochs)
-        probabilities = classifier.predict(dev_x, batch_size=32, verbose=0)
+        probabilities = classifier.predict(dev_x, verbose=0)
         predicted = np.asarray(["negative", "positive"])[probabilities.argmax(-1)]
         accuracy = float((predicted == np.asarray(dev_y)).mean())
         classifier.save(classifier_path)

@@ -88,7 +88,7 @@ class Task:
         casing)."""
         raise NotImplementedError
 
-    def evaluate(self, model, examples, options: CommonOptions, batch_size: int = 32
+    def evaluate(self, model, examples, options: CommonOptions, batch_size: int
                  ) -> tuple[dict[str, float], dict[str, Any]]:
         """(metrics, artifacts) on labelled dev examples."""
         raise NotImplementedError

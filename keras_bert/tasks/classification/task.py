@@ -121,7 +121,7 @@ class ClassificationTask(Task):
         model.adapt(train_examples)  # statistics and vocabularies from the train set
         return require_vocabulary(model, init_checkpoint)
 
-    def evaluate(self, model, examples, options: ClassificationOptions, batch_size: int = 32):
+    def evaluate(self, model, examples, options: ClassificationOptions, batch_size: int):
         y = model.to_arrays(examples)[1]
         outputs = model.predict(examples, batch_size=batch_size, verbose=0)
         if self.regression:

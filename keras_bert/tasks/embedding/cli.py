@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from keras_bert.cli_flags import add_lower_case_flag, int_list
+from keras_bert.tasks.embedding.extract_features import BATCH_SIZE
 
 
 def add_parser(subparsers) -> None:
@@ -27,7 +28,7 @@ def add_parser(subparsers) -> None:
     features.add_argument("--max_seq_length", type=int, default=128,
                           help="longer inputs are truncated, pairs as Google truncates them "
                                "(default: %(default)s)")
-    features.add_argument("--batch_size", type=int, default=32,
+    features.add_argument("--batch_size", type=int, default=BATCH_SIZE,
                           help="examples per forward pass (default: %(default)s)")
     add_lower_case_flag(features)
     features.add_argument("--no_progress", dest="progress", action="store_false",

@@ -22,6 +22,8 @@ logger = logging.getLogger(__name__)
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
 
 
+BATCH_SIZE = 32  # examples per forward pass: Google's extract_features.py --batch_size
+
 def read_feature_inputs(path: str) -> list[tuple[str, str | None]]:
     """(text_a, text_b or None) per line, split at `` ||| `` as extract_features.py does.
 
@@ -61,7 +63,7 @@ def feature_record(index: int, tokens: Sequence[str], layer_values, layers: Sequ
 
 def extract_features(init_checkpoint: str, input_file: str, output_file: str,
                      layers: Sequence[int] = (-1, -2, -3, -4), max_seq_length: int = 128,
-                     batch_size: int = 32, lower_case: bool | None = None,
+                     batch_size: int = BATCH_SIZE, lower_case: bool | None = None,
                      progress: bool = True) -> int:
     """Writes the JSON Lines features of every line of ``input_file`` to ``output_file``.
 

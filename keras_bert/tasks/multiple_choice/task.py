@@ -22,7 +22,7 @@ class MultipleChoiceTask(Task):
             init_checkpoint, len(train_examples[0].choices), options.seq_length,
             lower_case=lower_case), init_checkpoint)
 
-    def evaluate(self, model, examples, options: CommonOptions, batch_size: int = 32):
+    def evaluate(self, model, examples, options: CommonOptions, batch_size: int):
         y = model.to_arrays(examples)[1]
         outputs = model.predict(examples, batch_size=batch_size, verbose=0)
         return {"accuracy": argmax_accuracy(y, outputs)}, {}

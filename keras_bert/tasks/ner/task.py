@@ -28,7 +28,7 @@ class NerTask(Task):
         return require_vocabulary(BertTokenClassifier.from_pretrained(
             init_checkpoint, labels, options.seq_length, lower_case=lower_case), init_checkpoint)
 
-    def evaluate(self, model, examples, options: CommonOptions, batch_size: int = 32):
+    def evaluate(self, model, examples, options: CommonOptions, batch_size: int):
         predicted = model.predict_tags(examples, batch_size=batch_size)
         return (entity_scores([e.tags for e in examples], predicted),
                 {"dev_predictions.conll": lambda path: write_conll(path, examples, predicted)})

@@ -78,7 +78,7 @@ class SquadTask(Task):
             init_checkpoint, options.seq_length, doc_stride=options.doc_stride,
             max_query_length=options.max_query_length, lower_case=lower_case), init_checkpoint)
 
-    def evaluate(self, model, examples, options: SquadOptions, batch_size: int = 32):
+    def evaluate(self, model, examples, options: SquadOptions, batch_size: int):
         squad_v2 = bool(options.version_2_with_negative)
         answers, nbest, null_diffs = model.predict_answers(
             examples, options.n_best_size, options.max_answer_length, squad_v2,
