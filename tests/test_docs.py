@@ -10,8 +10,9 @@ Markers are HTML comments (invisible on GitHub) on the lines right above the ope
 per line, among any other comments there (such as README.md's `<!-- test-command -->`):
 
     <!-- doc-test: skip (why it cannot run here) -->   not run; the reason is required
-    <!-- doc-test: files PATH ... (note) -->          the test provides these files first: copied
-                                                      from the checkout if they are in it, else
+    <!-- doc-test: files PATH ... (note) -->          the test provides these files (or folders)
+                                                      first: copied from the checkout if they
+                                                      are in it, else
                                                       the tiny stand-ins in FIXTURES
     <!-- doc-test: shrink "OLD" -> "NEW", ... -->     run with OLD replaced (each OLD must occur)
     <!-- doc-test: ports 8500 8501 -->                these port numbers, here and in every later
@@ -263,9 +264,12 @@ def _provide_files(block: Block, workdir: str) -> None:
                        f"among tests/test_docs.py's FIXTURES")
     for name in block.files:
         target = os.path.join(workdir, name)
-        if os.path.exists(os.path.join(REPO, name)):
+        source = os.path.join(REPO, name)
+        if os.path.isdir(source):
+            shutil.copytree(source, target, dirs_exist_ok=True)
+        elif os.path.exists(source):
             os.makedirs(os.path.dirname(target), exist_ok=True)
-            shutil.copyfile(os.path.join(REPO, name), target)
+            shutil.copyfile(source, target)
         else:
             FIXTURES[name](target)
 

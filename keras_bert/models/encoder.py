@@ -141,6 +141,7 @@ class BertEncoder(SavesWhole, keras.Model):
         if isinstance(self.dtype_policy, keras.dtype_policies.DTypePolicyMap):
             # A quantized encoder's config: each layer keeps its own policy, so it saves again.
             keras_internals.resolve_policy_maps(self)
+            self.refuse_xla_where_int8()
 
         # === Config ===
         self.bert_config = config
@@ -225,6 +226,15 @@ class BertEncoder(SavesWhole, keras.Model):
         """``keras.Model.quantize``; ``"int8"`` without ``filters`` quantizes ``int8_layers()``."""
         super().quantize(mode, config=config,
                          filters=quantization_filters(self, mode, config, filters), **kwargs)
+        self.refuse_xla_where_int8()
+
+    def refuse_xla_where_int8(self) -> None:
+        """Marks the int8 layers ``supports_jit = False``: at inference they run oneDNN's
+        ``_QuantizedMatMul``, which XLA cannot compile, so Keras' ``jit_compile="auto"`` (XLA on
+        a GPU) leaves a quantized model's ``predict`` and ``fit`` unjitted instead of failing."""
+        for layer in self.int8_layers():
+            if layer.quantization_mode == "int8":
+                layer.supports_jit = False
 
     def check_not_calibrated(self) -> None:
         """Raises ValueError if an int8 export calibrated this encoder (export/int8.calibrate):

@@ -65,7 +65,16 @@ class BertTask(SavesWhole, keras.Model):
     default_seq_length = 128  # the preprocessor's length when from_pretrained is given none
 
     def __init__(self, *, inputs, outputs, encoder, preprocessor=None, **kwargs):
+        positions = encoder.bert_config.max_position_embeddings
+        if preprocessor is not None and preprocessor.seq_length > positions:
+            raise ValueError(f"the preprocessor packs {preprocessor.seq_length} tokens, but the "
+                             f"encoder has {positions} positions (max_position_embeddings); "
+                             f"use seq_length={positions} or less")
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        if encoder.dtype_policy.name in ("mixed_float16", "mixed_bfloat16"):
+            # The model computes as its encoder does: compile then wraps the optimizer in a
+            # LossScaleOptimizer for float16, as Keras does for a mixed_float16 model.
+            self.dtype_policy = encoder.dtype_policy
         self.encoder = encoder
         self.preprocessor = preprocessor
         self._auto_optimizer: dict | None = None
@@ -88,6 +97,7 @@ class BertTask(SavesWhole, keras.Model):
         super().quantize(mode, config=config,
                          filters=quantization_filters(self.encoder, mode, config, filters),
                          **kwargs)
+        self.encoder.refuse_xla_where_int8()
 
     @classmethod
     def from_pretrained(cls, path: fileio.PathLike, *args, **kwargs) -> Self:

@@ -62,8 +62,9 @@ def load_task_model(cls, path: fileio.PathLike, asked: dict[str, Any], dtype=Non
                              f"head to take it from)")
     encoder = (encoder_of_saved(checkpoint, dtype) if saved is not None
                else BertEncoder.from_bert_config(checkpoint.config, dtype=dtype))
+    positions = encoder.bert_config.max_position_embeddings
     preprocessor = _preprocessor(cls, checkpoint, getattr(saved, "preprocessor", None),
-                                 asked.get("seq_length") or cls.default_seq_length,
+                                 asked.get("seq_length") or min(cls.default_seq_length, positions),
                                  asked.get("lower_case"))
     model = cls(encoder, preprocessor=preprocessor, **arguments)
     if saved is None:
