@@ -9,14 +9,21 @@ intra-op threads and 1 inter-op thread:
                (bucket_lengths="auto"); BERT's optimizer (AdamW, decay, warmup, clipping)
   ours-fixed   the same with bucket_lengths=None: every batch padded to 128
   ours-bf16    ours with dtype="mixed_bfloat16"
+  ours-fp16    ours with dtype="mixed_float16" (GPUs)
   keras-hub    keras_hub.models.BertTextClassifier.fit(texts, labels) with its defaults (Adam
                5e-5, no decay or clipping; every batch padded to 128), in its own venv
+  keras-hub-bf16, keras-hub-fp16   keras-hub in mixed_bfloat16 / mixed_float16
+
+A mixed contender sets Keras' global dtype policy too, so that the task model is mixed as well
+and Keras' compile wraps the optimizer in a LossScaleOptimizer for float16 (both libraries).
 
 Each contender runs in its own process, warms up with one epoch (tracing), then the orchestrator
 asks each for one timed epoch in turn, rotating the order every round, so that load from other
 processes falls on all alike. It reports the median texts/s, the texts per CPU-second (which
 other load disturbs less), CPU milliseconds per text, and how many times the train step was
-traced (the shapes tf.function built a graph for).
+traced (the shapes tf.function built a graph for). On a GPU machine (``--threads 0`` leaves
+TensorFlow's thread pools alone) each worker takes GPU memory as it needs it, so that all of
+them fit beside each other; benchmarks/gpu_check.py runs it so.
 
 This orchestrator imports no TensorFlow; the workers are this same module run with --worker.
 
@@ -44,7 +51,10 @@ import zlib
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KERAS_HUB_PYTHON = os.path.join(REPO_ROOT, "benchmarks", ".venvs", "keras-hub", "bin", "python")
 CORPUS = os.path.join(REPO_ROOT, "benchmarks", "data", "bench_corpus.txt")
-CONTENDERS = ("ours", "ours-fixed", "ours-bf16", "keras-hub")
+CONTENDERS = ("ours", "ours-fixed", "ours-bf16", "ours-fp16", "keras-hub", "keras-hub-bf16",
+              "keras-hub-fp16")
+# A contender's dtype policy, by its name's suffix (none: float32).
+POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 BATCH_SIZE = 32
 SEQ_LENGTH = 128
 # (numerator, denominator, minimum ratio of median texts/s), from the issue, by preset.
@@ -67,6 +77,11 @@ def label_of(text: str) -> int:
 
 
 # ====================================================================== workers
+def policy_of(contender: str) -> str:
+    """The dtype policy a contender trains in."""
+    return POLICIES.get(contender.rsplit("-", 1)[-1], "float32")
+
+
 def _architecture(preset: str) -> dict:
     layers, hidden = (int(part.split("-")[1]) for part in preset.split("_")[:2])
     return {"layers": layers, "hidden": hidden, "heads": hidden // 64,
@@ -119,18 +134,22 @@ def worker_main(args: argparse.Namespace) -> None:
     """
     protocol = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
+    import keras
     import numpy as np
     import tensorflow as tf
-    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
+    if args.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
 
     texts = real_sentences(args.corpus, args.texts)
     labels = np.array([label_of(t) for t in texts], dtype="int32")
-    if args.worker == "keras-hub":
+    policy = policy_of(args.worker)
+    keras.mixed_precision.set_global_policy(policy)
+    keras_hub = args.worker.startswith("keras-hub")
+    if keras_hub:
         model, epoch = _keras_hub(args.preset, args.vocab)
     else:
-        dtype = "mixed_bfloat16" if args.worker == "ours-bf16" else "float32"
-        model, epoch = _ours(args.preset, args.vocab, dtype,
+        model, epoch = _ours(args.preset, args.vocab, policy,
                              None if args.worker == "ours-fixed" else "auto")
     traces = []
     train_step = model.train_step  # counts the Python calls tf.function makes while tracing
@@ -141,8 +160,13 @@ def worker_main(args: argparse.Namespace) -> None:
     model.train_step = counting_train_step
     start = time.perf_counter()
     epoch(texts, labels)
-    info = {"warmup_s": round(time.perf_counter() - start, 1), "tensorflow": tf.__version__}
-    if args.worker != "keras-hub":
+    gpus = tf.config.list_physical_devices("GPU")
+    info = {"warmup_s": round(time.perf_counter() - start, 1), "tensorflow": tf.__version__,
+            "device": tf.config.experimental.get_device_details(gpus[0]).get(
+                "device_name", "GPU") if gpus else "CPU",
+            "dtype_policy": policy, "optimizer": type(model.optimizer).__name__,
+            "jit_compile": bool(model.jit_compile)}
+    if not keras_hub:
         from keras_bert.models.task_pipeline import (BatchPlan, resolve_bucket_lengths,
                                                      row_lengths)
         lengths = row_lengths({k: v.numpy() for k, v in
@@ -172,7 +196,8 @@ def worker_main(args: argparse.Namespace) -> None:
 # ====================================================================== orchestrator
 class Worker:
     def __init__(self, name: str, args: argparse.Namespace, log_dir: str):
-        python = args.keras_hub_python if name == "keras-hub" else sys.executable
+        keras_hub = name.startswith("keras-hub")
+        python = args.keras_hub_python if keras_hub else sys.executable
         if not os.path.exists(python):
             raise SystemExit(f"{python} is missing: run 'python benchmarks/encoder_inference.py "
                              f"--setup' or pass --keras-hub-python")
@@ -180,8 +205,12 @@ class Worker:
         command = [python, "-m", "benchmarks.finetune", "--worker", name, "--preset", args.preset,
                    "--texts", str(args.texts), "--threads", str(args.threads),
                    "--corpus", args.corpus, "--vocab", args.vocab]
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
-                   PYTHONPATH=REPO_ROOT if name != "keras-hub" else "")
+        # The caller's PYTHONPATH stays (packages installed with --target, as on the GPU
+        # machines); keras-hub's interpreter finds this module through its working directory.
+        path = os.environ.get("PYTHONPATH", "")
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_FORCE_GPU_ALLOW_GROWTH="true",
+                   PYTHONPATH=path if keras_hub else os.pathsep.join(filter(None, [REPO_ROOT,
+                                                                                  path])))
         self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=self.log, text=True, env=env, cwd=REPO_ROOT)
@@ -283,7 +312,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3, help="timed epochs per contender")
     parser.add_argument("--contenders", nargs="+", choices=CONTENDERS,
                         default=["ours", "ours-fixed", "keras-hub"])
-    parser.add_argument("--threads", type=int, default=2, help="TensorFlow intra-op threads")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="TensorFlow intra-op threads (0: TensorFlow's default, for GPUs)")
     parser.add_argument("--corpus", default=CORPUS, help="one sentence per line")
     parser.add_argument("--vocab", help="uncased vocab.txt (default: the MiniLM package's)")
     parser.add_argument("--keras-hub-python", default=KERAS_HUB_PYTHON)

@@ -1,5 +1,6 @@
 """The Colab notebooks: built from their sources, outputs cleared, and each one executed shrunk
-on CPU with nbclient (CI values injected after the tagged parameters cell, as papermill does)."""
+on CPU with nbclient (CI values injected after the tagged parameters cell, as papermill does).
+benchmarks/gpu_check.py runs them the same way on a GPU (``GPU_RUNS``) and applies ``CHECKS``."""
 
 import json
 import math
@@ -69,8 +70,34 @@ def test_notebook_shape(name):
     assert name in CI_RUNS, f"{name} has no shrunk CI run"
 
 
-def execute(name, work_dir):
-    overrides, report = CI_RUNS[name]
+# Per notebook, what a GPU run changes and adds to the report: the parameters that switch on its
+# GPU path (02's default bf16, which CI turns off), and where its model's variables live (and,
+# where it picks one, the strategy).
+GPU_RUNS = {
+    "01_finetune_classifier.ipynb": (
+        {}, "strategy=type(strategy).__name__, "
+            "device=classifier.trainable_weights[0].value.device"),
+    "02_pretrain_from_scratch.ipynb": (
+        {"MIXED_PRECISION": "bf16"},
+        "strategy=type(strategy).__name__, policy=result.model.encoder.dtype_policy.name, "
+        "device=result.model.trainable_weights[0].value.device"),
+    "03_export_and_serve.ipynb": ({}, "device=classifier.trainable_weights[0].value.device"),
+    "04_question_answering_and_ner.ipynb": (
+        {}, "strategy=type(strategy).__name__, device=tagger.trainable_weights[0].value.device"),
+    "05_sentence_embeddings.ipynb": (
+        {}, "strategy=type(strategy).__name__, device=embedder.weights[0].value.device"),
+    "06_tf_hub_classify_text.ipynb": (
+        {}, "device=classifier_model.trainable_weights[0].device"),
+}
+
+
+def execute(name, work_dir, overrides=None, extra_report=""):
+    """Runs notebook ``name`` shrunk (``CI_RUNS``, then ``overrides``) in ``work_dir`` and
+    returns its report (``CI_RUNS``' expression, then ``extra_report``'s keywords)."""
+    shrunk, report = CI_RUNS[name]
+    overrides = {**shrunk, **(overrides or {})}
+    if extra_report:
+        report = f"{report[:-1]}, {extra_report})"
     notebook = nbformat.read(os.path.join(COLAB, name), as_version=4)
     index = next(i for i, c in enumerate(notebook.cells)
                  if "parameters" in c.metadata.get("tags", []))
@@ -99,11 +126,10 @@ def kernel_env(monkeypatch):
 
 
 # The shrunk runs still learn their synthetic tasks (real MiniLM weights, or pretraining from
-# scratch): each test checks what a user of the notebook would see, not just a value's range.
+# scratch): each check asserts what a user of the notebook would see, not just a value's range.
 
 
-def test_01_finetune_classifier(tmp_path, kernel_env):
-    result = execute("01_finetune_classifier.ipynb", tmp_path)
+def check_01_finetune_classifier(result):
     assert result["shape"] == [2, 2] and result["saved"]
     assert result["dev_size"] == 40
     assert result["dev_accuracy"] >= 0.9, "fine-tuned MiniLM separates the templated reviews"
@@ -111,8 +137,7 @@ def test_01_finetune_classifier(tmp_path, kernel_env):
     assert result["predicted"] == ["positive", "negative"]
 
 
-def test_02_pretrain_from_scratch(tmp_path, kernel_env):
-    result = execute("02_pretrain_from_scratch.ipynb", tmp_path)
+def check_02_pretrain_from_scratch(result):
     assert result["vocab"] == 1200 and result["instances"] > 100
     assert result["steps"] and result["steps"][-1] == 20
     losses = result["losses"]
@@ -122,15 +147,13 @@ def test_02_pretrain_from_scratch(tmp_path, kernel_env):
     assert result["final_loss"] == pytest.approx(losses[-1], rel=1e-5)
 
 
-def test_03_export_and_serve(tmp_path, kernel_env):
-    result = execute("03_export_and_serve.ipynb", tmp_path)
+def check_03_export_and_serve(result):
     assert result["max_difference"] < 1e-4, "served probabilities equal the Keras model's"
     assert set(result["served_names"]) <= {"negative", "positive"}
     assert result["rest_rows"] == 2
 
 
-def test_04_question_answering_and_ner(tmp_path, kernel_env):
-    result = execute("04_question_answering_and_ner.ipynb", tmp_path)
+def check_04_question_answering_and_ner(result):
     dev_size = 256 // 5
     assert result["answers"] == dev_size
     # Three question kinds (city, year, company): guessing the kind is right a third of the time.
@@ -144,8 +167,7 @@ def test_04_question_answering_and_ner(tmp_path, kernel_env):
         assert text[entity["start"]:entity["end"]] == entity["text"]
 
 
-def test_05_sentence_embeddings(tmp_path, kernel_env):
-    result = execute("05_sentence_embeddings.ipynb", tmp_path)
+def check_05_sentence_embeddings(result):
     assert result["shape"] == [12, 384]
     assert "eating" in result["top_hits"]["A man is eating pasta."][0]
     assert "drums" in " ".join(result["top_hits"]["Someone is playing an instrument."][:2]) or \
@@ -154,8 +176,7 @@ def test_05_sentence_embeddings(tmp_path, kernel_env):
         "The stock market fell sharply today.", "Investors sold shares as prices dropped.")
 
 
-def test_06_tf_hub_classify_text(tmp_path, kernel_env):
-    result = execute("06_tf_hub_classify_text.ipynb", tmp_path)
+def check_06_tf_hub_classify_text(result):
     assert not result["keras_bert_imported"], "the tutorial's side runs without keras_bert"
     assert result["keras"].startswith("tf_keras")
     assert result["trainable"] == 103 + 2, "MiniLM's 103 encoder variables and the Dense layer"
@@ -164,3 +185,18 @@ def test_06_tf_hub_classify_text(tmp_path, kernel_env):
     # "A wonderful, heartfelt film.", "Tedious and forgettable.", "The acting was superb!",
     # "I thought the script was clumsy."
     assert [score > 0.5 for score in result["scores"]] == [True, False, True, False]
+
+
+CHECKS = {f"{check.__name__[len('check_'):]}.ipynb": check for check in (
+    check_01_finetune_classifier, check_02_pretrain_from_scratch, check_03_export_and_serve,
+    check_04_question_answering_and_ner, check_05_sentence_embeddings,
+    check_06_tf_hub_classify_text)}
+
+
+def test_every_notebook_has_a_check_and_a_gpu_run():
+    assert sorted(CHECKS) == sorted(GPU_RUNS) == NOTEBOOKS
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs_shrunk(name, tmp_path, kernel_env):
+    CHECKS[name](execute(name, tmp_path))
