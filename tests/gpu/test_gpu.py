@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from keras_bert import BertClassifier, BertConfig, BertEncoder, BertPreprocessor
 from keras_bert.export import export_model, saved_model_op_types
-from keras_bert.export.int8 import check_int8_kernel
+from keras_bert.layers.int8 import check_int8_kernel
 from keras_bert.quickstart import sentiment_examples
 from tests.serving.graph_mode import GraphModeModel
 
@@ -148,9 +148,6 @@ def test_fine_tuning_on_the_device(device, device_memory, data, preprocessor, gl
     assert probabilities.dtype == np.float32 and np.isfinite(probabilities).all()
 
 
-@pytest.mark.xfail(strict=True, reason="only the encoder is mixed_float16: BertClassifier's own "
-                   "policy stays float32, and Keras' compile wraps the optimizer in a "
-                   "LossScaleOptimizer only for a mixed_float16 model (reported, issue 34)")
 def test_a_mixed_float16_encoder_fine_tunes_with_loss_scaling(data, preprocessor):
     """The documented per-model way (``BertEncoder(dtype=...)``, ``from_pretrained(dtype=)``)
     must scale the loss as well: float16 gradients underflow without it."""
@@ -258,15 +255,11 @@ def test_int8_quantize_and_predict_on_a_gpu_machine(device, trained, data, prepr
     assert_on(device, float_weights)
 
 
-def test_int8_predict_on_packed_ids_under_kerass_default_jit_compile(device, request, trained,
-                                                                     data, preprocessor):
-    """A quantized model without a preprocessor: Keras' ``jit_compile="auto"`` compiles predict
-    with XLA on a GPU machine, and XLA has no kernel for oneDNN's int8 matmul."""
-    if device == "GPU":
-        request.applymarker(pytest.mark.xfail(
-            strict=True, raises=tf.errors.InvalidArgumentError,
-            reason="jit_compile='auto' is XLA on a GPU and _QuantizedMatMul has no XLA kernel "
-                   "(reproduced on CPU with jit_compile=True; reported, issue 34)"))
+def test_int8_predict_on_packed_ids_under_kerass_default_jit_compile(device, trained, data,
+                                                                     preprocessor):
+    """A quantized model without a preprocessor: Keras' ``jit_compile="auto"`` would compile
+    predict with XLA on a GPU machine, and XLA has no kernel for oneDNN's int8 matmul, so the
+    int8 layers say they do not support XLA and predict runs unjitted."""
     packed = {k: np.asarray(v) for k, v in preprocessor(tf.constant(data[0][:8])).items()}
     quantized = quantized_copy_of(trained, preprocessor, with_preprocessor=False)
     got = quantized.predict(packed, verbose=0)
