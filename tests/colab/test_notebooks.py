@@ -99,8 +99,7 @@ GPU_RUNS = {
     "06_tf_hub_classify_text.ipynb": (
         {}, "device=classifier_model.trainable_weights[0].device"),
     "07_feature_based_classification.ipynb": (
-        {}, "strategy=type(strategy).__name__, device=embedder.weights[0].value.device, "
-            "finetuned_device=classifier.trainable_weights[0].value.device"),
+        {}, "strategy=type(strategy).__name__, device=embedder.weights[0].value.device"),
 }
 
 
