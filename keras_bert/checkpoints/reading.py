@@ -36,10 +36,12 @@ from keras_bert.tokenization.pretrained_vocab import (has_pretrained_vocabulary,
 logger = logging.getLogger(__name__)
 
 KERAS_MODEL_NAME = "model.keras"
+MAX_LISTED = 40  # missing names a mismatch error lists
 
 
 class CheckpointMismatchError(ValueError):
-    """A checkpoint does not fit the model: lists missing variables and shape mismatches."""
+    """A checkpoint does not fit the model: one line naming every shape mismatch (with both
+    shapes) and the missing variables."""
 
 
 @dataclasses.dataclass
@@ -196,12 +198,14 @@ def assign_weights(weights: Sequence[WeightName], checkpoint: Checkpoint, owner:
         assignments.append((weight.variable, value))
     if missing or mismatches:
         config = checkpoint.config
-        lines = [f"checkpoint {checkpoint.path!r} does not fit the {owner} "
-                 f"(L={config.num_hidden_layers}, H={config.hidden_size}, "
-                 f"vocab={config.vocab_size}); nothing was loaded:"]
-        lines += [f"  shape mismatch: {m}" for m in mismatches]
-        lines += [f"  missing: {m}" for m in missing]
-        raise CheckpointMismatchError("\n".join(lines))
+        problems = [f"shape mismatch: {m}" for m in mismatches]
+        if missing:
+            problems.append("missing: " + ", ".join(missing[:MAX_LISTED]) + (
+                f" (and {len(missing) - MAX_LISTED} more)" if len(missing) > MAX_LISTED else ""))
+        raise CheckpointMismatchError(
+            f"checkpoint {checkpoint.path!r} does not fit the {owner} "
+            f"(L={config.num_hidden_layers}, H={config.hidden_size}, "
+            f"vocab={config.vocab_size}); nothing was loaded: {'; '.join(problems)}")
     if skipped:
         logger.info("%s has no %s; the %s keeps them as initialised", checkpoint.path,
                     ", ".join(skipped), owner)

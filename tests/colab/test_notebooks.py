@@ -61,6 +61,13 @@ CI_RUNS = {
         "majority_rate=majority_rate, test_size=len(test_y), "
         "shapes={name: list(f.shape) for name, f in train_features.items()}, "
         "methods=summary['method'].tolist())"),
+    "08_serve_hugging_face_model.ipynb": (
+        # The folder transformers saved, with the logits it recorded (no torch in CI).
+        dict(HF_MODEL=os.path.join(REPO, "tests", "fixtures", "hf_heads", "seq_cls"),
+             SEQ_LENGTH=32),
+        "dict(max_difference=max_difference, int8_difference=int8_difference, "
+        "same_labels=same_labels, round_trip_difference=round_trip_difference, "
+        "labels=classifier.label_names, reference=reference_source)"),
 }
 
 
@@ -100,6 +107,7 @@ GPU_RUNS = {
         {}, "device=classifier_model.trainable_weights[0].device"),
     "07_feature_based_classification.ipynb": (
         {}, "strategy=type(strategy).__name__, device=embedder.weights[0].value.device"),
+    "08_serve_hugging_face_model.ipynb": ({}, "device=classifier.weights[0].value.device"),
 }
 
 
@@ -227,10 +235,19 @@ def check_07_feature_based_classification(result):
     assert len(result["methods"]) == 4
 
 
+def check_08_serve_hugging_face_model(result):
+    assert result["labels"] == ["neg", "neu", "pos"], "the head came with its id2label"
+    assert result["reference"] == "the logits transformers recorded for this folder"
+    assert result["max_difference"] < 1e-4, "served float32 = transformers' softmax"
+    assert result["same_labels"] and result["int8_difference"] < 0.05, result
+    assert result["round_trip_difference"] < 1e-6, "back in from the HF folder it wrote"
+
+
 CHECKS = {f"{check.__name__[len('check_'):]}.ipynb": check for check in (
     check_01_finetune_classifier, check_02_pretrain_from_scratch, check_03_export_and_serve,
     check_04_question_answering_and_ner, check_05_sentence_embeddings,
-    check_06_tf_hub_classify_text, check_07_feature_based_classification)}
+    check_06_tf_hub_classify_text, check_07_feature_based_classification,
+    check_08_serve_hugging_face_model)}
 
 
 def test_every_notebook_has_a_check_and_a_gpu_run():
