@@ -80,6 +80,7 @@ def run_export(args: argparse.Namespace) -> int:
     from keras_bert.export.saved_model import check_export_target, export_model
     from keras_bert.models import BertPretrainer
     from keras_bert.tasks.checkpoint_models import model_of_checkpoint
+    from keras_bert.tokenization.preprocessor import BertPreprocessor
     if not os.path.exists(args.checkpoint) and "://" not in args.checkpoint:
         raise FileNotFoundError(f"checkpoint {args.checkpoint!r} does not exist")
     if args.tf_hub:
@@ -109,17 +110,18 @@ def run_export(args: argparse.Namespace) -> int:
         model = model.encoder
     vocab = args.vocab
     lower_case = args.do_lower_case
+    preprocessor = None
     if vocab is None and getattr(model, "preprocessor", None) is None:
         checkpoint = read_checkpoint(args.checkpoint)
         if checkpoint.vocabulary is None:
             raise FileNotFoundError(f"no vocabulary (vocab.txt or tokenizer.json) in "
                                     f"{args.checkpoint!r}; pass --vocab")
-        vocab = checkpoint.vocabulary
-        if lower_case is None:
-            lower_case = checkpoint.lower_case
+        preprocessor = BertPreprocessor(
+            vocabulary=checkpoint.vocabulary, seq_length=args.seq_length or 128,
+            lower_case=checkpoint.lower_case if lower_case is None else lower_case)
     if args.tf_hub:
         from keras_bert.export.tf_hub import export_tf_hub
-        encoder_dir, preprocess_dir = export_tf_hub(model, None, args.export_base,
+        encoder_dir, preprocess_dir = export_tf_hub(model, preprocessor, args.export_base,
                                                     vocab_file=vocab, lower_case=lower_case,
                                                     seq_length=args.seq_length,
                                                     quantize=args.quantize)
@@ -127,7 +129,8 @@ def run_export(args: argparse.Namespace) -> int:
               f"{preprocess_dir}")
         return 0
     path = export_model(model, args.export_base, args.model_name, args.version,
-                        vocab_file=vocab, lower_case=lower_case, seq_length=args.seq_length,
+                        preprocessor=preprocessor, vocab_file=vocab, lower_case=lower_case,
+                        seq_length=args.seq_length,
                         text_pair=args.text_pair, mixed_precision=args.mixed_precision,
                         dynamic_padding=args.dynamic_padding, quantize=args.quantize,
                         calibration_texts=calibration_texts)

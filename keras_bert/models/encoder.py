@@ -141,13 +141,13 @@ class BertEncoder(SavesWhole, keras.Model):
         if isinstance(self.dtype_policy, keras.dtype_policies.DTypePolicyMap):
             # A quantized encoder's config: each layer keeps its own policy, so it saves again.
             keras_internals.resolve_policy_maps(self)
-            self.refuse_xla_where_int8()
 
         # === Config ===
         self.bert_config = config
         self.embeddings = embeddings
         self.transformer_layers = blocks
         self.pooler = pooler
+        self.refuse_xla_where_int8()  # a quantized encoder's config gives int8 layers
 
     def __call__(self, inputs, *args, **kwargs):
         # Before Keras' own input handling, whose error names neither the input nor its axes.

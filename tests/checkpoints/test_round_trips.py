@@ -142,7 +142,8 @@ def test_missing_variables_are_listed_and_nothing_is_written(tiny_config, tmp_pa
     config = json.load(open(tmp_path / "g" / "bert_config.json"))
     config["num_hidden_layers"] = 3
     json.dump(config, open(tmp_path / "g" / "bert_config.json", "w"))
-    with pytest.raises(CheckpointMismatchError, match=r"missing: bert/encoder/layer_2/output/dense/kernel"):
+    with pytest.raises(CheckpointMismatchError, match=r"missing: bert/encoder/layer_2/.*"
+                                                      r"bert/encoder/layer_2/output/dense/kernel"):
         convert(str(tmp_path / "g"), str(tmp_path / "out"), "hf")
     assert not (tmp_path / "out").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["g"], "no scratch directory left behind"
