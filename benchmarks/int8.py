@@ -13,6 +13,8 @@ Every contender turns batches of raw text into a BERT-base classifier's or encod
               axes, transformer-optimized; batches tokenized by BertTokenizerFast and padded to
               their longest text
   ort-int8    the same after onnxruntime.quantization.quantize_dynamic (QInt8 weights)
+  base-*      with --baseline-root DIR: each ours-* contender with the keras_bert of another
+              checkout (before/after comparisons in one run; its exports in WORKDIR/base)
 
 under two batching policies: ``arrival`` (batches of 32 in the texts' order) and ``sorted``
 (texts sorted by length first). TensorFlow gets 2 intra-op threads (and --inter_op_threads),
@@ -78,9 +80,10 @@ class OursWorker:
         import tensorflow as tf
         import tensorflow_text  # noqa: F401  (the preprocessor's ops)
         self.tf = tf
-        path = os.path.join(workdir, "ours", kind, "1")
+        base = os.path.join(workdir, "base" if os.environ.get("KERAS_BERT_BASELINE") else "ours")
+        path = os.path.join(base, kind, "1")
         if not os.path.exists(path):
-            self._export(kind, os.path.join(workdir, "ours"), vocab)
+            self._export(kind, base, vocab)
         config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=THREADS,
                                           inter_op_parallelism_threads=inter_op_threads)
         self.session = tf.compat.v1.Session(graph=tf.Graph(), config=config)
@@ -190,7 +193,7 @@ class OrtWorker:
 
 def worker_main(args: argparse.Namespace) -> None:
     family, kind = args.worker.split("-")
-    if family == "ours":
+    if family in ("ours", "base"):
         worker = OursWorker(kind, args.workdir, args.vocab, args.inter_op_threads)
     else:
         worker = OrtWorker(kind, args.workdir, args.vocab)
@@ -216,10 +219,13 @@ def start_worker(contender: str, args: argparse.Namespace) -> subprocess.Popen:
     command = [python, os.path.abspath(__file__), "--worker", contender, "--workdir",
                args.workdir, "--vocab", args.vocab,
                "--inter_op_threads", str(args.inter_op_threads)]
-    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": REPO_ROOT,
-                   "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": str(THREADS)}
+    # A base-* worker runs this file with the baseline checkout's keras_bert first on the path.
+    root = os.path.abspath(args.baseline_root) if contender.startswith("base") else REPO_ROOT
+    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": root,
+                   "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": str(THREADS),
+                   "KERAS_BERT_BASELINE": "1" if root != REPO_ROOT else ""}
     return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            env=environment, cwd=REPO_ROOT)
+                            env=environment, cwd=root)
 
 
 def ask(worker: subprocess.Popen, line: str | None = None) -> dict:
@@ -245,11 +251,16 @@ def main() -> None:
                                                           "int8"),
                         help="exports and ONNX files, reused when present")
     parser.add_argument("--json", help="write the results here too")
+    parser.add_argument("--baseline-root", metavar="DIR",
+                        help="another checkout: its keras_bert runs as base-* beside ours-*")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker_main(args)
         return
+    if args.baseline_root:
+        args.contenders += [c.replace("ours", "base") for c in args.contenders
+                            if c.startswith("ours")]
     os.makedirs(args.workdir, exist_ok=True)
     texts = real_sentences(args.corpus, args.texts + CALIBRATION_TEXTS)
     texts, calibration = texts[:args.texts], texts[args.texts:]
@@ -284,7 +295,7 @@ def report(results: dict, megabytes: dict, args: argparse.Namespace) -> None:
     print(f"{args.texts} real sentences, batch {BATCH_SIZE}, {THREADS} threads "
           f"(TF inter-op {args.inter_op_threads}), {args.rounds} rounds, load average "
           f"{load[0]:.1f}")
-    print(f"| contender | policy | texts/s | texts per CPU-s | vs ours-fp32 (CPU) | "
+    print("| contender | policy | texts/s | texts per CPU-s | vs ours-fp32 (CPU) | "
           f"vs ort-int8 (CPU) | size MB |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for policy in POLICIES:
