@@ -296,7 +296,7 @@ def report(results: dict, megabytes: dict, args: argparse.Namespace) -> None:
           f"(TF inter-op {args.inter_op_threads}), {args.rounds} rounds, load average "
           f"{load[0]:.1f}")
     print("| contender | policy | texts/s | texts per CPU-s | vs ours-fp32 (CPU) | "
-          f"vs ort-int8 (CPU) | size MB |")
+          "vs ort-int8 (CPU) | size MB |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for policy in POLICIES:
         for contender in args.contenders:
