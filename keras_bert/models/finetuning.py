@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_bert.config import FinetuneSettings
@@ -108,3 +109,27 @@ class FinetuningPlan:
         start."""
         return [] if self.counter is None else [SetDataEpoch(self.counter)]
 
+
+def split_validation(model, x, y, sample_weight, split: float, validation_data):
+    """``fit``'s ``validation_split``: ((x, y, sample_weight) of the first rows,
+    (x, y[, sample_weight]) of the last ``split`` of them, after ``model.to_arrays``), as
+    Keras splits in-memory data."""
+    if validation_data is not None or isinstance(x, tf.data.Dataset):
+        raise ValueError("validation_split takes in-memory examples and no validation_data")
+    if not 0 < split < 1:
+        raise ValueError(f"validation_split must be in (0, 1), got {split}")
+    x, y = model.to_arrays(x, y)
+    rows = len(tf.nest.flatten(x)[0])
+    cut = rows - int(rows * split)
+    if cut in (0, rows):
+        raise ValueError(f"validation_split={split} of {rows} rows leaves no training or "
+                         f"no validation rows")
+
+    def part(value, rows_slice):
+        return None if value is None else tf.nest.map_structure(
+            lambda array: np.asarray(array)[rows_slice], value)
+
+    head, tail = slice(None, cut), slice(cut, None)
+    validation = (part(x, tail), part(y, tail)) + (
+        () if sample_weight is None else (part(sample_weight, tail),))
+    return (part(x, head), part(y, head), part(sample_weight, head)), validation

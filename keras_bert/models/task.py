@@ -12,14 +12,13 @@ from collections.abc import Sequence
 from typing import Any, Self
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from keras_bert import fileio
 from keras_bert.checkpoints.heads import Head
 from keras_bert.models.encoder import SavesWhole, quantization_filters
 from keras_bert.config import FinetuneSettings
-from keras_bert.models.finetuning import FinetuningPlan
+from keras_bert.models.finetuning import FinetuningPlan, split_validation
 from keras_bert.models.task_pipeline import PackedRows, is_packed
 from keras_bert.models.task_loading import load_task_model, tokenizer_of
 from keras_bert.models.task_predict import PackFunctions, packed_arrays, predict_by_length
@@ -310,8 +309,8 @@ class BertTask(SavesWhole, keras.Model):
         their order within each bucket, and the same batches every epoch.
         """
         if validation_split:
-            (x, y, sample_weight), validation_data = self._split_validation(
-                x, y, sample_weight, validation_split, validation_data)
+            (x, y, sample_weight), validation_data = split_validation(
+                self, x, y, sample_weight, validation_split, validation_data)
         self.adapt(x)
         batch_size = batch_size or RECIPE.batch_size
         auto = self._auto_optimizer or {}
@@ -341,29 +340,6 @@ class BertTask(SavesWhole, keras.Model):
                                initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch,
                                validation_steps=validation_steps,
                                validation_freq=validation_freq)
-
-    def _split_validation(self, x, y, sample_weight, split: float, validation_data):
-        """((x, y, sample_weight) of the first rows, (x, y[, sample_weight]) of the last
-        ``split`` of them), as Keras' ``validation_split``."""
-        if validation_data is not None or isinstance(x, tf.data.Dataset):
-            raise ValueError("validation_split takes in-memory examples and no validation_data")
-        if not 0 < split < 1:
-            raise ValueError(f"validation_split must be in (0, 1), got {split}")
-        x, y = self.to_arrays(x, y)
-        rows = len(tf.nest.flatten(x)[0])
-        cut = rows - int(rows * split)
-        if cut in (0, rows):
-            raise ValueError(f"validation_split={split} of {rows} rows leaves no training or "
-                             f"no validation rows")
-
-        def part(value, rows_slice):
-            return None if value is None else tf.nest.map_structure(
-                lambda array: np.asarray(array)[rows_slice], value)
-
-        head, tail = slice(None, cut), slice(cut, None)
-        validation = (part(x, tail), part(y, tail)) + (
-            () if sample_weight is None else (part(sample_weight, tail),))
-        return (part(x, head), part(y, head), part(sample_weight, head)), validation
 
     def _validation(self, validation_data, batch_size):
         if validation_data is None:
@@ -420,20 +396,3 @@ class BertTask(SavesWhole, keras.Model):
             config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         return cls(**config)
 
-
-def is_text_arrays(x) -> bool:
-    """Whether ``x`` is already the output of ``to_arrays``: a tuple of string arrays."""
-    return isinstance(x, tuple) and bool(x) and all(isinstance(a, np.ndarray) for a in x)
-
-
-def as_string_array(values, what: str) -> np.ndarray:
-    """A 1-D object array of str (bytes decoded as UTF-8); ValueError naming ``what`` for an
-    entry that is not text. An empty text is valid and packs as ``[CLS] [SEP]``, as the served
-    signatures and Google's run_classifier.py pack it."""
-    array = np.asarray(values, dtype=object).reshape(-1)
-    for index, value in enumerate(array):
-        if isinstance(value, bytes):
-            value = array[index] = value.decode("utf-8")
-        if not isinstance(value, str):
-            raise ValueError(f"{what}[{index}] is {value!r}; every text must be a string")
-    return array

@@ -359,3 +359,21 @@ class PackedRows:
             num_parallel_calls=tf.data.AUTOTUNE)
         return dataset.apply(tf.data.experimental.assert_cardinality(plan.num_batches)).prefetch(
             tf.data.AUTOTUNE)
+
+
+def is_text_arrays(x) -> bool:
+    """Whether ``x`` is already the output of ``to_arrays``: a tuple of string arrays."""
+    return isinstance(x, tuple) and bool(x) and all(isinstance(a, np.ndarray) for a in x)
+
+
+def as_string_array(values, what: str) -> np.ndarray:
+    """A 1-D object array of str (bytes decoded as UTF-8); ValueError naming ``what`` for an
+    entry that is not text. An empty text is valid and packs as ``[CLS] [SEP]``, as the served
+    signatures and Google's run_classifier.py pack it."""
+    array = np.asarray(values, dtype=object).reshape(-1)
+    for index, value in enumerate(array):
+        if isinstance(value, bytes):
+            value = array[index] = value.decode("utf-8")
+        if not isinstance(value, str):
+            raise ValueError(f"{what}[{index}] is {value!r}; every text must be a string")
+    return array

@@ -23,7 +23,8 @@ import keras
 import numpy as np
 
 from keras_bert.tokenization.packing import INPUT_NAMES
-from keras_bert.models.task import BertTask, as_string_array
+from keras_bert.models.task import BertTask
+from keras_bert.models.task_pipeline import as_string_array
 from keras_bert.tasks.base import CommonOptions, Task, require_vocabulary
 
 
