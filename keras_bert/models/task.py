@@ -352,13 +352,14 @@ class BertTask(SavesWhole, keras.Model):
     def evaluate(self, x=None, y=None, batch_size: int | None = None, verbose: str | int = "auto",
                  sample_weight=None, steps: int | None = None, callbacks=None,
                  return_dict: bool = False, *,
-                 bucket_lengths: Sequence[int] | str | None = RECIPE.bucket_lengths):
+                 bucket_lengths: Sequence[int] | str | None = RECIPE.bucket_lengths, **kwargs):
         """``keras.Model.evaluate`` that also takes raw examples, grouped by length as in
-        ``fit`` (ordered by bucket, not shuffled; the scores do not depend on the order)."""
+        ``fit`` (ordered by bucket, not shuffled; the scores do not depend on the order).
+        ``kwargs`` are Keras' own (``fit`` passes its validation data here)."""
         dataset = self.make_dataset(x, y, sample_weight, batch_size,
                                     bucket_lengths=bucket_lengths)
         return super().evaluate(dataset, verbose=verbose, steps=steps, callbacks=callbacks,
-                                return_dict=return_dict)
+                                return_dict=return_dict, **kwargs)
 
     def predict(self, x, batch_size: int | None = None, verbose: str | int = "auto",
                 steps: int | None = None, callbacks=None):

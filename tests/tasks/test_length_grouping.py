@@ -307,3 +307,22 @@ def test_finetune_and_fit_share_the_default():
     for bad in ("", "16,x", "0,32", "-8", "fixed"):
         with pytest.raises(SystemExit):
             flag("--bucket_lengths", bad)
+
+
+def test_validation_split_holds_out_the_last_rows_as_keras_does():
+    texts, labels = texts_of_many_lengths(40)
+    model = classifier()
+    model.compile(learning_rate=1e-3)
+    history = model.fit(texts, labels, batch_size=8, epochs=1, verbose=0, seed=0,
+                        validation_split=0.25)
+    assert "val_loss" in history.history
+    # 30 training rows: ceil(30 / 8) = 4 steps; the last 10 rows were held out.
+    assert int(model.optimizer.iterations) == 4
+    expected = model.evaluate(texts[30:], labels[30:], batch_size=8, verbose=0,
+                              return_dict=True)["loss"]
+    assert history.history["val_loss"][0] == pytest.approx(expected, rel=1e-5)
+    for bad, message in ((1.0, r"must be in \(0, 1\)"), (0.01, "leaves no")):
+        with pytest.raises(ValueError, match=message):
+            model.fit(texts, labels, validation_split=bad, verbose=0)
+    with pytest.raises(ValueError, match="no validation_data"):
+        model.fit(texts, labels, validation_split=0.5, validation_data=(texts, labels))
