@@ -5,7 +5,13 @@ beta1 0.9, beta2 0.999, epsilon 1e-6, weight decay 0.01 except on LayerNorm and 
 warmup then linear decay, clipping by global norm 1.0) as a Keras 3 optimizer that works in
 ``model.compile`` and in custom loops under any ``tf.distribute`` strategy.
 
-Three differences from stock Keras optimizers, all for BERT:
+Four differences from stock Keras optimizers, all for BERT:
+- AdamW's ``epsilon`` is the one of Adam's Algorithm 1 (Kingma and Ba), added to the
+  bias-corrected ``sqrt(v_hat)`` as ``torch.optim.AdamW`` adds it, not Keras' "epsilon hat" on the
+  uncorrected ``sqrt(v)``. Keras' form is ``epsilon / sqrt(1 - beta_2^t)`` in Algorithm 1's
+  terms: 32x the given epsilon at the first step, 3.2x at step 100, 1.6x at step 500. Early in
+  fine-tuning that damps the update of every weight whose gradient is near 1e-5, the median in
+  MiniLM's (benchmarks/README.md, "Accuracy").
 - Exclusions match the variable *path* (``transformer_layer_0/attention_layer_norm/gamma``), not
   just the short name (``gamma``), so Google's patterns ("layer_norm", "LayerNorm", "bias") work.
 - Under a multi-replica strategy the gradients are summed across replicas *before* clipping, so
@@ -15,7 +21,7 @@ Three differences from stock Keras optimizers, all for BERT:
   freshly initialised head (a classifier's feature layers) learns at a higher rate than the
   pretrained encoder, as it must to learn anything in a few fine-tuning epochs.
 
-``BertAdamW`` also runs Keras' Adam formula as TensorFlow's fused ``ResourceApplyAdam`` kernel.
+``BertAdamW`` runs its Adam step as TensorFlow's fused ``ResourceApplyAdam`` kernel.
 """
 
 from __future__ import annotations
@@ -102,7 +108,9 @@ class BertAdamW(_BertOptimizerMixin, keras.optimizers.AdamW):
     """Keras AdamW whose weight-decay exclusions match variable paths (see the module docstring).
 
     Decoupled weight decay as in google-research/bert (``w -= lr * weight_decay * w`` besides the
-    Adam step); unlike Google's optimizer, the Adam moments are bias-corrected (Keras' Adam).
+    Adam step); unlike Google's optimizer, the Adam moments are bias-corrected, and ``epsilon`` is
+    added to ``sqrt(v_hat)`` as in ``torch.optim.AdamW`` (see the module docstring):
+    ``w -= lr * m_hat / (sqrt(v_hat) + epsilon)``.
 
     Args:
         exclude_from_weight_decay: regular expressions; a variable whose path matches one is not
@@ -125,10 +133,12 @@ class BertAdamW(_BertOptimizerMixin, keras.optimizers.AdamW):
         self._init_exclusions(exclude_from_weight_decay, learning_rate_multipliers)
 
     def update_step(self, gradient, variable, learning_rate):
-        """Keras' Adam step as TensorFlow's fused ResourceApplyAdam kernel: the same formula
-        (bias-corrected rate, epsilon outside the square root) in one sweep over the variable and
-        its moments instead of about a dozen (the whole update with decay and clipping of BERT
-        L-4_H-256: 25 ms of CPU instead of 46)."""
+        """The Adam step as TensorFlow's fused ResourceApplyAdam kernel, in one sweep over the
+        variable and its moments instead of about a dozen (the whole update with decay and
+        clipping of BERT L-4_H-256: 25 ms of CPU instead of 46). The kernel computes
+        ``lr_t * m / (sqrt(v) + eps)`` with ``lr_t = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t)``;
+        given ``eps = epsilon * sqrt(1 - beta_2^t)`` that is ``lr * m_hat / (sqrt(v_hat) +
+        epsilon)``. (With amsgrad, Keras' own step, epsilon hat.)"""
         learning_rate = self._variable_learning_rate(learning_rate, variable)
         if self.amsgrad:
             return super().update_step(gradient, variable, learning_rate)
@@ -136,12 +146,14 @@ class BertAdamW(_BertOptimizerMixin, keras.optimizers.AdamW):
         momentum, velocity = keras_internals.adam_slots(self, variable)
         dtype = variable.dtype
         local_step = tf.cast(self.iterations + 1, dtype)
+        beta2_power = tf.pow(tf.cast(self.beta_2, dtype), local_step)
         tf.raw_ops.ResourceApplyAdam(
             var=variable.handle, m=momentum.value.handle, v=velocity.value.handle,
             beta1_power=tf.pow(tf.cast(self.beta_1, dtype), local_step),
-            beta2_power=tf.pow(tf.cast(self.beta_2, dtype), local_step),
+            beta2_power=beta2_power,
             lr=tf.cast(learning_rate, dtype), beta1=tf.cast(self.beta_1, dtype),
-            beta2=tf.cast(self.beta_2, dtype), epsilon=tf.cast(self.epsilon, dtype),
+            beta2=tf.cast(self.beta_2, dtype),
+            epsilon=tf.cast(self.epsilon, dtype) * tf.sqrt(1.0 - beta2_power),
             grad=tf.cast(tf.convert_to_tensor(gradient), dtype))
 
 
