@@ -670,7 +670,7 @@ def format_table(results: dict[str, Any]) -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", nargs="+", choices=sorted(LOADERS),
-                        default=["trec6", "tweets", "finefoods"])
+                        default=["finefoods", "trec6", "tweets"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--max_length", type=int,
