@@ -111,6 +111,55 @@ def test_adamw_epsilon_does_not_damp_small_gradients_in_the_first_steps():
     np.testing.assert_allclose(moves, [1e-5 / (1e-5 + 1e-6)] * 3, rtol=1e-4)
 
 
+def test_adamw_compiled_follows_the_schedule_and_rate_multipliers():
+    # In a tf.function, as model.fit runs it: each step decays at the schedule's rate (Keras'
+    # decay, not multiplied) and steps at that rate times the variable's multiplier.
+    rng = np.random.default_rng(2)
+    kernel = keras.Variable(rng.normal(size=(3, 4)).astype("float32"), name="kernel")
+    head = keras.Variable(rng.normal(size=(4, 2)).astype("float32"), name="head_kernel")
+    bias = keras.Variable(rng.normal(size=(4,)).astype("float32"), name="bias")
+    schedule = WarmupPolynomialDecay(0.1, decay_steps=8, warmup_steps=2)
+    optimizer = BertAdamW(learning_rate=schedule, weight_decay=0.05,
+                          learning_rate_multipliers={"head": 3.0})
+    variables = [kernel, head, bias]
+    optimizer.build(variables)
+    step = tf.function(lambda grads: optimizer.apply(grads, variables))
+    grads = [[rng.normal(size=v.shape).astype("float32") for v in variables] for _ in range(4)]
+    start = [v.numpy() for v in variables]
+    for g in grads:
+        step(g)
+    rates = [float(schedule(t)) for t in range(4)]
+    assert rates[0] == 0 and rates[2] > rates[3] > 0  # warmup, then decay
+    for i, (multiplier, decayed) in enumerate([(1.0, True), (3.0, True), (1.0, False)]):
+        w, m, v = start[i], 0.0, 0.0
+        for t, (g, rate) in enumerate(zip([g[i] for g in grads], rates), start=1):
+            w = w - rate * 0.05 * w if decayed else w
+            m = 0.9 * m + 0.1 * g
+            v = 0.999 * v + 0.001 * g * g
+            w = w - rate * multiplier * (m / (1 - 0.9 ** t)) / (
+                np.sqrt(v / (1 - 0.999 ** t)) + 1e-7)
+        np.testing.assert_allclose(variables[i].numpy(), w, rtol=1e-5, atol=1e-6)
+
+
+def test_adamw_computes_its_step_scalars_once_per_step_not_per_variable():
+    # The rate schedule, beta powers and epsilon scale are a few dozen ops; computed per
+    # variable they made a step of BERT L-4 (71 variables) 2,542 ops, now 778: 51 ops for each
+    # further variable before, 12 now.
+    def ops_in_a_step(count: int) -> int:
+        variables = [keras.Variable(np.ones((2, 2), "float32"), name=f"kernel_{i}")
+                     for i in range(count)]
+        optimizer = create_optimizer(1e-3, num_train_steps=10, num_warmup_steps=2)
+        optimizer.build(variables)
+        step = tf.function(lambda grads: optimizer.apply(grads, variables))
+        grads = [tf.ones((2, 2)) for _ in variables]
+        return len(step.get_concrete_function(grads).graph.get_operations())
+
+    per_variable = (ops_in_a_step(12) - ops_in_a_step(2)) / 10
+    # Each variable: the handles of it and its moments, its gradient's part of the global
+    # norm and its clipping, the decay, the fused Adam step.
+    assert per_variable <= 15, per_variable
+
+
 def test_lamb_matches_model_gardens_formula():
     rng = np.random.default_rng(1)
     w0 = rng.normal(size=(5, 3)).astype("float32")
