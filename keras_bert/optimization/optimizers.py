@@ -68,9 +68,13 @@ class _BertOptimizerMixin(keras_internals.OptimizerHooks):
         self.learning_rate_multipliers = {str(k): float(v) for k, v
                                           in (learning_rate_multipliers or {}).items()}
 
+    def _multiplier(self, variable) -> float:
+        """The learning-rate multiplier of the first pattern matching the path (1 if none)."""
+        return self._multipliers.get(keras_internals.variable_key(self, variable), 1.0)
+
     def _variable_learning_rate(self, learning_rate, variable):
-        """``learning_rate`` times the multiplier of the first pattern matching the path."""
-        multiplier = self._multipliers.get(keras_internals.variable_key(self, variable), 1.0)
+        """``learning_rate`` times the variable's multiplier."""
+        multiplier = self._multiplier(variable)
         return learning_rate if multiplier == 1.0 else learning_rate * multiplier
 
     def _matches(self, variable, patterns: Sequence[str]) -> bool:
@@ -173,8 +177,8 @@ class BertAdamW(_BertOptimizerMixin, keras.optimizers.AdamW):
         beta_1^t)``; given ``eps = epsilon * sqrt(1 - beta_2^t)`` that is ``lr * m_hat /
         (sqrt(v_hat) + epsilon)``. (With amsgrad, Keras' own step, epsilon hat.)"""
         variable = variable.value if isinstance(variable, keras.Variable) else variable
-        multiplier = self._multipliers.get(keras_internals.variable_key(self, variable), 1.0)
-        scalars = self._scalars(learning_rate, multiplier, variable.dtype, variable.device)
+        scalars = self._scalars(learning_rate, self._multiplier(variable), variable.dtype,
+                                variable.device)
         if self.weight_decay and keras_internals.is_decayed(self, variable):
             variable.assign_sub(variable * scalars["decay"])
         if self.amsgrad:

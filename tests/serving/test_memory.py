@@ -4,8 +4,9 @@ after the first load and unload. Before retired versions were garbage-collected 
 MiniLM kept about 40 MB (a graph is a web of reference cycles that Python frees only in a full
 collection, which a serving process hardly ever triggers).
 
-RSS is read once the server has logged the collection after every retirement: a fixed sleep read
-it, on a loaded CI machine, while the last retired version still held its memory (+10.4%)."""
+RSS is read once the server has logged the collection after every retirement, not after a fixed
+sleep, which on a loaded CI machine can end before the last retired version is freed (a CI run
+read +10.4% that way)."""
 
 import os
 import shutil
