@@ -44,19 +44,25 @@ class FinetuningPlan:
         shuffle: shuffle the rows and batches of every epoch (False: rows ordered by bucket,
             the same batches every epoch).
         drop_remainder: only full batches (what TPUs need).
-        steps_per_epoch: for a dataset of unknown length: the steps of one epoch.
+        steps_per_epoch: the steps of one epoch (None: one pass over the data; a dataset of
+            unknown length needs it).
+        arrays: ``x`` and ``y`` are already ``model.to_arrays``' output (and ``y`` targets the
+            compiled loss reads as they are, such as a teacher's outputs), not converted again.
 
     Attributes:
         rows: the training rows (an example may give several: the windows of a long text);
             None for a dataset.
         steps_per_epoch: optimizer steps in one epoch.
+        steps_per_epoch_given: the ``steps_per_epoch`` asked for, or None (what Keras' ``fit``
+            takes).
         total_steps: ``steps_per_epoch * settings.epochs``.
     """
 
     def __init__(self, model, x, y=None, sample_weight=None, *, settings: FinetuneSettings,
                  seed: int | None = None, shuffle: bool = True, drop_remainder: bool = False,
-                 steps_per_epoch: int | None = None):
+                 steps_per_epoch: int | None = None, arrays: bool = False):
         self.model, self.settings = model, settings
+        self.steps_per_epoch_given = steps_per_epoch
         self.counter: EpochCounter | None = None
         self._dataset = self._rows = self.rows = None
         if isinstance(x, tf.data.Dataset):
@@ -67,7 +73,8 @@ class FinetuningPlan:
                                  "schedule from this dataset; pass steps_per_epoch= or compile "
                                  "with an optimizer")
         else:
-            x, y = model.to_arrays(x, y)
+            if not arrays:
+                x, y = model.to_arrays(x, y)
             data = (x,) if y is None else ((x, y) if sample_weight is None
                                           else (x, y, sample_weight))
             self._rows = PackedRows(data, model._preprocess, settings.batch_size,

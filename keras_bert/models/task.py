@@ -6,6 +6,7 @@ calls a traced function instead, kept between calls)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import warnings
 from collections.abc import Sequence
@@ -63,7 +64,8 @@ class BertTask(SavesWhole, keras.Model):
     sequence_padding: dict[str, float] = {}
     default_seq_length = 128  # the preprocessor's length when from_pretrained is given none
 
-    def __init__(self, *, inputs, outputs, encoder, preprocessor=None, **kwargs):
+    def __init__(self, *, inputs, outputs, encoder, preprocessor=None,
+                 distillation: dict[str, Any] | None = None, **kwargs):
         positions = encoder.bert_config.max_position_embeddings
         if preprocessor is not None and preprocessor.seq_length > positions:
             raise ValueError(f"the preprocessor packs {preprocessor.seq_length} tokens, but the "
@@ -76,6 +78,9 @@ class BertTask(SavesWhole, keras.Model):
             self.dtype_policy = encoder.dtype_policy
         self.encoder = encoder
         self.preprocessor = preprocessor
+        # A distilled student's record (keras_bert.distill): the teacher, its layers kept, the
+        # temperature and label weight; None for a model trained on labels.
+        self.distillation = None if distillation is None else dict(distillation)
         self._auto_optimizer: dict | None = None
         self._compile_kwargs: dict = {}
         self._tokenizer = None
@@ -192,6 +197,13 @@ class BertTask(SavesWhole, keras.Model):
         raise NotImplementedError
 
     def default_metrics(self):
+        return None
+
+    def soft_targets(self) -> str | None:
+        """How ``keras_bert.distill`` reads this model's output as a teacher's soft targets:
+        "softmax" (probabilities over the last axis), "sigmoid" (independent probabilities),
+        "logits" (over the last axis) or "score" (values matched by squared error); None for a
+        model it cannot distil."""
         return None
 
     def learning_rate_multipliers(self) -> dict[str, float]:
@@ -312,14 +324,39 @@ class BertTask(SavesWhole, keras.Model):
             (x, y, sample_weight), validation_data = split_validation(
                 self, x, y, sample_weight, validation_split, validation_data)
         self.adapt(x)
-        batch_size = batch_size or RECIPE.batch_size
-        auto = self._auto_optimizer or {}
-        settings = FinetuneSettings(batch_size=batch_size, epochs=epochs,
-                                    bucket_lengths=bucket_lengths, **auto)
-        plan = FinetuningPlan(self, x, y, sample_weight, settings=settings, seed=seed,
-                              shuffle=shuffle, drop_remainder=isinstance(self.distribute_strategy,
-                                                        tf.distribute.TPUStrategy),
-                              steps_per_epoch=steps_per_epoch)
+        plan = self.finetuning_plan(x, y, sample_weight, batch_size=batch_size, epochs=epochs,
+                                    bucket_lengths=bucket_lengths, seed=seed, shuffle=shuffle,
+                                    steps_per_epoch=steps_per_epoch)
+        return self.fit_plan(plan, verbose=verbose, callbacks=callbacks,
+                             validation_data=self._validation(
+                                 validation_data, validation_batch_size or plan.settings.batch_size),
+                             class_weight=class_weight, initial_epoch=initial_epoch,
+                             validation_steps=validation_steps, validation_freq=validation_freq)
+
+    def finetuning_plan(self, x, y=None, sample_weight=None, *, batch_size: int | None = None,
+                        epochs: int = RECIPE.epochs,
+                        bucket_lengths: Sequence[int] | str | None = RECIPE.bucket_lengths,
+                        seed: int | None = None, shuffle: bool = True,
+                        steps_per_epoch: int | None = None,
+                        arrays: bool = False) -> FinetuningPlan:
+        """The recipe's plan (``FinetuningPlan``) for training this model on ``x``, ``y`` with
+        ``compile``'s optimizer settings: what ``fit`` runs. ``arrays=True``: ``x`` and ``y``
+        are already ``to_arrays``' output and targets the compiled loss reads as they are (the
+        teacher's outputs of ``keras_bert.distill``)."""
+        settings = FinetuneSettings(batch_size=batch_size or RECIPE.batch_size, epochs=epochs,
+                                    bucket_lengths=bucket_lengths,
+                                    **(self._auto_optimizer or {}))
+        return FinetuningPlan(self, x, y, sample_weight, settings=settings, seed=seed,
+                              shuffle=shuffle, drop_remainder=isinstance(
+                                  self.distribute_strategy, tf.distribute.TPUStrategy),
+                              steps_per_epoch=steps_per_epoch, arrays=arrays)
+
+    def fit_plan(self, plan: FinetuningPlan, *, verbose: str | int = "auto", callbacks=None,
+                 validation_data: tf.data.Dataset | None = None,
+                 class_weight: dict | None = None, initial_epoch: int = 0,
+                 validation_steps: int | None = None, validation_freq: int = 1):
+        """``keras.Model.fit`` on a plan's data, with its optimizer (when compiled with "auto")
+        and its callbacks before ``callbacks``; ``validation_data`` is a batched dataset."""
         if self._auto_optimizer is not None:
             with self.distribute_strategy.scope():
                 optimizer = plan.make_optimizer()
@@ -331,13 +368,12 @@ class BertTask(SavesWhole, keras.Model):
             # Span and tagging heads do not use the encoder's pooler; that is expected.
             warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables "
                                                       r"\['pooler/kernel', 'pooler/bias'\]")
-            return super().fit(plan.make_dataset(), epochs=epochs, verbose=verbose,
+            return super().fit(plan.make_dataset(), epochs=plan.settings.epochs,
+                               verbose=verbose,
                                callbacks=[*plan.callbacks(), *(callbacks or [])],
-                               validation_data=self._validation(validation_data,
-                                                                validation_batch_size
-                                                                or batch_size),
-                               shuffle=False, class_weight=class_weight,
-                               initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch,
+                               validation_data=validation_data, shuffle=False,
+                               class_weight=class_weight, initial_epoch=initial_epoch,
+                               steps_per_epoch=plan.steps_per_epoch_given,
                                validation_steps=validation_steps,
                                validation_freq=validation_freq)
 
@@ -384,10 +420,13 @@ class BertTask(SavesWhole, keras.Model):
 
     # ----------------------------------------------------------------------- config
     def _base_config(self) -> dict[str, Any]:
-        return {"name": self.name, "trainable": self.trainable,
-                "encoder": keras.saving.serialize_keras_object(self.encoder),
-                "preprocessor": None if self.preprocessor is None
-                else keras.saving.serialize_keras_object(self.preprocessor)}
+        config = {"name": self.name, "trainable": self.trainable,
+                  "encoder": keras.saving.serialize_keras_object(self.encoder),
+                  "preprocessor": None if self.preprocessor is None
+                  else keras.saving.serialize_keras_object(self.preprocessor)}
+        if self.distillation is not None:
+            config["distillation"] = json.loads(json.dumps(self.distillation))
+        return config
 
     @classmethod
     def from_config(cls, config: dict[str, Any]):

@@ -215,6 +215,11 @@ class BertClassifier(ExportsRawText, BertTask):
             return keras.losses.BinaryCrossentropy()
         return keras.losses.SparseCategoricalCrossentropy(from_logits=self.activation is None)
 
+    def soft_targets(self) -> str | None:
+        if self.is_regression:
+            return "score"
+        return {"softmax": "softmax", "sigmoid": "sigmoid", None: "logits"}.get(self.activation)
+
     def learning_rate_multipliers(self) -> dict[str, float]:
         """With features, the layers after the encoder (feature embeddings, hidden layer, head)
         are new and learn at FEATURE_LEARNING_RATE_MULTIPLIER times the encoder's rate; a

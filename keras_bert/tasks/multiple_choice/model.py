@@ -85,6 +85,9 @@ class BertMultipleChoice(ExportsRawText, BertTask):
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy()
 
+    def soft_targets(self) -> str:
+        return "softmax"
+
     def default_metrics(self):
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 

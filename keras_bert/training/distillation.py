@@ -1,0 +1,458 @@
+"""Task-specific knowledge distillation (Hinton et al., 2015; DistilBERT, Sanh et al., 2019): a
+fine-tuned teacher's outputs become the soft targets of a smaller student of the same task
+class, trained by the one fine-tuning recipe (``BertTask.finetuning_plan`` / ``fit_plan``:
+length grouping, AdamW on its schedule, BackupAndRestore with a seed).
+
+Keras' own ``keras.distillation.Distiller`` is not used: it calls the teacher in every training
+step (here the teacher runs once per text, before training, so a step costs what a student's
+fine-tuning step costs), it wraps the student in a new model (so the student would not train
+through its own ``fit`` recipe, nor save and export as itself), and its loss cannot weigh
+labelled and unlabelled rows differently in one batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert import fileio
+from keras_bert.models.task import BertTask
+from keras_bert.models.task_pipeline import PackedRows
+
+logger = logging.getLogger(__name__)
+
+# Defaults of ``distill`` (and ``keras-bert distill``).
+TEMPERATURE = 2.0  # softens the teacher's and the student's distributions in the KL term
+LABEL_WEIGHT = 0.5  # a labelled row's loss: (1 - w) * T^2 * KL + w * cross-entropy with its label
+LEARNING_RATE = 5e-5  # AdamW's peak rate: the top of BERT's fine-tuning range
+EPOCHS = 3
+BATCH_SIZE = 32
+_EPSILON = 1e-7  # probabilities are clipped to [eps, 1 - eps] before their logarithm (as Keras)
+
+
+def kept_layers(teacher_layers: int, num_layers: int) -> list[int]:
+    """The teacher's layers (0-based) a ``num_layers`` student starts from: spread evenly, the
+    top one always kept (it feeds the head): 12 -> 4 keeps 2, 5, 8, 11; 6 -> 3 keeps 1, 3, 5;
+    6 -> 2 keeps 2, 5. DistilBERT's initialisation takes one layer in two the same way."""
+    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or not (
+            0 < num_layers < teacher_layers):
+        raise ValueError(f"num_layers must be between 1 and {teacher_layers - 1} (the teacher "
+                         f"has {teacher_layers} layers), got {num_layers!r}")
+    return [round((index + 1) * teacher_layers / num_layers) - 1 for index in range(num_layers)]
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class SoftTargetLoss(keras.losses.Loss):
+    """The distillation loss of one row: ``(1 - w) * soft + w * hard`` with ``w`` =
+    ``label_weight`` on labelled rows and 0 on unlabelled ones.
+
+    ``y_true`` is float32 [rows, ..., 2K + 1]: the teacher's output (K), the label as the
+    model's output would show it (one-hot, 0/1 set or score; K) and 1 where the row has a
+    label (else 0). ``y_pred`` is the student's output [rows, ..., K].
+
+    Per kind (``BertTask.soft_targets``): "softmax"/"logits": soft = T^2 KL(teacher_T ||
+    student_T) over the last axis, hard = cross-entropy; "sigmoid": the same per class
+    (Bernoulli), averaged over K; "score": soft and hard are squared errors.
+    """
+
+    def __init__(self, kind: str, temperature: float = TEMPERATURE,
+                 label_weight: float = LABEL_WEIGHT, name: str = "soft_target_loss", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.kind, self.temperature, self.label_weight = kind, temperature, label_weight
+
+    def call(self, y_true, y_pred):
+        y_pred = tf.cast(y_pred, tf.float32)
+        classes = tf.shape(y_pred)[-1]
+        teacher, label = y_true[..., :classes], y_true[..., classes:2 * classes]
+        weight = self.label_weight * y_true[..., -1]
+        t = self.temperature
+        if self.kind == "score":
+            soft = tf.reduce_mean(tf.square(y_pred - teacher), axis=-1)
+            hard = tf.reduce_mean(tf.square(y_pred - label), axis=-1)
+        elif self.kind == "sigmoid":
+            teacher_logits, student_logits = _sigmoid_logits(teacher), _sigmoid_logits(y_pred)
+            p_teacher = tf.sigmoid(teacher_logits / t)
+            kl = (p_teacher * (tf.math.log_sigmoid(teacher_logits / t)
+                               - tf.math.log_sigmoid(student_logits / t))
+                  + (1 - p_teacher) * (tf.math.log_sigmoid(-teacher_logits / t)
+                                       - tf.math.log_sigmoid(-student_logits / t)))
+            soft = t * t * tf.reduce_mean(kl, axis=-1)
+            hard = tf.reduce_mean(label * -tf.math.log_sigmoid(student_logits)
+                                  + (1 - label) * -tf.math.log_sigmoid(-student_logits), axis=-1)
+        else:
+            as_logits = _softmax_logits if self.kind == "softmax" else tf.identity
+            teacher_logits, student_logits = as_logits(teacher), as_logits(y_pred)
+            log_teacher = tf.nn.log_softmax(teacher_logits / t)
+            kl = tf.exp(log_teacher) * (log_teacher - tf.nn.log_softmax(student_logits / t))
+            soft = t * t * tf.reduce_sum(kl, axis=-1)
+            hard = -tf.reduce_sum(label * tf.nn.log_softmax(student_logits), axis=-1)
+        return (1.0 - weight) * soft + weight * hard
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "kind": self.kind, "temperature": self.temperature,
+                "label_weight": self.label_weight}
+
+
+def _softmax_logits(probabilities):
+    return tf.math.log(tf.clip_by_value(probabilities, _EPSILON, 1.0))
+
+
+def _sigmoid_logits(probabilities):
+    p = tf.clip_by_value(probabilities, _EPSILON, 1.0 - _EPSILON)
+    return tf.math.log(p) - tf.math.log1p(-p)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class TeacherAgreement(keras.metrics.Metric):
+    """The share of rows whose top class (argmax of the last axis) is the teacher's; for
+    sigmoid outputs, the share of class decisions (p >= 0.5) the teacher makes too."""
+
+    def __init__(self, kind: str, name: str = "agreement", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.kind = kind
+        self.agreed = self.add_variable(shape=(), initializer="zeros", name="agreed")
+        self.count = self.add_variable(shape=(), initializer="zeros", name="count")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        y_pred = tf.cast(y_pred, tf.float32)
+        teacher = y_true[..., :tf.shape(y_pred)[-1]]
+        if self.kind == "sigmoid":
+            same = tf.cast(tf.equal(teacher >= 0.5, y_pred >= 0.5), tf.float32)
+        else:
+            same = tf.cast(tf.equal(tf.argmax(teacher, -1), tf.argmax(y_pred, -1)), tf.float32)
+        self.agreed.assign_add(tf.reduce_sum(same))
+        self.count.assign_add(tf.cast(tf.size(same), tf.float32))
+
+    def result(self):
+        return tf.math.divide_no_nan(self.agreed, self.count)
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "kind": self.kind}
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class LabelAccuracy(keras.metrics.Metric):
+    """Accuracy against the labels, on the labelled rows only (argmax of the last axis)."""
+
+    def __init__(self, name: str = "accuracy", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.correct = self.add_variable(shape=(), initializer="zeros", name="correct")
+        self.count = self.add_variable(shape=(), initializer="zeros", name="count")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        classes = tf.shape(y_pred)[-1]
+        label = y_true[..., classes:2 * classes]
+        labelled = y_true[..., -1]
+        right = tf.cast(tf.equal(tf.argmax(label, -1), tf.argmax(y_pred, -1)), tf.float32)
+        self.correct.assign_add(tf.reduce_sum(right * labelled))
+        self.count.assign_add(tf.reduce_sum(labelled))
+
+    def result(self):
+        return tf.math.divide_no_nan(self.correct, self.count)
+
+
+@dataclasses.dataclass
+class DistillationData:
+    """Examples as the student trains on them: its input rows and the targets of
+    ``SoftTargetLoss`` (the teacher's outputs, computed once, beside the labels)."""
+    x: Any
+    targets: np.ndarray
+    labelled: int
+
+    @property
+    def rows(self) -> int:
+        return len(self.targets)
+
+
+def _take(structure, index: np.ndarray):
+    return tf.nest.map_structure(lambda array: np.asarray(array)[index], structure)
+
+
+def _inputs(texts, text_pairs):
+    if text_pairs is None:
+        return texts
+    texts, text_pairs = list(texts), list(text_pairs)
+    if len(texts) != len(text_pairs):
+        raise ValueError(f"got {len(texts)} texts but {len(text_pairs)} text_pairs")
+    return list(zip(texts, text_pairs))
+
+
+def _label_rows(model: BertTask, y: np.ndarray, classes: int) -> np.ndarray:
+    """Labels (``to_arrays``' y) as the model's output would show them: float32 [rows, K]."""
+    kind = model.soft_targets()
+    if kind in ("score", "sigmoid"):
+        return np.asarray(y, np.float32).reshape(len(y), classes)
+    return np.eye(classes, dtype=np.float32)[np.asarray(y, np.int64).reshape(-1)]
+
+
+def distillation_data(teacher: BertTask, texts, labels=None, text_pairs=None,
+                      batch_size: int = BATCH_SIZE) -> DistillationData:
+    """The teacher's outputs on ``texts`` (one ``predict``: once per text, not per epoch)
+    beside the labels where given (None, or None for an unlabelled text), as ``SoftTargetLoss``
+    reads them."""
+    inputs = _inputs(texts, text_pairs)
+    x, _ = teacher.to_arrays(inputs)
+    rows = len(tf.nest.flatten(x)[0])
+    if rows == 0:
+        raise ValueError("distill got no texts")
+    if labels is not None and len(labels) != rows:
+        raise ValueError(f"got {rows} texts but {len(labels)} labels")
+    outputs = np.asarray(teacher.predict(x, batch_size=batch_size, verbose=0), np.float32)
+    classes = outputs.shape[-1]
+    label_rows = np.zeros_like(outputs)
+    labelled = np.zeros((rows, 1), np.float32)
+    index = np.array([] if labels is None else
+                     [i for i, label in enumerate(labels) if label is not None], np.int64)
+    if len(index):
+        _, y = teacher.to_arrays(_take(x, index), [labels[i] for i in index])
+        label_rows[index] = _label_rows(teacher, y, classes)
+        labelled[index] = 1.0
+    logger.info("distillation data: %d texts, %d with labels; the teacher's outputs are "
+                "computed once", rows, len(index))
+    return DistillationData(x, np.concatenate([outputs, label_rows, labelled], axis=-1),
+                            len(index))
+
+
+def _check_teacher(teacher) -> str:
+    if not isinstance(teacher, BertTask):
+        raise ValueError(f"distill takes a fine-tuned task model as the teacher (a "
+                         f"BertClassifier or BertMultipleChoice); got {type(teacher).__name__}, "
+                         f"which has no head to distil")
+    kind = teacher.soft_targets()
+    if kind is None:
+        raise ValueError(f"distill cannot distil a {type(teacher).__name__} yet: it takes a "
+                         f"BertClassifier (single-label, multi-label, regression) or a "
+                         f"BertMultipleChoice")
+    if teacher.preprocessor is None:
+        raise ValueError(f"the teacher {type(teacher).__name__} has no preprocessor, so it "
+                         f"takes no raw text; build it with from_pretrained")
+    if any(layer.quantization_mode is not None for layer in teacher.encoder.int8_layers()):
+        raise ValueError("the teacher is quantized (int8); distil from its float32 model and "
+                         "quantize the student")
+    return kind
+
+
+def _copy_of(layer):
+    return keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
+
+
+def _assign_head(student: BertTask, teacher: BertTask) -> None:
+    """The teacher's weights for the student's layers outside the encoder (head, features),
+    by layer name."""
+    for layer in student.layers:
+        if layer is student.encoder or not layer.weights:
+            continue
+        layer.set_weights(teacher.get_layer(layer.name).get_weights())
+
+
+def student_of(teacher: BertTask, num_layers: int | None = None, student=None) -> BertTask:
+    """The student ``distill`` starts from: ``num_layers`` of the teacher's layers
+    (``kept_layers``) on its embeddings and pooler, with its head; or ``student`` (a path
+    ``from_pretrained`` reads, or a task model of the teacher's class) with the teacher's
+    preprocessor and head settings (a new head where the widths differ)."""
+    cls = type(teacher)
+    config = teacher.get_config()
+    config.pop("distillation", None)
+    config["name"] = f"{teacher.name}_student"
+    if (num_layers is None) == (student is None):
+        raise ValueError("distill takes num_layers= (a student from the teacher's layers) or "
+                         "student= (a checkpoint or model), one of them")
+    teacher_layers = teacher.encoder.bert_config.num_hidden_layers
+    if num_layers is not None:
+        kept = kept_layers(teacher_layers, num_layers)
+        config["encoder"]["config"]["num_hidden_layers"] = num_layers
+        model = cls.from_config(config)
+        model.encoder.embeddings.set_weights(teacher.encoder.embeddings.get_weights())
+        model.encoder.pooler.set_weights(teacher.encoder.pooler.get_weights())
+        for block, index in zip(model.encoder.transformer_layers, kept):
+            block.set_weights(teacher.encoder.transformer_layers[index].get_weights())
+        _assign_head(model, teacher)
+        logger.info("student: the teacher's embeddings, pooler and head, and %d of its %d "
+                    "layers: %s (0-based)", num_layers, teacher_layers,
+                    ", ".join(map(str, kept)))
+        model.distillation = {"teacher_layers": teacher_layers, "kept_layers": kept}
+        return model
+    source = student
+    if not isinstance(student, keras.Model):
+        student = cls.from_pretrained(student)
+    if not isinstance(student, BertTask):
+        raise ValueError(f"student= must be a checkpoint or a task model; got "
+                         f"{type(student).__name__}")
+    if student.preprocessor is not None and (
+            student.tokenizer.vocab != teacher.tokenizer.vocab):
+        raise ValueError(f"the student {source!r} has another vocabulary than the teacher "
+                         f"({len(student.tokenizer.vocab)} vs {len(teacher.tokenizer.vocab)} "
+                         f"tokens); a student must tokenize as its teacher does")
+    encoder = student.encoder
+    if encoder.bert_config.vocab_size != teacher.encoder.bert_config.vocab_size:
+        raise ValueError(f"the student {source!r} has vocab_size "
+                         f"{encoder.bert_config.vocab_size}, the teacher "
+                         f"{teacher.encoder.bert_config.vocab_size}; a student must tokenize "
+                         f"as its teacher does")
+    config.pop("encoder")
+    config.pop("preprocessor")
+    config.pop("name", None)
+    model = cls(encoder=encoder, preprocessor=_copy_of(teacher.preprocessor), **config)
+    same_width = encoder.bert_config.hidden_size == teacher.encoder.bert_config.hidden_size
+    if same_width:
+        _assign_head(model, teacher)
+    logger.info("student: %s (%d layers, hidden %d), with %s", source,
+                encoder.bert_config.num_hidden_layers, encoder.bert_config.hidden_size,
+                "the teacher's head" if same_width else
+                "a new head (its width differs from the teacher's)")
+    model.distillation = {"teacher_layers": teacher_layers, "student": str(source)}
+    return model
+
+
+def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
+            text_pairs: Sequence[str] | None = None, num_layers: int | None = None,
+            student=None, epochs: int = EPOCHS, batch_size: int = BATCH_SIZE,
+            learning_rate: float = LEARNING_RATE, temperature: float = TEMPERATURE,
+            label_weight: float = LABEL_WEIGHT,
+            bucket_lengths: Sequence[int] | str | None = "auto", seed: int | None = None,
+            validation_data=None, callbacks=None, verbose: str | int = "auto") -> BertTask:
+    """A smaller model of the teacher's task, trained on the fine-tuned teacher's outputs.
+
+    The student is a task model of the teacher's class with its preprocessor (vocabulary and
+    casing), label names and head settings: it predicts, evaluates, saves
+    (``save_checkpoint``), quantizes and exports (``export_model(..., quantize="int8")``) like
+    any model. Its config's ``distillation`` records the teacher's layers it kept.
+
+    The teacher runs once per text, before training; the student then trains by the one
+    fine-tuning recipe (batches of similar length, AdamW with warmup and linear decay), on
+    ``SoftTargetLoss``: for each text, ``T^2`` times the KL divergence between the teacher's and
+    the student's outputs at temperature ``T``, mixed with the cross-entropy against its label
+    (weight ``label_weight``) where it has one. Texts need no labels, since the teacher labels
+    them: a service's unlabelled traffic is the usual source, and more texts help the student
+    more than more epochs.
+
+    Args:
+        teacher: a fine-tuned ``BertClassifier`` (single-label, multi-label or regression) or
+            ``BertMultipleChoice``.
+        texts: what the teacher's ``fit`` takes (texts; for multiple choice, examples or
+            (context, choices) pairs).
+        labels: one label per text (names or indices as ``fit`` takes them), None for a text
+            without one; or None (the teacher's outputs alone).
+        text_pairs: the second text of each pair, for pair classifiers.
+        num_layers: a student of this many of the teacher's layers (``kept_layers``: spread
+            evenly, the top one kept), with its embeddings, pooler and head.
+        student: instead, a checkpoint ``from_pretrained`` reads or a task model of the
+            teacher's class, with the teacher's vocabulary.
+        epochs, batch_size, learning_rate: the recipe's settings (3, 32, 5e-5).
+        temperature: T (2.0).
+        label_weight: the labels' share of a labelled text's loss (0.5; 0: the teacher alone).
+        bucket_lengths: as ``fit``'s.
+        seed: the shuffling seed; with ``keras.callbacks.BackupAndRestore`` in ``callbacks``,
+            a run killed mid-way resumes where it was, as ``fit`` does.
+        validation_data: ``(texts, labels)`` (or ``(texts, text_pairs, labels)``), scored
+            after every epoch (``val_accuracy``, ``val_agreement`` with the teacher), and teacher
+            and student side by side at the end (logged).
+        callbacks: Keras callbacks.
+        verbose: Keras' progress bar setting.
+
+    Returns:
+        The student, compiled with its task's default loss again.
+
+    Example:
+    >>> import keras_bert
+    >>> from keras_bert.training.distillation import kept_layers
+    >>> kept_layers(12, 4)
+    [2, 5, 8, 11]
+    """
+    kind = _check_teacher(teacher)
+    if not temperature > 0:
+        raise ValueError(f"temperature must be positive, got {temperature}")
+    if not 0 <= label_weight <= 1:
+        raise ValueError(f"label_weight must be in [0, 1], got {label_weight}")
+    model = student_of(teacher, num_layers, student)
+    model.distillation = {**model.distillation, "temperature": temperature,
+                          "label_weight": label_weight}
+    data = distillation_data(teacher, texts, labels, text_pairs, batch_size)
+    validation = None
+    if validation_data is not None:
+        dev = distillation_data(teacher, *_validation_parts(validation_data),
+                                batch_size=batch_size)
+        validation = PackedRows((dev.x, dev.targets), model._preprocess, batch_size,
+                                bucket_lengths="auto").dataset(0)
+    metrics = [TeacherAgreement(kind)] if kind != "score" else []
+    if kind in ("softmax", "logits"):
+        metrics.append(LabelAccuracy())
+    model.compile(loss=SoftTargetLoss(kind, temperature, label_weight), metrics=metrics,
+                  learning_rate=learning_rate)
+    plan = model.finetuning_plan(data.x, data.targets, batch_size=batch_size, epochs=epochs,
+                                 bucket_lengths=bucket_lengths, seed=seed, arrays=True)
+    start = time.perf_counter()
+    model.fit_plan(plan, verbose=verbose, callbacks=callbacks, validation_data=validation)
+    logger.info("distilled %d texts for %d epochs in %.0f s", data.rows, epochs,
+                time.perf_counter() - start)
+    # A fresh copy, compiled with the task's own loss and metrics (evaluate(texts, labels) as
+    # for any model): a recompiled model would keep the distillation metrics beside them.
+    trained, model = model, type(model).from_config(model.get_config())
+    model.set_weights(trained.get_weights())
+    model.compile()
+    if validation_data is not None:
+        for name, scores in compare(teacher, model, *_validation_parts(validation_data),
+                                    batch_size=batch_size).items():
+            logger.info("dev %s: %s", name, ", ".join(f"{k} {v:.4f}" for k, v in
+                                                      scores.items()))
+    return model
+
+
+def _validation_parts(validation_data) -> tuple:
+    """(texts, labels, text_pairs) of ``distill``'s validation_data."""
+    if not isinstance(validation_data, (tuple, list)) or len(validation_data) not in (2, 3):
+        raise ValueError("validation_data must be (texts, labels) or (texts, text_pairs, "
+                         "labels)")
+    if len(validation_data) == 3:
+        texts, pairs, labels = validation_data
+        return texts, labels, pairs
+    texts, labels = validation_data
+    return texts, labels, None
+
+
+def compare(teacher: BertTask, student: BertTask, texts, labels, text_pairs=None,
+            batch_size: int = BATCH_SIZE) -> dict[str, dict[str, float]]:
+    """Teacher and student on the same labelled texts: {"teacher": scores, "student": scores},
+    with accuracy (single-label and multiple choice) or mean squared error (regression) and
+    the student's agreement with the teacher, beside the majority-class rate."""
+    inputs = _inputs(texts, text_pairs)
+    x, y = teacher.to_arrays(inputs, labels)
+    kind = teacher.soft_targets()
+    results = {}
+    predictions = {}
+    for name, model in (("teacher", teacher), ("student", student)):
+        model.predict(x, batch_size=batch_size, verbose=0)  # traced before it is timed
+        start = time.perf_counter()
+        outputs = np.asarray(model.predict(x, batch_size=batch_size, verbose=0))
+        elapsed = time.perf_counter() - start
+        predictions[name] = outputs
+        scores: dict[str, float] = {}
+        if kind == "score":
+            scores["mse"] = float(np.mean((outputs.reshape(-1) - np.asarray(y).reshape(-1)) ** 2))
+        elif kind == "sigmoid":
+            scores["accuracy"] = float(np.mean((outputs >= 0.5) == (np.asarray(y) >= 0.5)))
+        else:
+            scores["accuracy"] = float(np.mean(np.argmax(outputs, -1) == np.asarray(y)))
+        scores["texts_per_s"] = len(outputs) / max(elapsed, 1e-9)
+        results[name] = scores
+    if kind in ("softmax", "logits"):
+        counts = np.bincount(np.asarray(y).reshape(-1))
+        results["majority"] = {"accuracy": float(counts.max() / counts.sum())}
+        results["student"]["agreement"] = float(np.mean(
+            np.argmax(predictions["student"], -1) == np.argmax(predictions["teacher"], -1)))
+    return results
+
+
+def load_teacher(path: fileio.PathLike) -> BertTask:
+    """The task model a checkpoint holds, for ``keras-bert distill --teacher``."""
+    from keras_bert.tasks.checkpoint_models import model_of_checkpoint
+    model = model_of_checkpoint(path)
+    _check_teacher(model)
+    return model
