@@ -64,6 +64,8 @@ _EXPORTS = {
     "get_strategy": "keras_bert.training.distribute",
     "FinetuneConfig": "keras_bert.training.finetune",
     "run_finetune": "keras_bert.training.finetune",
+    "distill": "keras_bert.training.distillation",
+    "DistillationSettings": "keras_bert.config",
     "FinetuneSettings": "keras_bert.config",
     "save_checkpoint": "keras_bert.checkpoints.saving",
     **_task_exports(),

@@ -42,6 +42,8 @@ COMMANDS = {
                         "pretrain BERT (masked LM + next sentence) on pretraining TFRecords"),
     "finetune": Command("keras_bert.training.finetune_cli",
                         "fine-tune a pretrained BERT on a task and keep the best model"),
+    "distill": Command("keras_bert.training.distill_cli",
+                       "distil a fine-tuned classifier into a smaller, faster student"),
     "extract-features": Command("keras_bert.tasks.embedding.cli",
                                 "write per-token layer outputs as extract_features.py does"),
     "convert": Command("keras_bert.checkpoints.cli",

@@ -300,6 +300,27 @@ class FinetuneSettings:
                                    for field in dataclasses.fields(FinetuneSettings)})
 
 
+@dataclasses.dataclass(kw_only=True)
+class DistillationSettings:
+    """The defaults of ``keras_bert.distill`` and ``keras-bert distill`` (task-specific
+    distillation from a fine-tuned teacher, Hinton et al., 2015).
+
+    Args:
+        temperature: T, which softens the teacher's and the student's distributions in the KL
+            term (scaled by T^2).
+        label_weight: the labels' share of a labelled text's loss, ``(1 - w) * T^2 * KL + w *
+            cross-entropy``; texts without labels learn the teacher's outputs alone.
+        learning_rate: AdamW's peak rate: the top of BERT's fine-tuning range, since the student
+            has fewer layers to move and often more texts.
+        epochs, batch_size: as fine-tuning's.
+    """
+    temperature: float = 2.0
+    label_weight: float = 0.5
+    learning_rate: float = 5e-5
+    epochs: int = 3
+    batch_size: int = 32
+
+
 def normalize_bucket_lengths(bucket_lengths) -> list[int] | str | None:
     """``bucket_lengths`` as the pipeline takes it: ``"auto"``, None (also from ``"none"``), or
     sorted positive lengths (from a list or a comma-separated string such as ``"16,32,64"``);

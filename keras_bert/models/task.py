@@ -327,9 +327,10 @@ class BertTask(SavesWhole, keras.Model):
         plan = self.finetuning_plan(x, y, sample_weight, batch_size=batch_size, epochs=epochs,
                                     bucket_lengths=bucket_lengths, seed=seed, shuffle=shuffle,
                                     steps_per_epoch=steps_per_epoch)
+        validation_data = self._validation(validation_data,
+                                           validation_batch_size or plan.settings.batch_size)
         return self.fit_plan(plan, verbose=verbose, callbacks=callbacks,
-                             validation_data=self._validation(
-                                 validation_data, validation_batch_size or plan.settings.batch_size),
+                             validation_data=validation_data,
                              class_weight=class_weight, initial_epoch=initial_epoch,
                              validation_steps=validation_steps, validation_freq=validation_freq)
 

@@ -23,17 +23,13 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert import fileio
+from keras_bert.config import DistillationSettings
 from keras_bert.models.task import BertTask
 from keras_bert.models.task_pipeline import PackedRows
 
 logger = logging.getLogger(__name__)
 
-# Defaults of ``distill`` (and ``keras-bert distill``).
-TEMPERATURE = 2.0  # softens the teacher's and the student's distributions in the KL term
-LABEL_WEIGHT = 0.5  # a labelled row's loss: (1 - w) * T^2 * KL + w * cross-entropy with its label
-LEARNING_RATE = 5e-5  # AdamW's peak rate: the top of BERT's fine-tuning range
-EPOCHS = 3
-BATCH_SIZE = 32
+DEFAULTS = DistillationSettings()
 _EPSILON = 1e-7  # probabilities are clipped to [eps, 1 - eps] before their logarithm (as Keras)
 
 
@@ -62,8 +58,9 @@ class SoftTargetLoss(keras.losses.Loss):
     (Bernoulli), averaged over K; "score": soft and hard are squared errors.
     """
 
-    def __init__(self, kind: str, temperature: float = TEMPERATURE,
-                 label_weight: float = LABEL_WEIGHT, name: str = "soft_target_loss", **kwargs):
+    def __init__(self, kind: str, temperature: float = DEFAULTS.temperature,
+                 label_weight: float = DEFAULTS.label_weight, name: str = "soft_target_loss",
+                 **kwargs):
         super().__init__(name=name, **kwargs)
         self.kind, self.temperature, self.label_weight = kind, temperature, label_weight
 
@@ -193,7 +190,7 @@ def _label_rows(model: BertTask, y: np.ndarray, classes: int) -> np.ndarray:
 
 
 def distillation_data(teacher: BertTask, texts, labels=None, text_pairs=None,
-                      batch_size: int = BATCH_SIZE) -> DistillationData:
+                      batch_size: int = DEFAULTS.batch_size) -> DistillationData:
     """The teacher's outputs on ``texts`` (one ``predict``: once per text, not per epoch)
     beside the labels where given (None, or None for an unlabelled text), as ``SoftTargetLoss``
     reads them."""
@@ -313,9 +310,10 @@ def student_of(teacher: BertTask, num_layers: int | None = None, student=None) -
 
 def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
             text_pairs: Sequence[str] | None = None, num_layers: int | None = None,
-            student=None, epochs: int = EPOCHS, batch_size: int = BATCH_SIZE,
-            learning_rate: float = LEARNING_RATE, temperature: float = TEMPERATURE,
-            label_weight: float = LABEL_WEIGHT,
+            student=None, epochs: int = DEFAULTS.epochs, batch_size: int = DEFAULTS.batch_size,
+            learning_rate: float = DEFAULTS.learning_rate,
+            temperature: float = DEFAULTS.temperature,
+            label_weight: float = DEFAULTS.label_weight,
             bucket_lengths: Sequence[int] | str | None = "auto", seed: int | None = None,
             validation_data=None, callbacks=None, verbose: str | int = "auto") -> BertTask:
     """A smaller model of the teacher's task, trained on the fine-tuned teacher's outputs.
@@ -358,7 +356,8 @@ def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
         verbose: Keras' progress bar setting.
 
     Returns:
-        The student, compiled with its task's default loss again.
+        The student, compiled with its task's own loss and metrics; its ``dev_scores`` hold
+        ``compare``'s scores on ``validation_data`` (None without it).
 
     Example:
     >>> import keras_bert
@@ -397,9 +396,11 @@ def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
     trained, model = model, type(model).from_config(model.get_config())
     model.set_weights(trained.get_weights())
     model.compile()
+    model.dev_scores = None
     if validation_data is not None:
-        for name, scores in compare(teacher, model, *_validation_parts(validation_data),
-                                    batch_size=batch_size).items():
+        model.dev_scores = compare(teacher, model, *_validation_parts(validation_data),
+                                   batch_size=batch_size)
+        for name, scores in model.dev_scores.items():
             logger.info("dev %s: %s", name, ", ".join(f"{k} {v:.4f}" for k, v in
                                                       scores.items()))
     return model
@@ -418,7 +419,7 @@ def _validation_parts(validation_data) -> tuple:
 
 
 def compare(teacher: BertTask, student: BertTask, texts, labels, text_pairs=None,
-            batch_size: int = BATCH_SIZE) -> dict[str, dict[str, float]]:
+            batch_size: int = DEFAULTS.batch_size) -> dict[str, dict[str, float]]:
     """Teacher and student on the same labelled texts: {"teacher": scores, "student": scores},
     with accuracy (single-label and multiple choice) or mean squared error (regression) and
     the student's agreement with the teacher, beside the majority-class rate."""

@@ -1,0 +1,159 @@
+"""`keras-bert distill`: a fine-tuned classifier (or regressor) as the teacher of a smaller
+student (``keras_bert.distill``), from the finetune command's data files, plus texts without
+labels; writes the student in our format and a report of teacher and student side by side."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from keras_bert.config import DistillationSettings, normalize_bucket_lengths
+from keras_bert.tasks.classification.task import (ClassificationOptions, ClassificationTask,
+                                                  RegressionTask)
+
+STUDENT_DIR = "student"  # OUTPUT_DIR/student: the student, a keras-bert checkpoint
+REPORT_FILE = "distillation_report.json"
+BACKUP_DIR = "checkpoints"  # the epoch backup an interrupted run resumes from
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "distill",
+        description="Distil a fine-tuned classifier into a smaller student of the same task: "
+                    "the teacher's outputs on the training texts (and on texts without labels, "
+                    "such as a service's traffic) are computed once, then the student learns "
+                    "them (KL divergence at a temperature, mixed with the labels where given) "
+                    "by BERT's fine-tuning recipe. Writes OUTPUT_DIR/student (export and serve "
+                    "it like any model, also --quantize int8) and OUTPUT_DIR/"
+                    f"{REPORT_FILE} (teacher and student on the dev set, sizes and speeds). "
+                    "Rerun on the same OUTPUT_DIR, an interrupted run resumes at its epoch.")
+    io = parser.add_argument_group("inputs and outputs")
+    io.add_argument("--teacher", required=True,
+                    help="a fine-tuned classifier: a keras-bert checkpoint (finetune's "
+                         "best_model), or a Hugging Face or Google folder with its head")
+    io.add_argument("--train_file", required=True,
+                    help="texts with labels, in finetune's classification formats")
+    io.add_argument("--unlabeled_file",
+                    help="more texts, without labels (the teacher labels them), in the same "
+                         "format; a label column there is ignored")
+    io.add_argument("--dev_file", help="labelled texts scored after every epoch and in the report")
+    io.add_argument("--output_dir", required=True, help=f"{STUDENT_DIR}/ and {REPORT_FILE} go here")
+    io.add_argument("--overwrite", action="store_true",
+                    help="replace an earlier student in OUTPUT_DIR")
+    student = parser.add_argument_group("student (one of)")
+    which = student.add_mutually_exclusive_group(required=True)
+    which.add_argument("--num_layers", type=int,
+                       help="this many of the teacher's layers, spread evenly with the top one "
+                            "kept, on its embeddings and head")
+    which.add_argument("--student", help="a checkpoint with the teacher's vocabulary")
+    ClassificationTask().add_arguments(parser)
+    train = parser.add_argument_group("distillation")
+    train.add_argument("--temperature", type=float, default=DistillationSettings.temperature,
+                       help="softens both distributions in the KL term (default: %(default)s)")
+    train.add_argument("--label_weight", type=float, default=DistillationSettings.label_weight,
+                       help="the labels' share of a labelled text's loss; 0: the teacher's "
+                            "outputs alone (default: %(default)s)")
+    train.add_argument("--learning_rate", type=float, default=DistillationSettings.learning_rate,
+                       help="AdamW's peak rate (default: %(default)s)")
+    train.add_argument("--batch_size", type=int, default=DistillationSettings.batch_size,
+                       help="(default: %(default)s)")
+    train.add_argument("--epochs", type=int, default=DistillationSettings.epochs,
+                       help="(default: %(default)s)")
+    train.add_argument("--bucket_lengths", default="auto",
+                       help="as finetune's (default: %(default)s)")
+    train.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
+    train.add_argument("--no_progress", dest="progress", action="store_false",
+                       help="one log line per epoch instead of a progress bar")
+    parser.set_defaults(run=run_distill_command)
+
+
+def _check_paths(args: argparse.Namespace) -> None:
+    """Missing inputs and a finished output, before TensorFlow does anything."""
+    for flag in ("teacher", "train_file", "unlabeled_file", "dev_file", "student"):
+        path = getattr(args, flag)
+        if path and "://" not in path and not os.path.exists(path):
+            raise FileNotFoundError(f"--{flag} {path!r} does not exist")
+    student_dir = os.path.join(args.output_dir, STUDENT_DIR)
+    if os.path.exists(student_dir) and not args.overwrite:
+        raise ValueError(f"{student_dir!r} already holds a student; pass --overwrite to "
+                         f"distil again")
+
+
+def _read(task, path: str, options, with_labels: bool) -> list:
+    examples = task.read_examples(path, options, with_labels=with_labels)
+    if not examples:
+        raise ValueError(f"{path!r} holds no examples")
+    return examples
+
+
+def _columns(examples) -> tuple[list, list | None]:
+    texts = [e.text for e in examples]
+    pairs = [e.text_pair for e in examples]
+    return texts, (None if all(p is None for p in pairs) else pairs)
+
+
+def run_distill_command(args: argparse.Namespace) -> int:
+    _check_paths(args)
+    import keras
+    from keras_bert import fileio
+    from keras_bert.checkpoints.saving import save_checkpoint
+    from keras_bert.training.distillation import distill, load_teacher
+
+    bucket_lengths = normalize_bucket_lengths(args.bucket_lengths)
+    started = time.perf_counter()
+    teacher = load_teacher(args.teacher)
+    if type(teacher).__name__ != "BertClassifier":
+        raise ValueError(f"--teacher {args.teacher!r} holds a {type(teacher).__name__}; "
+                         f"keras-bert distill takes a classifier (distil other tasks with "
+                         f"keras_bert.distill in Python)")
+    if teacher.feature_names:
+        raise ValueError(f"--teacher {args.teacher!r} takes the features "
+                         f"{', '.join(teacher.feature_names)}; keras-bert distill takes "
+                         f"text-only classifiers")
+    task = RegressionTask() if teacher.is_regression else ClassificationTask()
+    options = ClassificationOptions(data_format=args.data_format, text_column=args.text_column,
+                                    text_pair_column=args.text_pair_column,
+                                    label_column=args.label_column)
+    train = _read(task, args.train_file, options, with_labels=True)
+    unlabeled = (_read(task, args.unlabeled_file, options, with_labels=False)
+                 if args.unlabeled_file else [])
+    dev = _read(task, args.dev_file, options, with_labels=True) if args.dev_file else None
+    texts, pairs = _columns(train + unlabeled)
+    labels = [e.label for e in train] + [None] * len(unlabeled)
+    validation = None
+    if dev is not None:
+        dev_texts, dev_pairs = _columns(dev)
+        dev_labels = [e.label for e in dev]
+        validation = ((dev_texts, dev_labels) if dev_pairs is None
+                      else (dev_texts, dev_pairs, dev_labels))
+    backup = fileio.join(args.output_dir, BACKUP_DIR)
+    student = distill(
+        teacher, texts, labels, text_pairs=pairs, num_layers=args.num_layers,
+        student=args.student, epochs=args.epochs, batch_size=args.batch_size,
+        learning_rate=args.learning_rate, temperature=args.temperature,
+        label_weight=args.label_weight, bucket_lengths=bucket_lengths, seed=args.seed,
+        validation_data=validation, verbose=1 if args.progress else 2,
+        callbacks=[keras.callbacks.BackupAndRestore(backup)])
+    student_dir = fileio.join(args.output_dir, STUDENT_DIR)
+    save_checkpoint(student, student_dir, overwrite=args.overwrite)
+    report = {
+        "teacher": {"path": args.teacher, "layers": teacher.encoder.bert_config.num_hidden_layers,
+                    "parameters": teacher.count_params()},
+        "student": {"path": student_dir, "layers": student.encoder.bert_config.num_hidden_layers,
+                    "parameters": student.count_params(), **student.distillation},
+        "texts": {"labelled": len(train), "unlabeled": len(unlabeled)},
+        "elapsed_s": round(time.perf_counter() - started, 1),
+    }
+    if student.dev_scores is not None:
+        report["dev"] = json.loads(json.dumps(student.dev_scores))
+    with fileio.atomic_write(fileio.join(args.output_dir, REPORT_FILE)) as f:
+        f.write(json.dumps(report, indent=2) + "\n")
+    if fileio.exists(backup):
+        fileio.rmtree(backup)
+    print(json.dumps(report, indent=2))
+    print(f"next: keras-bert export {student_dir} EXPORT_BASE --model_name NAME --quantize int8",
+          file=sys.stderr)
+    return 0
