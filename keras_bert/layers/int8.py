@@ -1,7 +1,8 @@
 """The int8 path of quantized models: Keras' int8 Dense maths on oneDNN's int8 matmul.
 
 ``model.quantize("int8")`` (Keras' convention) leaves each quantized Dense with an int8 kernel
-[in, units] and one scale per output column, and Keras then computes every call with int8
+[in, units] of 7-bit values (``INT8_WEIGHT_RANGE``: exact on CPUs with and without VNNI) and one
+scale per output column, and Keras then computes every call with int8
 products that TensorFlow runs at half the float32 speed. The transformer block calls its Dense
 layers through ``apply_dense``, which, for such a layer at inference, computes the same numbers on
 oneDNN's ``_QuantizedMatMul`` (``tf_internals.int8_matmul``; x86-64 TensorFlow builds run a
@@ -39,6 +40,21 @@ from keras_bert.layers import activations
 from keras_bert.optimization import keras_internals
 
 INT8_MAX = 127.0
+# The quantized Dense layers' weights span 7 bits, not 8: on CPUs without VNNI (AVX2, and
+# AVX-512 before Cascade Lake) oneDNN's int8 matmul adds each pair of (input + 128) x weight
+# products in saturating int16 (vpmaddubsw), so 8-bit weights overflow (2 * 255 * 127 > 2^15)
+# and give wrong sums, silently; with |weight| <= 63 every pair fits (2 * 255 * 63 < 2^15), so a
+# model or export quantized on any x86-64 machine computes exact sums on every other one. This
+# is oneDNN's advice for int8 without VNNI; inputs keep their 8 bits.
+INT8_WEIGHT_RANGE = (-63, 63)
+
+
+def int8_dense_config() -> keras.quantizers.Int8QuantizationConfig:
+    """Keras' int8 config of the Dense layers ``quantize("int8")`` runs on oneDNN's int8 matmul:
+    per-column weights within ``INT8_WEIGHT_RANGE`` (kernel_scale = 63 / max |W[:, j]|), Keras'
+    default per-row input quantizer."""
+    return keras.quantizers.Int8QuantizationConfig(
+        weight_quantizer=keras.quantizers.AbsMaxQuantizer(axis=0, value_range=INT8_WEIGHT_RANGE))
 
 
 def quantize_rows(x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
@@ -58,7 +74,8 @@ def int8_matmul_rows(inputs: tf.Tensor, kernel, kernel_scale, bias=None) -> tf.T
     Args:
         inputs: float [..., in].
         kernel: int8 [in, units] (a variable or a tensor).
-        kernel_scale: float32 [units], 127 / max |W[:, j]| (Keras' ``kernel_scale``).
+        kernel_scale: float32 [units], 63 / max |W[:, j]| (Keras' ``kernel_scale``; any bound
+            works: the kernel's values times 1 / kernel_scale are W).
         bias: float32 [units] or None.
     """
     inputs = tf.cast(inputs, tf.float32)
@@ -275,7 +292,10 @@ def check_int8_kernel() -> None:
     rng = np.random.default_rng(0)
     a = rng.integers(-127, 128, (3, 64)).astype(np.int8)
     a[:, 0] = 127  # every row's scale is 1: its values are quantized as they are
-    b = rng.integers(-127, 128, (64, 5)).astype(np.int8)
+    a[0, :] = -127  # the extremes, where a CPU without VNNI would saturate with 8-bit weights
+    low, high = INT8_WEIGHT_RANGE
+    b = rng.integers(low, high + 1, (64, 5)).astype(np.int8)
+    b[:, 0] = high
     try:
         got = int8_matmul_rows(a.astype(np.float32), b,
                                            np.ones([5], np.float32)).numpy()

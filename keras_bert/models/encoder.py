@@ -16,7 +16,7 @@ from keras_bert.checkpoints.reading import Checkpoint, assign_weights, read_chec
 from keras_bert.config import BertConfig
 from keras_bert.errors import SaveError, one_line_reason
 from keras_bert.layers import BertEmbeddings, TransformerBlock, attention_mask_bias
-from keras_bert.layers.int8 import check_int8_kernel
+from keras_bert.layers.int8 import check_int8_kernel, int8_dense_config
 from keras_bert.layers.shapes import TOKEN_IDS, check_input_ranks
 from keras_bert.optimization import keras_internals
 from keras_bert.tokenization.packing import INPUT_NAMES
@@ -223,9 +223,11 @@ class BertEncoder(SavesWhole, keras.Model):
         return layers
 
     def quantize(self, mode=None, config=None, filters=None, **kwargs) -> None:
-        """``keras.Model.quantize``; ``"int8"`` without ``filters`` quantizes ``int8_layers()``."""
-        super().quantize(mode, config=config,
-                         filters=quantization_filters(self, mode, config, filters), **kwargs)
+        """``keras.Model.quantize``; ``"int8"`` without ``filters`` quantizes ``int8_layers()``
+        (``quantization_passes``)."""
+        for pass_mode, pass_config, pass_filters in quantization_passes(self, mode, config,
+                                                                        filters):
+            super().quantize(pass_mode, config=pass_config, filters=pass_filters, **kwargs)
         self.refuse_xla_where_int8()
 
     def refuse_xla_where_int8(self) -> None:
@@ -272,18 +274,28 @@ class BertEncoder(SavesWhole, keras.Model):
         return cls(**config)
 
 
-def quantization_filters(encoder: BertEncoder, mode, config, filters):
-    """The ``filters`` that ``quantize`` of ``encoder`` (or of a task model around it) hands to
-    Keras: for int8 without filters, ``encoder.int8_layers()``; otherwise ``filters``. For int8
-    it first checks that this TensorFlow runs oneDNN's int8 matmul, which int8 inference uses
-    (``check_int8_kernel``: Int8KernelMissing, before anything is quantized)."""
+def quantization_passes(encoder: BertEncoder, mode, config, filters) -> list[tuple]:
+    """The ``(mode, config, filters)`` of each ``keras.Model.quantize`` call that ``quantize`` of
+    ``encoder`` (or of a task model around it) makes.
+
+    For "int8" without filters: ``encoder.int8_layers()``; with Keras' default weight
+    quantizer (``config`` None, or the default config Keras resolves it to), in two passes: the
+    Dense layers with 7-bit weights (``layers.int8.INT8_WEIGHT_RANGE``, which oneDNN's int8
+    matmul sums exactly on every x86-64 CPU) and the word embeddings with Keras' 8-bit rows.
+    Otherwise the call as given. For int8 it first checks that this TensorFlow runs oneDNN's
+    int8 matmul (``check_int8_kernel``: Int8KernelMissing, before anything is quantized)."""
     if (mode or getattr(config, "mode", None)) != "int8":
-        return filters
+        return [(mode, config, filters)]
     check_int8_kernel()
     if filters is not None:
-        return filters
+        return [(mode, config, filters)]
     chosen = {id(layer) for layer in encoder.int8_layers()}
-    return lambda layer: id(layer) in chosen
+    if config is not None and getattr(config, "weight_quantizer", None) is not None:
+        return [(mode, config, lambda layer: id(layer) in chosen)]
+    embeddings = encoder.embeddings.word_embeddings
+    dense = chosen - {id(embeddings)}
+    return [("int8", int8_dense_config(), lambda layer: id(layer) in dense),
+            ("int8", config, lambda layer: layer is embeddings)]
 
 
 def encoder_of_saved(checkpoint: Checkpoint, dtype=None) -> BertEncoder:

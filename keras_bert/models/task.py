@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from typing import Any, Self
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_bert import fileio
 from keras_bert.checkpoints.heads import Head
-from keras_bert.models.encoder import SavesWhole, quantization_filters
+from keras_bert.models.encoder import SavesWhole, quantization_passes
 from keras_bert.config import FinetuneSettings
 from keras_bert.models.finetuning import FinetuningPlan, split_validation
 from keras_bert.models.task_pipeline import PackedRows, is_packed
@@ -98,9 +99,9 @@ class BertTask(SavesWhole, keras.Model):
         """``keras.Model.quantize``; ``"int8"`` without ``filters`` quantizes the encoder's
         ``int8_layers()`` (the head stays float32), which then run on oneDNN's int8 matmul in
         ``predict``, in ``.keras`` files and in exports (``BertEncoder``)."""
-        super().quantize(mode, config=config,
-                         filters=quantization_filters(self.encoder, mode, config, filters),
-                         **kwargs)
+        for pass_mode, pass_config, pass_filters in quantization_passes(self.encoder, mode, config,
+                                                                        filters):
+            super().quantize(pass_mode, config=pass_config, filters=pass_filters, **kwargs)
         self.encoder.refuse_xla_where_int8()
 
     @classmethod
@@ -205,6 +206,30 @@ class BertTask(SavesWhole, keras.Model):
         "logits" (over the last axis) or "score" (values matched by squared error); None for a
         model it cannot distil."""
         return None
+
+    def distillation_rows(self, x, labels=None):
+        """``keras_bert.distill``'s view of examples: ``(rows, y, labelled, scored)``.
+
+        ``rows`` is ``x`` as ``to_arrays`` gives it; ``y`` the labels as ``to_arrays`` gives
+        them, where ``labelled`` (bool [rows], or [rows, seq] for labels per position) is True,
+        anything elsewhere (None when no row has a label); ``scored``, bool [rows, seq], the
+        positions a per-position head is trained on (None: every row counts whole). This base
+        version serves heads with one row per example; ``labels`` holds None for an example
+        without a label."""
+        rows, _ = self.to_arrays(x)
+        count = len(tf.nest.flatten(rows)[0])
+        if labels is not None and len(labels) != count:
+            raise ValueError(f"got {count} texts but {len(labels)} labels")
+        labelled = np.array([labels is not None and label is not None
+                             for label in (labels or [None] * count)], bool)
+        if not labelled.any():
+            return rows, None, labelled, None
+        index = np.flatnonzero(labelled)
+        _, known = self.to_arrays(tf.nest.map_structure(lambda a: np.asarray(a)[index], rows),
+                                  [labels[i] for i in index])
+        y = np.zeros((count, *np.shape(known)[1:]), np.asarray(known).dtype)
+        y[index] = known
+        return rows, y, labelled, None
 
     def learning_rate_multipliers(self) -> dict[str, float]:
         """{variable-path pattern: factor} of layers that learn faster than the encoder (a

@@ -66,7 +66,8 @@ def int8_dense_weights(dense: keras.layers.Layer) -> tuple | None:
     LoRA, a custom quantizer, a Dense subclass).
 
     Keras then computes, per input row x [in] with s_x = 127 / max |x|, and kernel_scale
-    [units] = 127 / max |W[:, j]| per column (kernel [in, units] int8 = round(W * kernel_scale)):
+    [units] = q / max |W[:, j]| per column, q the weight quantizer's bound (127 by default, 63
+    for ours; kernel [in, units] int8 = round(W * kernel_scale)):
     ``y = (round(x * s_x) @ kernel) / (s_x * kernel_scale) + bias``.
     """
     if (type(dense) is not keras.layers.Dense or dense.quantization_mode != "int8"

@@ -29,7 +29,7 @@ def quantized_dense(units, inputs, seed, activation=None):
     float_dense = keras.layers.Dense(units, activation=activation)
     float_dense.build((None, inputs))
     float_dense.set_weights(dense.get_weights())
-    dense.quantize("int8")
+    dense.quantize("int8", config=int8.int8_dense_config())  # 7-bit weights, as our models
     return dense, float_dense
 
 
@@ -122,7 +122,7 @@ def calibrated_dense(units, inputs, seed, ranges):
     scaled.build((None, inputs))
     scaled.set_weights([float_dense.kernel.numpy() * (ranges / 127)[:, None],
                         float_dense.bias.numpy()])
-    scaled.quantize("int8")
+    scaled.quantize("int8", config=int8.int8_dense_config())
     return scaled, float_dense, (127 / ranges).astype(np.float32)
 
 
