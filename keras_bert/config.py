@@ -311,14 +311,17 @@ class DistillationSettings:
         label_weight: the labels' share of a labelled text's loss, ``(1 - w) * T^2 * KL + w *
             cross-entropy``; texts without labels learn the teacher's outputs alone.
         learning_rate: AdamW's peak rate: the top of BERT's fine-tuning range, since the student
-            has fewer layers to move and often more texts.
-        epochs, batch_size: as fine-tuning's.
+            has fewer layers to move and often more texts. Epochs, batch size, warmup and
+            weight decay are the fine-tuning recipe's (``FinetuneSettings``).
+
+    Example:
+    >>> settings = DistillationSettings(temperature=4.0)
+    >>> settings.temperature, settings.label_weight, settings.learning_rate
+    (4.0, 0.5, 5e-05)
     """
     temperature: float = 2.0
     label_weight: float = 0.5
     learning_rate: float = 5e-5
-    epochs: int = 3
-    batch_size: int = 32
 
 
 def normalize_bucket_lengths(bucket_lengths) -> list[int] | str | None:

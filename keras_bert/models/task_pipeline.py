@@ -276,14 +276,14 @@ def _take_rows(data: tuple, rows: tf.Tensor, length: tf.Tensor, token_level_labe
     to ``length`` positions. Features, with no sequence axis, are only gathered."""
     rows = tf.boolean_mask(rows, rows >= 0)
 
-    def take(value, cut: bool):
-        value = tf.gather(value, rows)
-        return value[..., :length] if cut else value
+    x = {name: tf.gather(value, rows) for name, value in data[0].items()}
+    x = {name: value[..., :length] if name in INPUT_NAMES else value
+         for name, value in x.items()}
 
-    x = data[0]
-    x = {name: take(value, name in INPUT_NAMES) for name, value in x.items()}
-    rest = tuple(tf.nest.map_structure(lambda v: take(v, token_level_labels and v.shape.rank > 1),
-                                       part) for part in data[1:])
+    def take_labels(value):  # [rows, seq, ...]: cut along the sequence axis
+        value = tf.gather(value, rows)
+        return value[:, :length] if token_level_labels and value.shape.rank > 1 else value
+    rest = tuple(tf.nest.map_structure(take_labels, part) for part in data[1:])
     return (x, *rest) if rest else x
 
 

@@ -10,7 +10,7 @@ import os
 import sys
 import time
 
-from keras_bert.config import DistillationSettings, normalize_bucket_lengths
+from keras_bert.config import DistillationSettings, FinetuneSettings, normalize_bucket_lengths
 from keras_bert.tasks.classification.task import (ClassificationOptions, ClassificationTask,
                                                   RegressionTask)
 
@@ -58,9 +58,9 @@ def add_parser(subparsers) -> None:
                             "outputs alone (default: %(default)s)")
     train.add_argument("--learning_rate", type=float, default=DistillationSettings.learning_rate,
                        help="AdamW's peak rate (default: %(default)s)")
-    train.add_argument("--batch_size", type=int, default=DistillationSettings.batch_size,
+    train.add_argument("--batch_size", type=int, default=FinetuneSettings.batch_size,
                        help="(default: %(default)s)")
-    train.add_argument("--epochs", type=int, default=DistillationSettings.epochs,
+    train.add_argument("--epochs", type=int, default=FinetuneSettings.epochs,
                        help="(default: %(default)s)")
     train.add_argument("--bucket_lengths", default="auto",
                        help="as finetune's (default: %(default)s)")

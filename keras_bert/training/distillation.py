@@ -23,13 +23,14 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert import fileio
-from keras_bert.config import DistillationSettings
+from keras_bert.config import DistillationSettings, FinetuneSettings
 from keras_bert.models.task import BertTask
 from keras_bert.models.task_pipeline import PackedRows
 
 logger = logging.getLogger(__name__)
 
 DEFAULTS = DistillationSettings()
+RECIPE = FinetuneSettings()  # epochs and batch size: the fine-tuning recipe's
 _EPSILON = 1e-7  # probabilities are clipped to [eps, 1 - eps] before their logarithm (as Keras)
 
 
@@ -47,11 +48,14 @@ def kept_layers(teacher_layers: int, num_layers: int) -> list[int]:
 @keras.saving.register_keras_serializable(package="keras_bert")
 class SoftTargetLoss(keras.losses.Loss):
     """The distillation loss of one row: ``(1 - w) * soft + w * hard`` with ``w`` =
-    ``label_weight`` on labelled rows and 0 on unlabelled ones.
+    ``label_weight`` where there is a label and 0 elsewhere.
 
-    ``y_true`` is float32 [rows, ..., 2K + 1]: the teacher's output (K), the label as the
-    model's output would show it (one-hot, 0/1 set or score; K) and 1 where the row has a
-    label (else 0). ``y_pred`` is the student's output [rows, ..., K].
+    ``y_true`` is float32 [rows, ..., 2K + 2]: the teacher's output (K), the label as the
+    model's output would show it (one-hot, 0/1 set or score; K), then 1 where there is a label
+    and 1 where the position is scored (a tagger's first pieces; 1 for row-level heads).
+    ``y_pred`` is the student's output [rows, ..., k], k <= K: a span head's positions, cut to
+    the batch's length (the teacher's and the label's first k values are read). A per-position
+    head's loss is the mean over its scored positions, per row.
 
     Per kind (``BertTask.soft_targets``): "softmax"/"logits": soft = T^2 KL(teacher_T ||
     student_T) over the last axis, hard = cross-entropy; "sigmoid": the same per class
@@ -66,9 +70,8 @@ class SoftTargetLoss(keras.losses.Loss):
 
     def call(self, y_true, y_pred):
         y_pred = tf.cast(y_pred, tf.float32)
-        classes = tf.shape(y_pred)[-1]
-        teacher, label = y_true[..., :classes], y_true[..., classes:2 * classes]
-        weight = self.label_weight * y_true[..., -1]
+        teacher, label, labelled, scored = _target_parts(y_true, y_pred)
+        weight = self.label_weight * labelled
         t = self.temperature
         if self.kind == "score":
             soft = tf.reduce_mean(tf.square(y_pred - teacher), axis=-1)
@@ -90,11 +93,25 @@ class SoftTargetLoss(keras.losses.Loss):
             kl = tf.exp(log_teacher) * (log_teacher - tf.nn.log_softmax(student_logits / t))
             soft = t * t * tf.reduce_sum(kl, axis=-1)
             hard = -tf.reduce_sum(label * tf.nn.log_softmax(student_logits), axis=-1)
-        return (1.0 - weight) * soft + weight * hard
+        loss = scored * ((1.0 - weight) * soft + weight * hard)
+        if loss.shape.rank > 1:  # per position: the mean over each row's scored positions
+            loss = tf.reduce_sum(loss, axis=-1) / tf.maximum(tf.reduce_sum(scored, axis=-1), 1.0)
+        return loss
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "kind": self.kind, "temperature": self.temperature,
                 "label_weight": self.label_weight}
+
+
+def _target_parts(y_true, y_pred):
+    """(teacher [..., k], label [..., k], labelled [...], scored [...]) of ``SoftTargetLoss``'s
+    targets, for a student output with k values on its last axis."""
+    y_true = tf.cast(y_true, tf.float32)
+    width = tf.shape(y_true)[-1]
+    offset = (width - 2) // 2
+    k = tf.shape(y_pred)[-1]
+    return (y_true[..., :k], y_true[..., offset:offset + k], y_true[..., -2],
+            y_true[..., -1])
 
 
 def _softmax_logits(probabilities):
@@ -108,8 +125,9 @@ def _sigmoid_logits(probabilities):
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class TeacherAgreement(keras.metrics.Metric):
-    """The share of rows whose top class (argmax of the last axis) is the teacher's; for
-    sigmoid outputs, the share of class decisions (p >= 0.5) the teacher makes too."""
+    """The share of scored rows (or positions) whose top class (argmax of the last axis) is the
+    teacher's; for sigmoid outputs, the share of class decisions (p >= 0.5) the teacher makes
+    too."""
 
     def __init__(self, kind: str, name: str = "agreement", **kwargs):
         super().__init__(name=name, **kwargs)
@@ -119,13 +137,14 @@ class TeacherAgreement(keras.metrics.Metric):
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         y_pred = tf.cast(y_pred, tf.float32)
-        teacher = y_true[..., :tf.shape(y_pred)[-1]]
+        teacher, _, _, scored = _target_parts(y_true, y_pred)
         if self.kind == "sigmoid":
-            same = tf.cast(tf.equal(teacher >= 0.5, y_pred >= 0.5), tf.float32)
+            same = tf.reduce_mean(tf.cast(tf.equal(teacher >= 0.5, y_pred >= 0.5), tf.float32),
+                                  axis=-1)
         else:
             same = tf.cast(tf.equal(tf.argmax(teacher, -1), tf.argmax(y_pred, -1)), tf.float32)
-        self.agreed.assign_add(tf.reduce_sum(same))
-        self.count.assign_add(tf.cast(tf.size(same), tf.float32))
+        self.agreed.assign_add(tf.reduce_sum(same * scored))
+        self.count.assign_add(tf.reduce_sum(scored))
 
     def result(self):
         return tf.math.divide_no_nan(self.agreed, self.count)
@@ -136,7 +155,7 @@ class TeacherAgreement(keras.metrics.Metric):
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class LabelAccuracy(keras.metrics.Metric):
-    """Accuracy against the labels, on the labelled rows only (argmax of the last axis)."""
+    """Accuracy against the labels where there are labels (argmax of the last axis)."""
 
     def __init__(self, name: str = "accuracy", **kwargs):
         super().__init__(name=name, **kwargs)
@@ -144,12 +163,10 @@ class LabelAccuracy(keras.metrics.Metric):
         self.count = self.add_variable(shape=(), initializer="zeros", name="count")
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        classes = tf.shape(y_pred)[-1]
-        label = y_true[..., classes:2 * classes]
-        labelled = y_true[..., -1]
+        _, label, labelled, scored = _target_parts(y_true, y_pred)
         right = tf.cast(tf.equal(tf.argmax(label, -1), tf.argmax(y_pred, -1)), tf.float32)
-        self.correct.assign_add(tf.reduce_sum(right * labelled))
-        self.count.assign_add(tf.reduce_sum(labelled))
+        self.correct.assign_add(tf.reduce_sum(right * labelled * scored))
+        self.count.assign_add(tf.reduce_sum(labelled * scored))
 
     def result(self):
         return tf.math.divide_no_nan(self.correct, self.count)
@@ -158,18 +175,12 @@ class LabelAccuracy(keras.metrics.Metric):
 @dataclasses.dataclass
 class DistillationData:
     """Examples as the student trains on them: its input rows and the targets of
-    ``SoftTargetLoss`` (the teacher's outputs, computed once, beside the labels)."""
+    ``SoftTargetLoss`` (the teacher's outputs, computed once, beside the labels), an array, or
+    a dict of them for a model with several outputs."""
     x: Any
-    targets: np.ndarray
+    targets: Any
+    rows: int
     labelled: int
-
-    @property
-    def rows(self) -> int:
-        return len(self.targets)
-
-
-def _take(structure, index: np.ndarray):
-    return tf.nest.map_structure(lambda array: np.asarray(array)[index], structure)
 
 
 def _inputs(texts, text_pairs):
@@ -181,51 +192,55 @@ def _inputs(texts, text_pairs):
     return list(zip(texts, text_pairs))
 
 
-def _label_rows(model: BertTask, y: np.ndarray, classes: int) -> np.ndarray:
-    """Labels (``to_arrays``' y) as the model's output would show them: float32 [rows, K]."""
-    kind = model.soft_targets()
-    if kind in ("score", "sigmoid"):
-        return np.asarray(y, np.float32).reshape(len(y), classes)
-    return np.eye(classes, dtype=np.float32)[np.asarray(y, np.int64).reshape(-1)]
+def _targets(kind: str, output: np.ndarray, y, labelled: np.ndarray, scored) -> np.ndarray:
+    """float32 [..., 2K + 2] of one output [..., K]: teacher, label, labelled, scored."""
+    output = np.asarray(output, np.float32)
+    if y is None:
+        label = np.zeros_like(output)
+    elif kind in ("score", "sigmoid"):
+        label = np.asarray(y, np.float32).reshape(output.shape)
+    else:  # class or position indices; a negative one (no label there) is all zeros
+        label = (np.asarray(y)[..., None] == np.arange(output.shape[-1])).astype(np.float32)
+    shape = output.shape[:-1]
+    labelled = np.broadcast_to(np.asarray(labelled, np.float32).reshape(
+        labelled.shape + (1,) * (len(shape) - labelled.ndim)), shape)
+    scored = np.ones(shape, np.float32) if scored is None else np.asarray(scored, np.float32)
+    return np.concatenate([output, label, labelled[..., None], scored[..., None]], axis=-1)
 
 
 def distillation_data(teacher: BertTask, texts, labels=None, text_pairs=None,
-                      batch_size: int = DEFAULTS.batch_size) -> DistillationData:
+                      batch_size: int = RECIPE.batch_size) -> DistillationData:
     """The teacher's outputs on ``texts`` (one ``predict``: once per text, not per epoch)
     beside the labels where given (None, or None for an unlabelled text), as ``SoftTargetLoss``
-    reads them."""
+    reads them (``BertTask.distillation_rows`` says which rows and positions)."""
     inputs = _inputs(texts, text_pairs)
-    x, _ = teacher.to_arrays(inputs)
-    rows = len(tf.nest.flatten(x)[0])
-    if rows == 0:
+    if not len(inputs):
         raise ValueError("distill got no texts")
-    if labels is not None and len(labels) != rows:
-        raise ValueError(f"got {rows} texts but {len(labels)} labels")
-    outputs = np.asarray(teacher.predict(x, batch_size=batch_size, verbose=0), np.float32)
-    classes = outputs.shape[-1]
-    label_rows = np.zeros_like(outputs)
-    labelled = np.zeros((rows, 1), np.float32)
-    index = np.array([] if labels is None else
-                     [i for i, label in enumerate(labels) if label is not None], np.int64)
-    if len(index):
-        _, y = teacher.to_arrays(_take(x, index), [labels[i] for i in index])
-        label_rows[index] = _label_rows(teacher, y, classes)
-        labelled[index] = 1.0
-    logger.info("distillation data: %d texts, %d with labels; the teacher's outputs are "
-                "computed once", rows, len(index))
-    return DistillationData(x, np.concatenate([outputs, label_rows, labelled], axis=-1),
-                            len(index))
+    rows, y, labelled, scored = teacher.distillation_rows(inputs, labels)
+    count = len(tf.nest.flatten(rows)[0])
+    if count == 0:
+        raise ValueError("distill got no texts")
+    outputs = teacher.predict(rows, batch_size=batch_size, verbose=0)
+    kind = teacher.soft_targets()
+    if isinstance(outputs, dict):
+        targets = {name: _targets(kind, output, None if y is None else y[name], labelled,
+                                  scored) for name, output in outputs.items()}
+    else:
+        targets = _targets(kind, outputs, y, labelled, scored)
+    labelled_rows = int(np.sum(labelled.reshape(count, -1).any(axis=-1)))
+    logger.info("distillation data: %d rows, %d with labels; the teacher's outputs are "
+                "computed once", count, labelled_rows)
+    return DistillationData(rows, targets, count, labelled_rows)
 
 
 def _check_teacher(teacher) -> str:
     if not isinstance(teacher, BertTask):
-        raise ValueError(f"distill takes a fine-tuned task model as the teacher (a "
-                         f"BertClassifier or BertMultipleChoice); got {type(teacher).__name__}, "
-                         f"which has no head to distil")
+        raise ValueError(f"distill takes a fine-tuned task model as the teacher; got "
+                         f"{type(teacher).__name__}, which has no head to distil")
     kind = teacher.soft_targets()
     if kind is None:
-        raise ValueError(f"distill cannot distil a {type(teacher).__name__} yet: it takes a "
-                         f"BertClassifier (single-label, multi-label, regression) or a "
+        raise ValueError(f"distill cannot distil a {type(teacher).__name__}: it takes a "
+                         f"BertClassifier, BertTokenClassifier, BertQuestionAnswerer or "
                          f"BertMultipleChoice")
     if teacher.preprocessor is None:
         raise ValueError(f"the teacher {type(teacher).__name__} has no preprocessor, so it "
@@ -310,7 +325,7 @@ def student_of(teacher: BertTask, num_layers: int | None = None, student=None) -
 
 def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
             text_pairs: Sequence[str] | None = None, num_layers: int | None = None,
-            student=None, epochs: int = DEFAULTS.epochs, batch_size: int = DEFAULTS.batch_size,
+            student=None, epochs: int = RECIPE.epochs, batch_size: int = RECIPE.batch_size,
             learning_rate: float = DEFAULTS.learning_rate,
             temperature: float = DEFAULTS.temperature,
             label_weight: float = DEFAULTS.label_weight,
@@ -332,12 +347,18 @@ def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
     more than more epochs.
 
     Args:
-        teacher: a fine-tuned ``BertClassifier`` (single-label, multi-label or regression) or
-            ``BertMultipleChoice``.
-        texts: what the teacher's ``fit`` takes (texts; for multiple choice, examples or
-            (context, choices) pairs).
-        labels: one label per text (names or indices as ``fit`` takes them), None for a text
-            without one; or None (the teacher's outputs alone).
+        teacher: a fine-tuned ``BertClassifier`` (single-label, multi-label or regression; soft
+            targets: its probabilities or score), ``BertTokenClassifier`` (each word's first
+            piece's tag probabilities, aligned as its ``fit`` aligns tags),
+            ``BertQuestionAnswerer`` (the start and end distributions of every window) or
+            ``BertMultipleChoice`` (the choices' probabilities).
+        texts: what the teacher's ``fit`` takes: texts; sentences (word lists, raw texts or
+            TaggedSentences) for a tagger; SquadExamples or (question, context) pairs for a
+            span head; examples or (context, choices) pairs for multiple choice.
+        labels: one label per text (names or indices as ``fit`` takes them; a tag list per
+            sentence), None for a text without one; or None (the teacher's outputs alone, or
+            a tagger's TaggedSentences' tags). A span head's labels are its SquadExamples'
+            answers (an example without one is unlabelled), so it takes None.
         text_pairs: the second text of each pair, for pair classifiers.
         num_layers: a student of this many of the teacher's layers (``kept_layers``: spread
             evenly, the top one kept), with its embeddings, pooler and head.
@@ -379,12 +400,15 @@ def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
         dev = distillation_data(teacher, *_validation_parts(validation_data),
                                 batch_size=batch_size)
         validation = PackedRows((dev.x, dev.targets), model._preprocess, batch_size,
-                                bucket_lengths="auto").dataset(0)
-    metrics = [TeacherAgreement(kind)] if kind != "score" else []
-    if kind in ("softmax", "logits"):
-        metrics.append(LabelAccuracy())
-    model.compile(loss=SoftTargetLoss(kind, temperature, label_weight), metrics=metrics,
-                  learning_rate=learning_rate)
+                                bucket_lengths="auto",
+                                token_level_labels=model.token_level_labels).dataset(0)
+    loss = SoftTargetLoss(kind, temperature, label_weight)
+    metrics = [TeacherAgreement(kind)] + ([LabelAccuracy()] if kind in ("softmax", "logits")
+                                          else [])
+    if isinstance(data.targets, dict):  # one loss per output (a span head's start and end)
+        loss = {name: SoftTargetLoss(kind, temperature, label_weight) for name in data.targets}
+        metrics = {name: [TeacherAgreement(kind), LabelAccuracy()] for name in data.targets}
+    model.compile(loss=loss, metrics=metrics, learning_rate=learning_rate)
     plan = model.finetuning_plan(data.x, data.targets, batch_size=batch_size, epochs=epochs,
                                  bucket_lengths=bucket_lengths, seed=seed, arrays=True)
     start = time.perf_counter()
@@ -418,36 +442,56 @@ def _validation_parts(validation_data) -> tuple:
     return texts, labels, None
 
 
-def compare(teacher: BertTask, student: BertTask, texts, labels, text_pairs=None,
-            batch_size: int = DEFAULTS.batch_size) -> dict[str, dict[str, float]]:
-    """Teacher and student on the same labelled texts: {"teacher": scores, "student": scores},
-    with accuracy (single-label and multiple choice) or mean squared error (regression) and
-    the student's agreement with the teacher, beside the majority-class rate."""
+def compare(teacher: BertTask, student: BertTask, texts, labels=None, text_pairs=None,
+            batch_size: int = RECIPE.batch_size) -> dict[str, dict[str, float]]:
+    """Teacher and student on the same labelled examples, side by side: {"teacher": scores,
+    "student": scores, "majority": scores}. Scores: accuracy where there are labels (of the
+    top class, of each class decision for multi-label, of each first piece's tag for a
+    tagger, of the start and end positions for a span head), or mean squared error for
+    regression; the student's agreement with the teacher; examples per second of ``predict``
+    (after a first call); and the majority label's rate, the score of always guessing it."""
     inputs = _inputs(texts, text_pairs)
-    x, y = teacher.to_arrays(inputs, labels)
+    rows, y, labelled, scored = teacher.distillation_rows(inputs, labels)
+    if y is None:
+        raise ValueError("compare needs labelled examples")
     kind = teacher.soft_targets()
-    results = {}
-    predictions = {}
+    outputs, results = {}, {}
     for name, model in (("teacher", teacher), ("student", student)):
-        model.predict(x, batch_size=batch_size, verbose=0)  # traced before it is timed
+        model.predict(rows, batch_size=batch_size, verbose=0)  # traced before it is timed
         start = time.perf_counter()
-        outputs = np.asarray(model.predict(x, batch_size=batch_size, verbose=0))
-        elapsed = time.perf_counter() - start
-        predictions[name] = outputs
-        scores: dict[str, float] = {}
-        if kind == "score":
-            scores["mse"] = float(np.mean((outputs.reshape(-1) - np.asarray(y).reshape(-1)) ** 2))
-        elif kind == "sigmoid":
-            scores["accuracy"] = float(np.mean((outputs >= 0.5) == (np.asarray(y) >= 0.5)))
-        else:
-            scores["accuracy"] = float(np.mean(np.argmax(outputs, -1) == np.asarray(y)))
-        scores["texts_per_s"] = len(outputs) / max(elapsed, 1e-9)
-        results[name] = scores
+        outputs[name] = model.predict(rows, batch_size=batch_size, verbose=0)
+        results[name] = {"texts_per_s": len(inputs) / max(time.perf_counter() - start, 1e-9)}
+    mask = labelled if scored is None else labelled & scored
+    names = list(y) if isinstance(y, dict) else [None]
+    for name in ("teacher", "student"):
+        values = []
+        for output_name in names:
+            output = np.asarray(outputs[name] if output_name is None
+                                else outputs[name][output_name])
+            truth = np.asarray(y if output_name is None else y[output_name])
+            if kind == "score":
+                errors = (output.reshape(len(truth), -1) - truth.reshape(len(truth), -1)) ** 2
+                values.append(float(np.mean(errors[mask])))
+            elif kind == "sigmoid":
+                values.append(float(np.mean(((output >= 0.5) == (truth >= 0.5))[mask])))
+            else:
+                values.append(float(np.mean((np.argmax(output, -1) == truth)[mask])))
+        results[name]["mse" if kind == "score" else "accuracy"] = float(np.mean(values))
+    if kind != "score":
+        agreements = []
+        for output_name in names:
+            ours, theirs = ((outputs[n] if output_name is None else outputs[n][output_name])
+                            for n in ("student", "teacher"))
+            same = ((np.asarray(ours) >= 0.5) == (np.asarray(theirs) >= 0.5)).all(-1) \
+                if kind == "sigmoid" else np.argmax(ours, -1) == np.argmax(theirs, -1)
+            agreements.append(float(np.mean(same if scored is None else same[scored])))
+        results["student"]["agreement"] = float(np.mean(agreements))
     if kind in ("softmax", "logits"):
-        counts = np.bincount(np.asarray(y).reshape(-1))
-        results["majority"] = {"accuracy": float(counts.max() / counts.sum())}
-        results["student"]["agreement"] = float(np.mean(
-            np.argmax(predictions["student"], -1) == np.argmax(predictions["teacher"], -1)))
+        majority = []
+        for output_name in names:
+            truth = np.asarray(y if output_name is None else y[output_name])[mask]
+            majority.append(float(np.bincount(truth.reshape(-1)).max() / truth.size))
+        results["majority"] = {"accuracy": float(np.mean(majority))}
     return results
 
 

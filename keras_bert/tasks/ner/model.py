@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_bert.tasks.ner.alignment import (IGNORED_LABEL, TaggedFeature, align_words_windows,
@@ -192,6 +193,26 @@ class BertTokenClassifier(ExportsRawText, BertTask):
 
     def _preprocess(self, x):
         return x
+
+    def soft_targets(self) -> str:
+        return "softmax"
+
+    def distillation_rows(self, x, labels=None):
+        """The windows of the sentences, tags on first pieces where a sentence has them
+        (``labels``: a tag list per sentence, None for one without; TaggedSentences' own tags
+        when ``labels`` is None), and every word's first piece scored, as ``fit`` aligns them
+        (see ``BertTask.distillation_rows``)."""
+        x = [x] if isinstance(x, str) else list(x)
+        if labels is not None and len(labels) != len(x):
+            raise ValueError(f"got {len(x)} sentences but {len(labels)} tag lists")
+        features = self.align(x, labels)
+        rows, y = stack_tagged(features)
+        scored = np.zeros(y.shape, bool)
+        for row, feature in enumerate(features):
+            starts = [s for s in feature.word_starts if s >= 0]
+            scored[row, starts] = True
+        labelled = y != IGNORED_LABEL
+        return rows, (y if labelled.any() else None), labelled, scored
 
     # ------------------------------------------------------------------------ prediction
     def predict_tags(self, x, batch_size: int | None = None) -> list[list[str]]:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import keras
+import numpy as np
 
 from keras_bert.tasks.squad.reader import SquadExample
 from keras_bert.tasks.squad.answers import postprocess_squad
@@ -128,6 +129,26 @@ class BertQuestionAnswerer(ExportsRawText, BertTask):
 
     def _preprocess(self, x):
         return x
+
+    def soft_targets(self) -> str:
+        return "logits"
+
+    def distillation_rows(self, x, labels=None):
+        """The windows of the questions' contexts, with the answer's start and end where the
+        example has an answer (or is impossible); the labels are the examples' answers, so
+        ``labels`` must be None (see ``BertTask.distillation_rows``)."""
+        if labels is not None:
+            raise ValueError("a BertQuestionAnswerer's labels are its SquadExamples' answers; "
+                             "pass labels=None (examples without answers are unlabelled)")
+        examples = _as_examples(x)
+        features = self.make_features(examples)
+        rows, positions = stack_features(features)
+        labelled = np.array([bool(examples[f.example_index].answers
+                                  or examples[f.example_index].is_impossible)
+                             for f in features], bool)
+        y = {"start_logits": positions["start_positions"],
+             "end_logits": positions["end_positions"]}
+        return rows, (y if labelled.any() else None), labelled, None
 
     def predict_answers(self, examples, n_best_size: int = 20, max_answer_length: int = 30,
                         version_2_with_negative: bool = False,
