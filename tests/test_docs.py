@@ -108,6 +108,18 @@ def _write_reviews_csv(path: str) -> None:
     _write(path, rows.getvalue())
 
 
+def _write_unlabeled_reviews_csv(path: str) -> None:
+    """Reviews without a score, as a service's traffic: product,review."""
+    from keras_bert.quickstart import sentiment_examples
+    texts, _ = sentiment_examples(24, seed=1)
+    rows = io.StringIO()
+    writer = csv.writer(rows, lineterminator="\n")
+    writer.writerow(["product", "review"])
+    for i, text in enumerate(texts):
+        writer.writerow([f"B01{i}", text])
+    _write(path, rows.getvalue())
+
+
 def _write_corpus(path: str, documents: int) -> None:
     from keras_bert.quickstart import build_corpus
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -129,6 +141,7 @@ FIXTURES = {
     "train.tsv": _write_sentiment_tsv,
     "reviews/train.csv": _write_reviews_csv,
     "reviews/dev.csv": _write_reviews_csv,
+    "reviews/unlabeled.csv": _write_unlabeled_reviews_csv,
     "corpus/*.txt": lambda path: [_write_corpus(path.replace("*", name), documents)
                                   for name, documents in (("part-1", 6), ("part-2", 3))],
     "a.txt": lambda path: _write_corpus(path, 4),

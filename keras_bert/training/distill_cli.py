@@ -5,6 +5,7 @@ labels; writes the student in our format and a report of teacher and student sid
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -130,13 +131,14 @@ def run_distill_command(args: argparse.Namespace) -> int:
         validation = ((dev_texts, dev_labels) if dev_pairs is None
                       else (dev_texts, dev_pairs, dev_labels))
     backup = fileio.join(args.output_dir, BACKUP_DIR)
-    student = distill(
-        teacher, texts, labels, text_pairs=pairs, num_layers=args.num_layers,
-        student=args.student, epochs=args.epochs, batch_size=args.batch_size,
-        learning_rate=args.learning_rate, temperature=args.temperature,
-        label_weight=args.label_weight, bucket_lengths=bucket_lengths, seed=args.seed,
-        validation_data=validation, verbose=1 if args.progress else 2,
-        callbacks=[keras.callbacks.BackupAndRestore(backup)])
+    with contextlib.redirect_stdout(sys.stderr):  # Keras' progress; stdout has the report
+        student = distill(
+            teacher, texts, labels, text_pairs=pairs, num_layers=args.num_layers,
+            student=args.student, epochs=args.epochs, batch_size=args.batch_size,
+            learning_rate=args.learning_rate, temperature=args.temperature,
+            label_weight=args.label_weight, bucket_lengths=bucket_lengths, seed=args.seed,
+            validation_data=validation, verbose=1 if args.progress else 2,
+            callbacks=[keras.callbacks.BackupAndRestore(backup)])
     student_dir = fileio.join(args.output_dir, STUDENT_DIR)
     save_checkpoint(student, student_dir, overwrite=args.overwrite)
     report = {

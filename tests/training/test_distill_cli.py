@@ -1,0 +1,80 @@
+"""`keras-bert distill` on a tiny fine-tuned classifier: the student and its report, texts without
+labels from their own file, and bad input refused in one line with nothing written."""
+
+import json
+import os
+
+import pytest
+
+from keras_bert import BertClassifier, BertEncoder, BertPreprocessor, save_checkpoint
+from keras_bert.cli import main
+from tests.tasks.tiny_checkpoint import VOCAB
+
+ROWS = [("the movie was good", "pos"), ("a terrible film", "neg"), ("good", "pos"),
+        ("the meal was bad and the film awful", "neg"), ("a very nice city", "pos"),
+        ("the poor old dog", "neg"), ("john visited paris", "pos"), ("really awful", "neg")]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    import keras
+    root = tmp_path_factory.mktemp("distill_cli")
+    keras.utils.set_random_seed(0)
+    encoder = BertEncoder(vocab_size=len(VOCAB), hidden_size=64, num_hidden_layers=3,
+                          num_attention_heads=4, intermediate_size=128,
+                          max_position_embeddings=64)
+    teacher = BertClassifier(encoder, 2, preprocessor=BertPreprocessor(vocabulary=VOCAB,
+                                                                       seq_length=16),
+                             label_names=["neg", "pos"])
+    save_checkpoint(teacher, root / "teacher")
+    (root / "train.csv").write_text("review,score\n" + "".join(f"{t},{l}\n" for t, l in ROWS))
+    (root / "unlabeled.csv").write_text("review\n" + "".join(f"{t} really\n" for t, _ in ROWS))
+    (root / "empty.csv").write_text("review,score\n")
+    return root
+
+
+def command(files, output, *more):
+    return ["distill", "--teacher", str(files / "teacher"), "--train_file",
+            str(files / "train.csv"), "--text_column", "review", "--label_column", "score",
+            "--output_dir", str(output), "--epochs", "1", "--batch_size", "4", "--no_progress",
+            *more]
+
+
+def test_writes_the_student_and_a_report_beside_the_teacher(files, tmp_path, capsys):
+    output = tmp_path / "small"
+    assert main(command(files, output, "--num_layers", "1", "--unlabeled_file",
+                        str(files / "unlabeled.csv"), "--dev_file",
+                        str(files / "train.csv"))) == 0
+    printed = json.loads(capsys.readouterr().out)
+    report = json.loads((output / "distillation_report.json").read_text())
+    assert printed == report
+    assert report["texts"] == {"labelled": 8, "unlabeled": 8}
+    assert report["teacher"]["layers"] == 3 and report["student"]["layers"] == 1
+    assert report["student"]["kept_layers"] == [2]
+    assert report["student"]["parameters"] < report["teacher"]["parameters"]
+    assert set(report["dev"]) == {"teacher", "student", "majority"}
+    assert report["dev"]["majority"]["accuracy"] == 0.5
+    student = BertClassifier.from_pretrained(output / "student")
+    assert student.label_names == ["neg", "pos"] and student.distillation["kept_layers"] == [2]
+    assert sorted(os.listdir(output)) == ["distillation_report.json", "student"]  # no backup left
+    # A finished student is kept unless --overwrite says otherwise.
+    assert main(command(files, output, "--num_layers", "1")) == 2
+    assert "already holds a student" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda args: args + ["--num_layers", "0"], "num_layers must be between 1 and 2"),
+    (lambda args: args + ["--num_layers", "3"], "num_layers must be between 1 and 2"),
+    (lambda args: [a.replace("train.csv", "empty.csv") for a in args] + ["--num_layers", "1"],
+     "empty.csv' holds no examples"),
+    (lambda args: [a.replace("/teacher", "/no-such-teacher") for a in args]
+     + ["--num_layers", "1"], "--teacher .*no-such-teacher' does not exist"),
+])
+def test_bad_input_fails_in_one_line_and_writes_nothing(files, tmp_path, capsys, change,
+                                                        message):
+    import re
+    output = tmp_path / "small"
+    assert main(change(command(files, output))) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert re.search(message, error), error
+    assert not output.exists()
