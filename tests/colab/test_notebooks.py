@@ -68,6 +68,12 @@ CI_RUNS = {
         "dict(max_difference=max_difference, int8_difference=int8_difference, "
         "same_labels=same_labels, round_trip_difference=round_trip_difference, "
         "labels=classifier.label_names, reference=reference_source)"),
+    "09_distill_and_serve.ipynb": (
+        dict(NUM_LABELLED=320, NUM_UNLABELED=320, NUM_TEST=500, SEQ_LENGTH=64, BATCH_SIZE=16,
+             EPOCHS=3, LEARNING_RATE=1e-4),
+        "dict(teacher_accuracy=teacher_accuracy, majority_rate=majority_rate, "
+        "results=results, served=served, "
+        "kept={k: s.distillation['kept_layers'] for k, s in students.items()})"),
 }
 
 
@@ -108,6 +114,7 @@ GPU_RUNS = {
     "07_feature_based_classification.ipynb": (
         {}, "strategy=type(strategy).__name__, device=embedder.weights[0].value.device"),
     "08_serve_hugging_face_model.ipynb": ({}, "device=classifier.weights[0].value.device"),
+    "09_distill_and_serve.ipynb": ({}, "device=teacher.weights[0].value.device"),
 }
 
 
@@ -248,11 +255,25 @@ def check_08_serve_hugging_face_model(result):
     assert result["round_trip_difference"] < 1e-6, "back in from the HF folder it wrote"
 
 
+def check_09_distill_and_serve(result):
+    assert result["majority_rate"] == pytest.approx(FINE_FOOD_TEST_500_MAJORITY)
+    assert result["teacher_accuracy"] >= result["majority_rate"] + MARGIN, result
+    assert result["kept"] == {"3": [1, 3, 5], "2": [2, 5]}
+    results = result["results"]
+    teacher_accuracy, teacher_speed = results["teacher (float32)"]
+    for layers in (3, 2):
+        accuracy, speed = results[f"{layers}-layer student (int8)"]
+        # A student learned the reviews, not the majority label, and serves faster.
+        assert accuracy >= result["majority_rate"] + MARGIN / 2, result
+        assert speed > teacher_speed, result
+    assert set(result["served"]) <= {"great", "other"} and len(result["served"]) == 2
+
+
 CHECKS = {f"{check.__name__[len('check_'):]}.ipynb": check for check in (
     check_01_finetune_classifier, check_02_pretrain_from_scratch, check_03_export_and_serve,
     check_04_question_answering_and_ner, check_05_sentence_embeddings,
     check_06_tf_hub_classify_text, check_07_feature_based_classification,
-    check_08_serve_hugging_face_model)}
+    check_08_serve_hugging_face_model, check_09_distill_and_serve)}
 
 
 def test_every_notebook_has_a_check_and_a_gpu_run():
