@@ -268,7 +268,13 @@ def student_of(teacher: BertTask, num_layers: int | None = None, student=None) -
     """The student ``distill`` starts from: ``num_layers`` of the teacher's layers
     (``kept_layers``) on its embeddings and pooler, with its head; or ``student`` (a path
     ``from_pretrained`` reads, or a task model of the teacher's class) with the teacher's
-    preprocessor and head settings (a new head where the widths differ)."""
+    preprocessor and head settings (a new head where the widths differ). It is built under the
+    teacher's tf.distribute strategy, so it trains where the teacher did."""
+    with teacher.distribute_strategy.scope():
+        return _student_of(teacher, num_layers, student)
+
+
+def _student_of(teacher: BertTask, num_layers: int | None, student) -> BertTask:
     cls = type(teacher)
     config = teacher.get_config()
     config.pop("distillation", None)
@@ -417,9 +423,10 @@ def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
                 time.perf_counter() - start)
     # A fresh copy, compiled with the task's own loss and metrics (evaluate(texts, labels) as
     # for any model): a recompiled model would keep the distillation metrics beside them.
-    trained, model = model, type(model).from_config(model.get_config())
-    model.set_weights(trained.get_weights())
-    model.compile()
+    with trained_strategy(model):
+        trained, model = model, type(model).from_config(model.get_config())
+        model.set_weights(trained.get_weights())
+        model.compile()
     model.dev_scores = None
     if validation_data is not None:
         model.dev_scores = compare(teacher, model, *_validation_parts(validation_data),
@@ -428,6 +435,11 @@ def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
             logger.info("dev %s: %s", name, ", ".join(f"{k} {v:.4f}" for k, v in
                                                       scores.items()))
     return model
+
+
+def trained_strategy(model):
+    """The scope of the strategy ``model`` was built under."""
+    return model.distribute_strategy.scope()
 
 
 def _validation_parts(validation_data) -> tuple:

@@ -282,3 +282,45 @@ def test_compare_reports_accuracy_agreement_and_the_majority_rate(teacher):
     scores = compare(teacher, student, TEXTS, LABELS[:7] + ["pos"])
     assert scores["majority"]["accuracy"] == 5 / 8
     assert all(scores[name]["texts_per_s"] > 0 for name in ("teacher", "student"))
+
+
+MIRRORED = """
+import json, keras
+from keras_bert.training.distribute import use_logical_cpu_devices
+use_logical_cpu_devices(2)
+import tensorflow as tf
+from keras_bert import BertClassifier, BertEncoder, BertPreprocessor, distill
+from tests.tasks.tiny_checkpoint import VOCAB
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+with strategy.scope():
+    encoder = BertEncoder(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2,
+                          num_attention_heads=2, intermediate_size=64, max_position_embeddings=32)
+    teacher = BertClassifier(encoder, 2, preprocessor=BertPreprocessor(vocabulary=VOCAB,
+                                                                       seq_length=16))
+texts = ["the movie was good", "a terrible film", "good", "really awful"] * 4
+history = []
+student = distill(teacher, texts, [1, 0, 1, 0] * 4, num_layers=1, epochs=2, batch_size=8,
+                  seed=0, verbose=0,
+                  callbacks=[keras.callbacks.LambdaCallback(
+                      on_epoch_end=lambda epoch, logs: history.append(logs["loss"]))])
+print(json.dumps({"strategy": type(student.distribute_strategy).__name__,
+                  "replicas": student.distribute_strategy.num_replicas_in_sync,
+                  "losses": history, "shape": list(student.predict(texts[:2], verbose=0).shape)}))
+"""
+
+
+@pytest.mark.slow
+def test_distils_under_mirrored_strategy_on_two_cpu_devices():
+    """A multi-device CPU run stands in for GPUs and TPUs: the student is built under the
+    teacher's strategy and trains with its replicas."""
+    import subprocess
+    import sys
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    result = subprocess.run([sys.executable, "-c", MIRRORED], cwd=repo, capture_output=True,
+                            text=True, timeout=600,
+                            env=dict(os.environ, PYTHONPATH=repo, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["strategy"] == "MirroredStrategy" and report["replicas"] == 2
+    assert len(report["losses"]) == 2 and all(np.isfinite(report["losses"]))
+    assert report["shape"] == [2, 2]
