@@ -83,8 +83,8 @@ def train_worker(job: dict[str, Any]) -> dict[str, Any]:
         probabilities = model.predict(data["test_texts"], batch_size=BATCH, verbose=0)
         results["predictions"][name] = np.argmax(probabilities, -1).tolist()
         keras_bert.save_checkpoint(model, os.path.join(out, name), overwrite=True)
-        print(f"{name}: {accuracy(np.array(data['test_labels']), np.array(results['predictions'][name])):.4f}",
-              file=sys.stderr, flush=True)
+        score = accuracy(np.array(data["test_labels"]), np.array(results["predictions"][name]))
+        print(f"{name}: {score:.4f}", file=sys.stderr, flush=True)
         return model
 
     def teacher():

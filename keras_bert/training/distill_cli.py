@@ -139,6 +139,7 @@ def run_distill_command(args: argparse.Namespace) -> int:
             label_weight=args.label_weight, bucket_lengths=bucket_lengths, seed=args.seed,
             validation_data=validation, verbose=1 if args.progress else 2,
             callbacks=[keras.callbacks.BackupAndRestore(backup)])
+    student.distillation = {**student.distillation, "teacher": args.teacher}
     student_dir = fileio.join(args.output_dir, STUDENT_DIR)
     save_checkpoint(student, student_dir, overwrite=args.overwrite)
     report = {

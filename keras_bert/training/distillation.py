@@ -295,7 +295,8 @@ def _student_of(teacher: BertTask, num_layers: int | None, student) -> BertTask:
         logger.info("student: the teacher's embeddings, pooler and head, and %d of its %d "
                     "layers: %s (0-based)", num_layers, teacher_layers,
                     ", ".join(map(str, kept)))
-        model.distillation = {"teacher_layers": teacher_layers, "kept_layers": kept}
+        model.distillation = {"teacher": teacher.name, "teacher_layers": teacher_layers,
+                              "kept_layers": kept}
         return model
     source = student
     if not isinstance(student, keras.Model):
@@ -325,7 +326,8 @@ def _student_of(teacher: BertTask, num_layers: int | None, student) -> BertTask:
                 encoder.bert_config.num_hidden_layers, encoder.bert_config.hidden_size,
                 "the teacher's head" if same_width else
                 "a new head (its width differs from the teacher's)")
-    model.distillation = {"teacher_layers": teacher_layers, "student": str(source)}
+    model.distillation = {"teacher": teacher.name, "teacher_layers": teacher_layers,
+                          "student": str(source)}
     return model
 
 

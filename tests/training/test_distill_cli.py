@@ -51,11 +51,13 @@ def test_writes_the_student_and_a_report_beside_the_teacher(files, tmp_path, cap
     assert report["texts"] == {"labelled": 8, "unlabeled": 8}
     assert report["teacher"]["layers"] == 3 and report["student"]["layers"] == 1
     assert report["student"]["kept_layers"] == [2]
+    assert report["student"]["teacher"] == str(files / "teacher")
     assert report["student"]["parameters"] < report["teacher"]["parameters"]
     assert set(report["dev"]) == {"teacher", "student", "majority"}
     assert report["dev"]["majority"]["accuracy"] == 0.5
     student = BertClassifier.from_pretrained(output / "student")
     assert student.label_names == ["neg", "pos"] and student.distillation["kept_layers"] == [2]
+    assert student.distillation["teacher"] == str(files / "teacher")
     assert sorted(os.listdir(output)) == ["distillation_report.json", "student"]  # no backup left
     # A finished student is kept unless --overwrite says otherwise.
     assert main(command(files, output, "--num_layers", "1")) == 2

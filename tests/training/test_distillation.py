@@ -67,14 +67,15 @@ def test_a_student_starts_from_the_teachers_embeddings_kept_layers_and_head(teac
     assert type(student) is BertClassifier
     assert student.encoder.bert_config.num_hidden_layers == 2
     assert student.label_names == teacher.label_names and student.activation == "softmax"
+    blocks, teacher_blocks = student.encoder.transformer_layers, teacher.encoder.transformer_layers
     for ours, theirs in ((student.encoder.embeddings, teacher.encoder.embeddings),
-                         (student.encoder.transformer_layers[0], teacher.encoder.transformer_layers[1]),
-                         (student.encoder.transformer_layers[1], teacher.encoder.transformer_layers[3]),
+                         (blocks[0], teacher_blocks[1]), (blocks[1], teacher_blocks[3]),
                          (student.encoder.pooler, teacher.encoder.pooler),
                          (student.head, teacher.head)):
         for a, b in zip(ours.get_weights(), theirs.get_weights(), strict=True):
             np.testing.assert_array_equal(a, b)
-    assert student.distillation == {"teacher_layers": 4, "kept_layers": [1, 3]}
+    assert student.distillation == {"teacher": teacher.name, "teacher_layers": 4,
+                                    "kept_layers": [1, 3]}
     # The student's vocabulary is the teacher's: same ids for the same text.
     np.testing.assert_array_equal(student.preprocessor(["a good film"])["input_word_ids"],
                                   teacher.preprocessor(["a good film"])["input_word_ids"])
@@ -136,8 +137,9 @@ def test_distill_runs_the_teacher_once_and_the_student_learns_its_outputs(teache
     target = teacher.predict(TEXTS, verbose=0)
     assert kl(target, student.predict(TEXTS, verbose=0)) < 0.5 * kl(
         target, before.predict(TEXTS, verbose=0))
-    assert student.distillation == {"teacher_layers": 4, "kept_layers": [3],
-                                    "temperature": 2.0, "label_weight": 0.5}
+    assert student.distillation == {"teacher": teacher.name, "teacher_layers": 4,
+                                    "kept_layers": [3], "temperature": 2.0,
+                                    "label_weight": 0.5}
     # Compiled with the task's own loss again: evaluate on labels as any classifier.
     scores = student.evaluate(TEXTS, LABELS, verbose=0, return_dict=True)
     assert set(scores) == {"loss", "accuracy"}
