@@ -250,9 +250,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 print(f"{stem} done", file=sys.stderr, flush=True)
         with open(os.path.join(workdir, "trained.json"), "w") as f:
             json.dump(trained, f)
-    else:
-        with open(os.path.join(workdir, "trained.json")) as f:
-            trained = {n: {int(s): r for s, r in v.items()} for n, v in json.load(f).items()}
+    else:  # each training worker's result file in the work directory
+        for stem, job in jobs:
+            with open(os.path.join(workdir, f"{stem}.json")) as f:
+                trained[stem.split("-")[1]][job["seed"]] = json.load(f)
     for name, dataset in datasets.items():
         labels = np.array(dataset.test_labels)
         counts = Counter(dataset.test_labels)
