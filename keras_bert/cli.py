@@ -3,7 +3,8 @@
 Each subcommand lives in the module that owns its work and registers itself through an
 ``add_parser(subparsers)`` function; COMMANDS names that module and the line `keras-bert --help`
 lists the command with. ``main`` dispatches to the ``run`` callable the parser stores in
-``args.run``. Parsing imports no TensorFlow: `keras-bert --help` imports no command's module,
+``args.run``, after ``args.check`` where the command sets one (its inputs looked at before
+TensorFlow loads). Parsing imports no TensorFlow: `keras-bert --help` imports no command's module,
 `keras-bert COMMAND --help` only that command's, and those load TensorFlow when they run.
 """
 
@@ -52,8 +53,11 @@ COMMANDS = {
                     "print a checkpoint's config, parameter count and variables"),
     "export": Command("keras_bert.export.cli",
                       "export a checkpoint as a SavedModel version for TF Serving"),
-    "predict": Command("keras_bert.export.cli",
-                       "send text to a served model (TF Serving or serving/) and print outputs"),
+    "evaluate": Command("keras_bert.tasks.predict_cli",
+                        "score a trained model on a labelled file, beside always guessing"),
+    "predict": Command("keras_bert.tasks.predict_cli",
+                       "a trained model's predictions for a file or texts (or a served "
+                       "model's, with --server)"),
     "quickstart": Command("keras_bert.quickstart",
                           "run the whole path (vocab, data, pretraining, fine-tuning, export, "
                           "serving) in a few minutes"),
@@ -158,9 +162,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)  # --help and flag errors exit here, before TensorFlow loads
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if not verbose and command not in TENSORFLOW_FREE:
-        start_tensorflow_quietly()
     try:
+        # A command's ``check`` (set_defaults(check=...)) looks at its inputs in pure Python,
+        # so that a wrong path, column or empty file fails before TensorFlow takes seconds to
+        # load.
+        if getattr(args, "check", None) is not None:
+            args.check(args)
+        if not verbose and command not in TENSORFLOW_FREE:
+            start_tensorflow_quietly()
         return int(args.run(args) or 0)
     except OutputExistsError as e:
         hint = ("pass --overwrite" if hasattr(args, "overwrite")

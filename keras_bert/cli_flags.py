@@ -46,3 +46,16 @@ def int_list(text: str) -> list[int]:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+
+
+def check_inputs_exist(args: argparse.Namespace, *names: str) -> None:
+    """FileNotFoundError naming the first flag among ``names`` whose local path does not exist
+    (remote paths, such as gs://, are left to the command), so that a mistyped path fails at
+    once, before TensorFlow loads."""
+    import os
+
+    from keras_bert.fileio import is_remote
+    for name in names:
+        value = getattr(args, name, None)
+        if value and not is_remote(value) and not os.path.exists(value):
+            raise FileNotFoundError(f"--{name} {value!r}: no such file or directory")

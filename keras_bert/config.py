@@ -52,6 +52,9 @@ GOOGLE_FIELDS = (
 )
 
 DEFAULT_LAYER_NORM_EPS = 1e-12
+# A BertClassifier's text vector: BERT's pooler on [CLS], the raw [CLS] vector, the masked mean
+# (pure Python here, so that `keras-bert finetune --help` lists them without TensorFlow).
+CLASSIFIER_POOLINGS = ("pooled", "cls", "mean")
 
 
 @dataclasses.dataclass

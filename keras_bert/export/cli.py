@@ -1,15 +1,10 @@
-"""`keras-bert export` (a checkpoint -> a TF Serving version directory) and `keras-bert predict`
-(query a served model over gRPC or REST)."""
+"""`keras-bert export`: a checkpoint -> a TF Serving version directory (or TF Hub's pair)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
-import sys
-
-import numpy as np
 
 from keras_bert.cli_flags import add_bool_flag, add_lower_case_flag
 
@@ -53,26 +48,6 @@ def add_parser(subparsers) -> None:
                              "input ranges: faster than ranges found per row on every call "
                              "(default)")
     export.set_defaults(run=run_export)
-
-    predict = subparsers.add_parser(
-        "predict",
-        description="Query a model server with raw text; prints one JSON object per text.")
-    predict.add_argument("texts", metavar="TEXT", nargs="+")
-    predict.add_argument("--server", required=True, help="host:port")
-    predict.add_argument("--model", required=True, help="the served model's name")
-    predict.add_argument("--protocol", choices=("grpc", "rest"), default="grpc",
-                         help="gRPC (port 8500) or REST (port 8501) (default: %(default)s)")
-    predict.add_argument("--text_pair", action="append",
-                         help="the second text of a pair (once per TEXT)")
-    predict.add_argument("--choices", action="append", type=_choice_list,
-                         help='a multiple-choice model\'s choices as a JSON list, e.g. '
-                              '\'["and left.", "then slept."]\' (once per TEXT)')
-    predict.add_argument("--version", type=int, help="a specific version (default: latest)")
-    predict.add_argument("--signature", default="", help="signature (default: serving_default)")
-    predict.add_argument("--outputs", help="comma-separated outputs to print (default: all)")
-    predict.add_argument("--timeout_s", type=float, default=30.0,
-                         help="seconds to wait for the answer (default: %(default)s)")
-    predict.set_defaults(run=run_predict)
 
 
 def run_export(args: argparse.Namespace) -> int:
@@ -151,53 +126,3 @@ def _check_tf_hub_flags(args: argparse.Namespace) -> None:
     if fileio.exists(args.export_base):
         raise FileExistsError(f"{args.export_base!r} exists; export the TF Hub pair to a new "
                               f"directory")
-
-
-def _jsonable(value):
-    """One row of an output (an array, or a scalar: bytes, a NumPy number) as JSON values;
-    strings decoded as UTF-8."""
-    value = np.asarray(value)
-    if value.dtype == object or value.dtype.kind == "S":
-        value = np.vectorize(lambda b: b.decode("utf-8", "replace") if isinstance(b, bytes)
-                             else b, otypes=[object])(value) if value.size else value
-    return value.tolist()
-
-
-def _choice_list(value: str) -> list[str]:
-    try:
-        choices = json.loads(value)
-    except ValueError:
-        choices = None
-    if not (isinstance(choices, list) and choices and all(isinstance(c, str) for c in choices)):
-        raise argparse.ArgumentTypeError(f"expected a JSON list of strings, got {value!r}")
-    return choices
-
-
-def run_predict(args: argparse.Namespace) -> int:
-    from keras_bert.export.client import ServingClient, ServingError
-    for flag, values in (("--text_pair", args.text_pair), ("--choices", args.choices)):
-        if values is not None and len(values) != len(args.texts):
-            raise ValueError(f"got {len(args.texts)} texts but {len(values)} {flag}; give one "
-                             f"{flag} per text")
-    with ServingClient(args.server, args.protocol, args.timeout_s) as client:
-        try:
-            outputs = client.predict_text(args.model, args.texts, args.text_pair,
-                                          signature_name=args.signature, version=args.version,
-                                          choices=args.choices)
-        except ServingError as e:
-            print(f"keras-bert predict: the server at {args.server} refused the request: {e}",
-                  file=sys.stderr)
-            return 1
-    wanted = args.outputs.split(",") if args.outputs else sorted(outputs)
-    unknown = [name for name in wanted if name not in outputs]
-    if unknown:
-        raise ValueError(f"the model has no output {unknown[0]!r}; it has {sorted(outputs)}")
-    for row, text in enumerate(args.texts):
-        record = {"text": text}
-        if args.text_pair:
-            record["text_pair"] = args.text_pair[row]
-        if args.choices:
-            record["choices"] = args.choices[row]
-        record.update({name: _jsonable(outputs[name][row]) for name in wanted})
-        print(json.dumps(record))
-    return 0

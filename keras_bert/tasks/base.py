@@ -6,13 +6,16 @@ own folder (``tasks/<name>/task.py``), or in another package (see ``keras_bert.t
 from __future__ import annotations
 
 import argparse
+import csv
 import dataclasses
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from keras_bert.errors import DataError
+from keras_bert.fileio import atomic_write
 from keras_bert.tasks.examples import label_names_of
 
 
@@ -70,6 +73,18 @@ class Task:
     def read_examples(self, path: str, options: CommonOptions, with_labels: bool = True) -> list:
         raise NotImplementedError
 
+    def read_run_files(self, options: CommonOptions, train_file: str, dev_file: str | None
+                       ) -> tuple[list, list | None]:
+        """A fine-tuning run's training and dev examples; DataError naming a file that holds
+        none (a header alone, or nothing), before anything is trained or written."""
+        train = self.read_examples(train_file, options)
+        dev = self.read_examples(dev_file, options) if dev_file else None
+        for path, examples in ((train_file, train), (dev_file, dev)):
+            if examples is not None and not examples:
+                raise DataError(f"holds no examples (a header alone, or nothing); the "
+                                f"{self.name} task needs at least one", path)
+        return train, dev
+
     def resolve_options(self, options: CommonOptions, example_lists: Sequence[Sequence]
                         ) -> CommonOptions:
         """The options with the task's defaults filled in, once the data is read."""
@@ -90,12 +105,87 @@ class Task:
 
     def evaluate(self, model, examples, options: CommonOptions, batch_size: int
                  ) -> tuple[dict[str, float], dict[str, Any]]:
-        """(metrics, artifacts) on labelled dev examples."""
+        """(metrics, artifacts) on labelled dev examples; the artifacts hold the per-example
+        predictions (``DEV_PREDICTIONS`` or the task's own files)."""
+        raise NotImplementedError
+
+    def takes(self, model) -> bool:
+        """Whether ``model`` (a task model, e.g. one ``from_pretrained`` loaded) is this task's,
+        so that `keras-bert evaluate` and `predict` score and run it with this task's files."""
+        return False
+
+    def options_for(self, model, options: CommonOptions) -> CommonOptions:
+        """``options`` with what ``model`` fixes (its labels, packed length...), for scoring and
+        running a trained model on this task's files."""
+        return dataclasses.replace(options, labels=getattr(model, "label_names", None),
+                                   seq_length=packed_length(model))
+
+    def examples_of_texts(self, texts: Sequence[str]) -> list:
+        """Examples of raw texts given on the command line (`keras-bert predict TEXT...`);
+        ValueError for a task whose examples are more than a text."""
+        raise ValueError(f"the {self.name} task reads its examples from a file: give "
+                         f"--input_file")
+
+    def predict(self, model, examples, options: CommonOptions, batch_size: int) -> list[dict]:
+        """One JSON-ready record per example: what the example holds, the model's prediction,
+        and the true answer where the example has one."""
         raise NotImplementedError
 
     def result_fields(self, options: CommonOptions) -> dict[str, Any]:
         """Extra fields of the run's eval_results.json."""
         return {}
+
+
+def packed_length(model) -> int | None:
+    """The length ``model``'s preprocessor packs raw text to (None: it takes packed ids)."""
+    return None if model.preprocessor is None else model.preprocessor.seq_length
+
+
+DEV_PREDICTIONS = "dev_predictions.jsonl"  # a fine-tuning run's dev predictions, one per line
+
+
+def write_records(path: str, records: Sequence[dict]) -> None:
+    """Writes one record per line, atomically: JSON Lines, or CSV when ``path`` ends in
+    ``.csv`` (a dict value becomes one column per key, named ``<field>_<key>``, e.g.
+    ``probabilities_great``; a list value is written as JSON).
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "predictions.csv")
+    >>> write_records(path, [{"text": "Fine.", "label": "great",
+    ...                       "probabilities": {"great": 0.9, "other": 0.1}}])
+    >>> open(path).read().splitlines()
+    ['text,label,probabilities_great,probabilities_other', 'Fine.,great,0.9,0.1']
+    """
+    with atomic_write(path) as f:
+        if not str(path).lower().endswith(".csv"):
+            for record in records:
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            return
+        rows = []
+        for record in records:
+            row = {}
+            for field, value in record.items():
+                if isinstance(value, dict):
+                    row.update({f"{field}_{key}": item for key, item in value.items()})
+                else:
+                    row[field] = json.dumps(value, ensure_ascii=False) \
+                        if isinstance(value, list) else value
+            rows.append(row)
+        columns = list(dict.fromkeys(column for row in rows for column in row))
+        writer = csv.DictWriter(f, columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+class RecordsFile:
+    """An ``evaluate`` artifact: the per-example records, written by ``write_records`` when
+    called with a path (a fine-tuning run's ``DEV_PREDICTIONS``), kept as ``records``."""
+
+    def __init__(self, records: Sequence[dict]):
+        self.records = list(records)
+
+    def __call__(self, path: str) -> None:
+        write_records(path, self.records)
 
 
 def require_vocabulary(model, init_checkpoint: str):

@@ -50,7 +50,7 @@ def add_parser(subparsers) -> None:
                        help="this many of the teacher's layers, spread evenly with the top one "
                             "kept, on its embeddings and head")
     which.add_argument("--student", help="a checkpoint with the teacher's vocabulary")
-    ClassificationTask().add_arguments(parser)
+    ClassificationTask().add_column_arguments(parser)
     train = parser.add_argument_group("distillation")
     train.add_argument("--temperature", type=float, default=DistillationSettings.temperature,
                        help="softens both distributions in the KL term (default: %(default)s)")
@@ -68,7 +68,7 @@ def add_parser(subparsers) -> None:
     train.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
     train.add_argument("--no_progress", dest="progress", action="store_false",
                        help="one log line per epoch instead of a progress bar")
-    parser.set_defaults(run=run_distill_command)
+    parser.set_defaults(run=run_distill_command, check=_check_inputs)
 
 
 def _check_paths(args: argparse.Namespace) -> None:
@@ -81,6 +81,21 @@ def _check_paths(args: argparse.Namespace) -> None:
     if os.path.exists(student_dir) and not args.overwrite:
         raise ValueError(f"{student_dir!r} already holds a student; pass --overwrite to "
                          f"distil again")
+
+
+def _options(args: argparse.Namespace) -> ClassificationOptions:
+    return ClassificationOptions(data_format=args.data_format, text_column=args.text_column,
+                                 text_pair_column=args.text_pair_column,
+                                 label_column=args.label_column)
+
+
+def _check_inputs(args: argparse.Namespace) -> None:
+    """Before TensorFlow loads: the paths (``_check_paths``), and the text files read as
+    texts (their labels are checked against the teacher's once it is loaded)."""
+    _check_paths(args)
+    for flag in ("train_file", "unlabeled_file", "dev_file"):
+        if getattr(args, flag):
+            _read(RegressionTask(), getattr(args, flag), _options(args), with_labels=False)
 
 
 def _read(task, path: str, options, with_labels: bool) -> list:
@@ -115,9 +130,7 @@ def run_distill_command(args: argparse.Namespace) -> int:
                          f"{', '.join(teacher.feature_names)}; keras-bert distill takes "
                          f"text-only classifiers")
     task = RegressionTask() if teacher.is_regression else ClassificationTask()
-    options = ClassificationOptions(data_format=args.data_format, text_column=args.text_column,
-                                    text_pair_column=args.text_pair_column,
-                                    label_column=args.label_column)
+    options = _options(args)
     train = _read(task, args.train_file, options, with_labels=True)
     unlabeled = (_read(task, args.unlabeled_file, options, with_labels=False)
                  if args.unlabeled_file else [])

@@ -10,8 +10,12 @@ Only the chief writes files.
 
 Outputs in ``output_dir``: ``best_model/`` (``model.keras`` plus ``bert_config.json`` and
 ``vocab.txt``, loadable by every ``from_pretrained`` and as ``--init_checkpoint``),
-``eval_results.json``, and the best epoch's dev predictions (SQuAD: ``predictions.json``,
-``nbest_predictions.json``; NER: ``dev_predictions.conll``). Every file appears atomically.
+``eval_results.json`` (the dev scores with their baseline, and a ``warning`` when the best
+model learned nothing useful: one class for every row, or no better than always guessing the
+most frequent one), ``training_curves.png`` (loss and dev score), and the best epoch's dev
+predictions (classification, regression and multiple choice: ``dev_predictions.jsonl``;
+SQuAD: ``predictions.json``, ``nbest_predictions.json``; NER: ``dev_predictions.conll``).
+Every file appears atomically.
 
 A run resumes: after every epoch the weights, optimizer state, dropout random state, the
 epoch and the dev scores so far go to ``output_dir/checkpoints/`` (``EpochCheckpoint``, in
@@ -37,6 +41,8 @@ from keras_bert.models.finetuning import FinetuningPlan
 from keras_bert.models.task_pipeline import EpochCounter
 from keras_bert.tasks import get_task
 from keras_bert.tasks.base import CommonOptions, Task
+from keras_bert.tasks.reporting import learning_warning
+from keras_bert.training.curves import CURVES_NAME, plot_training_curves
 from keras_bert.training.distribute import get_strategy, worker_role
 from keras_bert.training.finetune_callbacks import (BEST_MODEL_DIR, DevEvaluation,
                                                     EpochCheckpoint, write_json)
@@ -45,6 +51,9 @@ from keras_bert.training.finetune_loop import distribute_global_batches, fit_dis
 logger = logging.getLogger(__name__)
 
 RESULTS_NAME = "eval_results.json"
+# What a run that learned nothing is told to try, beside more epochs: the rate that made the
+# reported 2,000-review run learn (issue 41), the top of what BERT's authors searched and more.
+HIGHER_LEARNING_RATE = 1e-4
 CHECKPOINT_DIR = "checkpoints"  # what an interrupted run resumes from; removed when it finishes
 RUN_SETTINGS_NAME = "finetune_settings.json"  # in CHECKPOINT_DIR: what a resumed run must match
 # The settings a resumed run must share with the interrupted one (the others do not change what
@@ -111,6 +120,14 @@ def _task_options(task: Task, options: CommonOptions | None) -> CommonOptions:
     return options
 
 
+def _learning_hint(config: FinetuneConfig) -> str:
+    """What to try when a run learned nothing: more epochs, a higher learning rate."""
+    hints = [f"more epochs (--epochs {max(3, 2 * config.epochs)})"]
+    if config.learning_rate < HIGHER_LEARNING_RATE:
+        hints.append(f"a higher learning rate (--learning_rate {HIGHER_LEARNING_RATE:g})")
+    return "try " + " or ".join(hints)
+
+
 def _run_settings(config: FinetuneConfig) -> dict:
     settings = {name: getattr(config, name) for name in RESUMED_SETTINGS}
     settings["options"] = dataclasses.asdict(config.options)
@@ -163,8 +180,7 @@ def run_finetune(config: FinetuneConfig) -> dict:
     if fileio.exists(results_path) and not config.overwrite:
         return _finished_run(config, results_path)
     options = _task_options(task, config.options)
-    train = task.read_examples(config.train_file, options)
-    dev = task.read_examples(config.dev_file, options) if config.dev_file else None
+    train, dev = task.read_run_files(options, config.train_file, config.dev_file)
     options = task.resolve_options(options, [train, dev or []])
     config = dataclasses.replace(config, options=options)
     if config.overwrite and is_chief:
@@ -222,7 +238,13 @@ def run_finetune(config: FinetuneConfig) -> dict:
         "options": dataclasses.asdict(options),
         **task.result_fields(options),
     }
+    warning = (learning_warning(results["best"], _learning_hint(config))
+               if results["best"] is not None else None)
+    if warning:
+        results["warning"] = warning
     if is_chief:
+        plot_training_curves(join(config.output_dir, CURVES_NAME), evaluation.history,
+                             evaluation.steps, task.primary_metric)
         write_json(results_path, results)
     checkpoint.remove()
     return results

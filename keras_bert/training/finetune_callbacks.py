@@ -17,6 +17,7 @@ import tensorflow as tf
 from keras_bert import fileio
 from keras_bert.fileio import atomic_output_dir, atomic_write, join
 from keras_bert.tasks.base import CommonOptions, Task
+from keras_bert.tasks.reporting import score_line
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +53,9 @@ class DevEvaluation(keras.callbacks.Callback):
         write_outputs: False (the workers other than the chief) keeps the scores and the
             best epoch but writes nothing.
 
-    ``state()`` and ``load_state()`` carry the scores so far across a resumed run.
+    ``state()`` and ``load_state()`` carry the scores so far across a resumed run, and the
+    training loss as Keras reports it after each step (``steps``: [step, loss], the running
+    mean of the epoch so far), which the run's curves plot.
     """
 
     def __init__(self, task: Task, options: CommonOptions, examples, output_dir: str,
@@ -64,12 +67,22 @@ class DevEvaluation(keras.callbacks.Callback):
         self.metric = task.primary_metric
         self.history: list[dict] = []
         self.best: dict | None = None
+        self.steps: list[list[float]] = []
+        self._epoch_start_step = 0
 
     def state(self) -> dict:
-        return {"history": self.history, "best": self.best}
+        return {"history": self.history, "best": self.best, "steps": self.steps}
 
     def load_state(self, state: dict) -> None:
         self.history, self.best = list(state["history"]), state["best"]
+        self.steps = [list(step) for step in state.get("steps", [])]
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_start_step = int(self.steps[-1][0]) if self.steps else 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        if logs and "loss" in logs:
+            self.steps.append([self._epoch_start_step + batch + 1, float(logs["loss"])])
 
     def on_epoch_end(self, epoch, logs=None):
         record = {"epoch": epoch + 1, **{k: float(v) for k, v in (logs or {}).items()}}
@@ -77,7 +90,7 @@ class DevEvaluation(keras.callbacks.Callback):
             scores, artifacts = self.task.evaluate(self.model, self.examples, self.options,
                                                    self.batch_size)
             record["dev"] = scores
-            logger.info("epoch %d: dev %s = %.4f", epoch + 1, self.metric, scores[self.metric])
+            logger.info("epoch %d: dev %s", epoch + 1, score_line(scores, self.metric))
         self.history.append(record)
         score = record["dev"][self.metric] if self.examples is not None else epoch
         if self.best is None or score > self.best["score"]:

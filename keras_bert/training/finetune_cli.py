@@ -8,13 +8,18 @@ one run is an error naming it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import sys
+import time
 
-from keras_bert.cli_flags import add_lower_case_flag
+from keras_bert.cli_flags import add_lower_case_flag, check_inputs_exist
 from keras_bert.config import FinetuneSettings, normalize_bucket_lengths
 from keras_bert.training.distribute import STRATEGIES
 from keras_bert.tasks import get_task, task_names
 from keras_bert.tasks.base import CommonOptions, Task, option_defaults
+from keras_bert.tasks.reporting import score_line, score_table
 
 
 def add_parser(subparsers) -> None:
@@ -26,7 +31,8 @@ def add_parser(subparsers) -> None:
                     "OUTPUT_DIR/best_model and the scores to OUTPUT_DIR/eval_results.json "
                     "(written by the chief only). Rerun on the same OUTPUT_DIR, an interrupted "
                     "run resumes at the epoch it was in (OUTPUT_DIR/checkpoints, saved after "
-                    "every epoch) and a finished one is left as it is.")
+                    "every epoch) and a finished one is left as it is. Progress and the "
+                    "summary go to stderr, the result (JSON) to stdout.")
     io = finetune.add_argument_group("inputs and outputs")
     io.add_argument("--task", choices=task_names(), required=True,
                     help="; ".join(f"{name}: {get_task(name).help}" for name in task_names()))
@@ -82,7 +88,7 @@ def add_parser(subparsers) -> None:
                      help="split the CPU into this many devices (to try MirroredStrategy)")
     run.add_argument("--no_progress", dest="progress", action="store_false",
                      help="one log line per epoch instead of a progress bar")
-    finetune.set_defaults(run=run_finetune_command)
+    finetune.set_defaults(run=run_finetune_command, check=check_finetune_inputs)
 
 
 def _bucket_lengths(text: str) -> list[int] | str | None:
@@ -120,20 +126,67 @@ def _options_from_flags(task: Task, args: argparse.Namespace) -> CommonOptions:
                               if hasattr(args, field)})
 
 
+def check_finetune_inputs(args: argparse.Namespace) -> None:
+    """Before TensorFlow loads: the paths exist, and the training and dev files hold examples
+    in the task's format with the columns asked for (DataError naming the file)."""
+    check_inputs_exist(args, "init_checkpoint", "train_file", "dev_file")
+    task = get_task(args.task)
+    options = _options_from_flags(task, args)
+    train, _ = task.read_run_files(options, args.train_file, args.dev_file)
+    task.label_names(train, options)
+
+
 def run_finetune_command(args: argparse.Namespace) -> int:
     if args.num_cpu_devices:
         from keras_bert.training.distribute import use_logical_cpu_devices
         use_logical_cpu_devices(args.num_cpu_devices)
     from keras_bert.training.finetune import FinetuneConfig, run_finetune
     options = _options_from_flags(get_task(args.task), args)
-    results = run_finetune(FinetuneConfig(
-        task=args.task, init_checkpoint=args.init_checkpoint, train_file=args.train_file,
-        dev_file=args.dev_file, output_dir=args.output_dir, options=options,
-        learning_rate=args.learning_rate, batch_size=args.batch_size, epochs=args.epochs,
-        warmup_fraction=args.warmup_fraction, weight_decay=args.weight_decay,
-        bucket_lengths=args.bucket_lengths, strategy=args.strategy, tpu=args.tpu,
-        seed=args.seed, overwrite=args.overwrite, verbose=1 if args.progress else 2,
-        lower_case=args.do_lower_case))
+    start = time.monotonic()
+    with contextlib.redirect_stdout(sys.stderr):  # Keras' progress; stdout has the result
+        results = run_finetune(FinetuneConfig(
+            task=args.task, init_checkpoint=args.init_checkpoint, train_file=args.train_file,
+            dev_file=args.dev_file, output_dir=args.output_dir, options=options,
+            learning_rate=args.learning_rate, batch_size=args.batch_size, epochs=args.epochs,
+            warmup_fraction=args.warmup_fraction, weight_decay=args.weight_decay,
+            bucket_lengths=args.bucket_lengths, strategy=args.strategy, tpu=args.tpu,
+            seed=args.seed, overwrite=args.overwrite, verbose=1 if args.progress else 2,
+            lower_case=args.do_lower_case))
+    print("\n".join(run_summary(args, results, time.monotonic() - start)), file=sys.stderr)
     print(json.dumps({"best_epoch": results["best_epoch"], "best": results["best"],
-                      "best_model": results["best_model"]}, indent=2))
+                      "best_model": results["best_model"], "warning": results.get("warning")},
+                     indent=2))
     return 0
+
+
+def _duration(seconds: float) -> str:
+    minutes, seconds = divmod(round(seconds), 60)
+    return f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
+
+
+def run_summary(args: argparse.Namespace, results: dict, elapsed_s: float) -> list[str]:
+    """What a finished run prints for a person: the time, the dev scores beside their baseline
+    and per class, any warning, where the outputs are and the commands that come next."""
+    from keras_bert.training.curves import CURVES_NAME
+    epochs = len(results["epochs"])
+    lines = ["", f"keras-bert finetune: {results['task']} on {results['train_rows']:,} training "
+                 f"rows, {epochs} epoch{'s' * (epochs != 1)}, in {_duration(elapsed_s)}"
+                 f" (best epoch: {results['best_epoch']})"]
+    if results["best"] is not None:
+        lines.append(f"dev ({results['dev_examples']:,} examples): "
+                     f"{score_line(results['best'], results['primary_metric'])}")
+        lines += ["  " + line for line in score_table(results["best"])]
+    if results.get("warning"):
+        lines.append(f"WARNING: {results['warning']}")
+    model = results["best_model"]
+    name = args.task.replace("-", "_")
+    exports = os.path.join(args.output_dir, "exports")
+    lines += [f"model: {model}",
+              f"curves: {os.path.join(args.output_dir, CURVES_NAME)}",
+              "next:"]
+    if args.dev_file:
+        lines.append(f"  keras-bert evaluate --model {model} --input_file {args.dev_file}")
+    lines += [f"  keras-bert export {model} {exports} --model_name {name}",
+              f"  keras-bert serve --model_name {name} --model_base_path "
+              f"{os.path.join(exports, name)} --rest_api_port 8501"]
+    return lines

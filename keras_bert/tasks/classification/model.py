@@ -11,6 +11,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.config import CLASSIFIER_POOLINGS
 from keras_bert.checkpoints.heads import Head
 from keras_bert.layers.features import TabularFeatures
 from keras_bert.layers.pooling import SentencePooling
@@ -21,7 +22,7 @@ from keras_bert.export.saved_model import ExportsRawText
 from keras_bert.models.task import BertTask
 from keras_bert.tasks.classification.inputs import (RESERVED_NAMES, TEXT, TEXT_PAIR,
                                                     ClassifierInputs)
-POOLINGS = ("pooled", "cls", "mean")  # the pooler's output, the raw [CLS] vector, masked mean
+POOLINGS = CLASSIFIER_POOLINGS
 # With features, the new layers after the encoder learn this many times faster than the encoder
 # (3e-5 -> 9e-4): at BERT's rate, a fresh hidden layer barely moves in a few epochs and cannot
 # learn how the text and the features interact.

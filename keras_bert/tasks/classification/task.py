@@ -9,9 +9,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from keras_bert.tasks.base import CommonOptions, Task, collected_label_names, require_vocabulary
+from keras_bert.config import CLASSIFIER_POOLINGS
+from keras_bert.tasks.base import (DEV_PREDICTIONS, CommonOptions, Task, collected_label_names,
+                                   packed_length, RecordsFile, require_vocabulary)
 from keras_bert.tasks.classification import glue, jsonl
 from keras_bert.tasks.classification.metrics import classification_scores, regression_scores
+from keras_bert.tasks.examples import TextExample
 
 
 def _name_list(text: str) -> list[str]:
@@ -33,6 +36,8 @@ class ClassificationOptions(CommonOptions):
             text, text_pair, label, or a GLUE layout's). A text_pair column named here must be
             there; the default one may be absent (single texts).
         numeric_features, categorical_features: columns (JSONL keys) read beside the text.
+        pooling: the classifier's text vector, one of ``CLASSIFIER_POOLINGS`` (None: the
+            checkpoint's own, such as a sentence-transformers folder's mean, else "pooled").
     """
     data_format: str = "auto"
     text_column: str | None = None
@@ -40,6 +45,7 @@ class ClassificationOptions(CommonOptions):
     label_column: str | None = None
     numeric_features: Sequence[str] = ()
     categorical_features: Sequence[str] = ()
+    pooling: str | None = None
 
     @property
     def feature_columns(self) -> list[str]:
@@ -53,7 +59,32 @@ class ClassificationTask(Task):
     options_class = ClassificationOptions
     regression = False
 
+    # The flags that say how to read a file, which evaluate and predict take too.
+    COLUMN_FLAGS = ("data_format", "text_column", "text_pair_column", "label_column")
+
     def add_arguments(self, parser) -> None:
+        group = self.add_column_arguments(parser)
+        group.add_argument("--numeric_features", type=_name_list,
+                           default=ClassificationOptions.numeric_features,
+                           help="comma-separated numeric columns (JSONL keys) joined with the "
+                                "text, normalised with the training set's mean and variance; an "
+                                "empty field is missing")
+        group.add_argument("--categorical_features", type=_name_list,
+                           default=ClassificationOptions.categorical_features,
+                           help="comma-separated categorical columns, embedded with the training "
+                                "set's 100 most frequent values; empty is missing, an unseen "
+                                "value unknown (each has a learned embedding)")
+        group.add_argument("--pooling", choices=CLASSIFIER_POOLINGS,
+                           default=ClassificationOptions.pooling,
+                           help="the text vector the classifier reads: 'pooled' (BERT's pooler "
+                                "on [CLS]), 'cls' (the raw [CLS] vector) or 'mean' (the mean of "
+                                "the token vectors, as sentence-transformers models such as "
+                                "MiniLM were trained to be read) (default: the checkpoint's, "
+                                "else pooled)")
+
+    def add_column_arguments(self, parser):
+        """Adds the flags that say how to read a file (``COLUMN_FLAGS``) in a group of their
+        own, and returns the group."""
         group = parser.add_argument_group("classification and regression")
         group.add_argument("--data_format", default=ClassificationOptions.data_format,
                            help="a GLUE layout (cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, "
@@ -70,16 +101,10 @@ class ClassificationTask(Task):
                                help=f"the header name (JSONL key) of the {role} in the training "
                                     f"and dev files (default: {default}, or the GLUE "
                                     f"layout's)")
-        group.add_argument("--numeric_features", type=_name_list,
-                           default=ClassificationOptions.numeric_features,
-                           help="comma-separated numeric columns (JSONL keys) joined with the "
-                                "text, normalised with the training set's mean and variance; an "
-                                "empty field is missing")
-        group.add_argument("--categorical_features", type=_name_list,
-                           default=ClassificationOptions.categorical_features,
-                           help="comma-separated categorical columns, embedded with the training "
-                                "set's 100 most frequent values; empty is missing, an unseen "
-                                "value unknown (each has a learned embedding)")
+        return group
+
+    def examples_of_texts(self, texts) -> list:
+        return [TextExample(text) for text in texts]
 
     def read_examples(self, path: str, options: ClassificationOptions,
                       with_labels: bool = True) -> list:
@@ -111,7 +136,8 @@ class ClassificationTask(Task):
         model = BertClassifier.from_pretrained(
             init_checkpoint, num_classes, options.seq_length, label_names=labels,
             lower_case=lower_case, numeric_features=list(options.numeric_features) or None,
-            categorical_features=list(options.categorical_features) or None)
+            categorical_features=list(options.categorical_features) or None,
+            pooling=options.pooling)
         if model.num_classes != num_classes:
             raise ValueError(f"{init_checkpoint!r} holds a classifier with {model.num_classes} "
                              f"classes, but the task has {num_classes}")
@@ -121,12 +147,55 @@ class ClassificationTask(Task):
         model.adapt(train_examples)  # statistics and vocabularies from the train set
         return require_vocabulary(model, init_checkpoint)
 
+    def takes(self, model) -> bool:
+        return (type(model).__name__ == "BertClassifier" and not model.is_regression
+                and not model.is_multi_label)
+
+    def options_for(self, model, options: ClassificationOptions) -> ClassificationOptions:
+        features = (model.features.get_config() if model.features is not None
+                    else {"numeric_features": {}, "categorical_features": {}})
+        return dataclasses.replace(
+            options, labels=model.label_names, seq_length=packed_length(model),
+            numeric_features=list(features["numeric_features"]),
+            categorical_features=list(features["categorical_features"]), pooling=model.pooling)
+
     def evaluate(self, model, examples, options: ClassificationOptions, batch_size: int):
         y = model.to_arrays(examples)[1]
         outputs = model.predict(examples, batch_size=batch_size, verbose=0)
         if self.regression:
-            return regression_scores(y.reshape(-1), outputs.reshape(-1)), {}
-        return classification_scores(y, np.argmax(outputs, axis=-1)), {}
+            scores = regression_scores(y.reshape(-1), outputs.reshape(-1))
+        else:
+            scores = classification_scores(y, np.argmax(outputs, axis=-1), model.label_names)
+        records = self._records(model, examples, outputs)
+        return scores, {DEV_PREDICTIONS: RecordsFile(records)}
+
+    def predict(self, model, examples, options: ClassificationOptions, batch_size: int
+                ) -> list[dict]:
+        outputs = model.predict(examples, batch_size=batch_size, verbose=0)
+        return self._records(model, examples, outputs)
+
+    def _records(self, model, examples, outputs: np.ndarray) -> list[dict]:
+        """Per example: its text (and text_pair), the prediction (``label`` and
+        ``probabilities``; regression: ``score``) and, where it has one, ``true_label``
+        (``true_score``)."""
+        records = []
+        names = model.label_names or [str(i) for i in range(outputs.shape[-1])]
+        for example, row in zip(examples, outputs):
+            record = {"text": example.text}
+            if example.text_pair is not None:
+                record["text_pair"] = example.text_pair
+            if self.regression:
+                record["score"] = float(row[0])
+                if example.label is not None:
+                    record["true_score"] = float(example.label)
+            else:
+                record["label"] = names[int(np.argmax(row))]
+                record["probabilities"] = {name: round(float(p), 6)
+                                           for name, p in zip(names, row)}
+                if example.label is not None:
+                    record["true_label"] = str(example.label)
+            records.append(record)
+        return records
 
 
 class RegressionTask(ClassificationTask):
@@ -137,6 +206,9 @@ class RegressionTask(ClassificationTask):
 
     def add_arguments(self, parser) -> None:
         pass  # the classification task's flags serve both
+
+    def takes(self, model) -> bool:
+        return type(model).__name__ == "BertClassifier" and model.is_regression
 
 
 TASKS = [ClassificationTask(), RegressionTask()]

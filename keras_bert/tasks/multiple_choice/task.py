@@ -3,7 +3,10 @@ scoring each (context, choice) pair, scored by accuracy."""
 
 from __future__ import annotations
 
-from keras_bert.tasks.base import CommonOptions, Task, argmax_accuracy, require_vocabulary
+import numpy as np
+
+from keras_bert.tasks.base import (DEV_PREDICTIONS, CommonOptions, Task, argmax_accuracy,
+                                   RecordsFile, require_vocabulary)
 from keras_bert.tasks.multiple_choice.reader import read_multiple_choice
 
 
@@ -25,7 +28,31 @@ class MultipleChoiceTask(Task):
     def evaluate(self, model, examples, options: CommonOptions, batch_size: int):
         y = model.to_arrays(examples)[1]
         outputs = model.predict(examples, batch_size=batch_size, verbose=0)
-        return {"accuracy": argmax_accuracy(y, outputs)}, {}
+        records = _records(examples, outputs)
+        # the baseline: always the most frequent right choice
+        majority = float(np.bincount(y).max() / len(y)) if len(y) else 0.0
+        return ({"accuracy": argmax_accuracy(y, outputs), "majority_rate": majority},
+                {DEV_PREDICTIONS: RecordsFile(records)})
+
+    def takes(self, model) -> bool:
+        return type(model).__name__ == "BertMultipleChoice"
+
+    def predict(self, model, examples, options: CommonOptions, batch_size: int) -> list[dict]:
+        """Per example: its context and choices, the predicted ``choice`` (an index) and the
+        ``probabilities`` of each, and ``true_choice`` where it has one."""
+        return _records(examples, model.predict(examples, batch_size=batch_size, verbose=0))
+
+
+def _records(examples, outputs: np.ndarray) -> list[dict]:
+    records = []
+    for example, row in zip(examples, outputs):
+        record = {"context": example.context, "choices": example.choices,
+                  "choice": int(np.argmax(row)),
+                  "probabilities": [round(float(p), 6) for p in row]}
+        if example.label is not None:
+            record["true_choice"] = int(example.label)
+        records.append(record)
+    return records
 
 
 TASKS = [MultipleChoiceTask()]

@@ -4,6 +4,7 @@ word's first WordPiece, scored with conlleval's entity-level F1."""
 from __future__ import annotations
 
 from keras_bert.tasks.base import CommonOptions, Task, collected_label_names, require_vocabulary
+from keras_bert.tasks.ner.alignment import entity_spans
 from keras_bert.tasks.ner.conll import read_conll, write_conll
 from keras_bert.tasks.ner.metrics import entity_scores
 
@@ -32,6 +33,31 @@ class NerTask(Task):
         predicted = model.predict_tags(examples, batch_size=batch_size)
         return (entity_scores([e.tags for e in examples], predicted),
                 {"dev_predictions.conll": lambda path: write_conll(path, examples, predicted)})
+
+    def takes(self, model) -> bool:
+        return type(model).__name__ == "BertTokenClassifier"
+
+    def examples_of_texts(self, texts) -> list[str]:
+        return list(texts)
+
+    def predict(self, model, examples, options: CommonOptions, batch_size: int) -> list[dict]:
+        """Per sentence: its ``words``, the predicted ``tags`` (``true_tags`` where it has
+        them) and ``entities``, {type, text, start, end} with ``start``/``end`` word indices
+        (``words[start:end]``). Raw texts (str) give ``entities`` with character offsets, as
+        ``BertTokenClassifier.predict_entities``."""
+        if examples and isinstance(examples[0], str):
+            return [{"text": text, "entities": entities} for text, entities in
+                    zip(examples, model.predict_entities(examples, batch_size))]
+        records = []
+        for example, tags in zip(examples, model.predict_tags(examples, batch_size=batch_size)):
+            record = {"words": example.words, "tags": tags,
+                      "entities": [{"type": kind, "text": " ".join(example.words[first:last + 1]),
+                                    "start": first, "end": last + 1}
+                                   for kind, first, last in entity_spans(tags)]}
+            if example.tags is not None:
+                record["true_tags"] = example.tags
+            records.append(record)
+        return records
 
 
 TASKS = [NerTask()]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from keras_bert.tasks.base import CommonOptions, Task, require_vocabulary
+from keras_bert.tasks.base import CommonOptions, Task, packed_length, require_vocabulary
 from keras_bert.tasks.squad.answers import nbest_to_json
 from keras_bert.tasks.squad.metrics import squad_scores
 from keras_bert.tasks.squad.reader import read_squad
@@ -88,6 +88,28 @@ class SquadTask(Task):
         if squad_v2:
             artifacts["null_odds.json"] = null_diffs
         return squad_scores(gold, answers, squad_v2), artifacts
+
+    def takes(self, model) -> bool:
+        return type(model).__name__ == "BertQuestionAnswerer"
+
+    def options_for(self, model, options: SquadOptions) -> SquadOptions:
+        return dataclasses.replace(options, seq_length=packed_length(model))
+
+    def predict(self, model, examples, options: SquadOptions, batch_size: int) -> list[dict]:
+        """Per question: its ``id``, ``question`` and ``answer`` ("" when SQuAD 2.0 finds
+        none), and ``true_answers`` where it has them."""
+        answers, _, _ = model.predict_answers(
+            examples, options.n_best_size, options.max_answer_length,
+            bool(options.version_2_with_negative), options.null_score_diff_threshold,
+            batch_size)
+        records = []
+        for example in examples:
+            record = {"id": example.qas_id, "question": example.question,
+                      "answer": answers[example.qas_id]}
+            if example.answers:
+                record["true_answers"] = [a.text for a in example.answers]
+            records.append(record)
+        return records
 
     def result_fields(self, options: SquadOptions) -> dict:
         return {"squad_version_2": bool(options.version_2_with_negative)}
