@@ -46,8 +46,8 @@ def load_task_model(cls, path: fileio.PathLike, asked: dict[str, Any], dtype=Non
         return keep_saved(saved, path, asked)
     head = checkpoint.head
     taken = head is not None and head.task in cls.checkpoint_tasks
-    arguments = {name: value for name, value in asked.items()
-                 if name not in ("seq_length", "lower_case") and value is not None}
+    arguments = {name: value for name, value in given(cls, asked).items()
+                 if name not in ("seq_length", "lower_case")}
     if taken:
         arguments = merge_head_arguments(cls, head, arguments, path)
     elif head is not None:
@@ -85,22 +85,32 @@ def load_task_model(cls, path: fileio.PathLike, asked: dict[str, Any], dtype=Non
     return model
 
 
+def given(cls, asked: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of ``asked`` that were given: all but a None for the class's
+    ``head_arguments``, ``seq_length`` and ``lower_case``, where None means "the checkpoint's"
+    (any other argument given as None asks for None, e.g. ``activation=None``: logits)."""
+    absent_if_none = (*cls.head_arguments, "seq_length", "lower_case")
+    return {name: value for name, value in asked.items()
+            if not (value is None and name in absent_if_none)}
+
+
 def merge_head_arguments(cls, head: Head, asked: dict[str, Any], path: str) -> dict[str, Any]:
-    """``asked`` with the arguments ``cls.head_arguments_of(head)`` gives; ValueError naming an
-    asked argument that disagrees with the checkpoint's head."""
+    """``asked`` (the given arguments) with the arguments ``cls.head_arguments_of(head)``
+    gives; ValueError naming an asked argument that disagrees with the checkpoint's head
+    (unless the class lets it override the head's: ``overridable_head_arguments``)."""
     found = cls.head_arguments_of(head)
     for name, value in list(found.items()):
-        given = asked.get(name)
-        if given is None or _comparable(given) == _comparable(value):
+        if name not in asked or _comparable(asked[name]) == _comparable(value):
             continue
+        given_value = asked[name]
         if name in cls.overridable_head_arguments:
             logger.info("%s holds %s; the %s takes %s=%r instead", path, head.describe(),
-                        cls.__name__, name, given)
+                        cls.__name__, name, given_value)
             del found[name]
         else:
             raise ValueError(
                 f"{path!r} holds {head.describe()}, but the {cls.__name__} was asked for "
-                f"{name}={given!r} (the checkpoint's: {value!r}); leave {name} out to take "
+                f"{name}={given_value!r} (the checkpoint's: {value!r}); leave {name} out to take "
                 f"the checkpoint's head, or build a new one on its encoder "
                 f"({cls.__name__}(BertEncoder.from_pretrained(path), ...))")
     return {**asked, **found}
@@ -141,17 +151,16 @@ def tokenizer_of(preprocessor, owner: str) -> BertTokenizer:
 
 def keep_saved(saved, path: str, asked: dict[str, Any]):
     """``saved`` (the task model saved at ``path``), which ``from_pretrained`` returns as it is,
-    or ValueError naming each argument that asks for something else (None asks for nothing).
+    or ValueError naming each argument that asks for something else (``given``: None asks
+    for nothing for the head arguments, ``seq_length`` and ``lower_case``).
     ``seq_length`` and ``lower_case`` are the preprocessor's; the class may check more
     (``check_saved_arguments``)."""
-    asked = saved.check_saved_arguments(path, dict(asked))
+    asked = saved.check_saved_arguments(path, given(type(saved), asked))
     preprocessor = getattr(saved, "preprocessor", None)
     current_of = {"seq_length": getattr(preprocessor, "seq_length", None),
                   "lower_case": getattr(preprocessor, "lower_case", None)}
     wrong = []
     for name, value in asked.items():
-        if value is None:
-            continue
         current = current_of[name] if name in current_of else getattr(saved, name, _ABSENT)
         if current is _ABSENT:
             wrong.append(f"{name}={value!r} (a setting of a new model)")

@@ -332,3 +332,23 @@ def test_a_folder_without_a_vocabulary_takes_packed_ids_and_cannot_export(tmp_pa
     assert model.preprocessor is None and "has no vocabulary" in caplog.text
     assert main(["export", str(folder), str(tmp_path / "models"), "--model_name", "m"]) == 2
     assert not (tmp_path / "models" / "m").exists()
+
+
+def test_an_explicit_none_is_an_answer(tmp_path):
+    """activation=None asks for logits, from a checkpoint with a head (single- or multi-label)
+    and from a saved model (refused: it would change the model), while a None head argument
+    still means "the checkpoint's"."""
+    for folder, to_probabilities in (("seq_cls", softmax), ("seq_cls_multi_label", sigmoid)):
+        reference = expected(HF / folder)
+        logits = BertClassifier.from_pretrained(HF / folder, None, activation=None)
+        assert logits.activation is None
+        np.testing.assert_allclose(logits.predict(ids(reference), verbose=0),
+                                   reference["logits"], **TOL)
+        default = BertClassifier.from_pretrained(HF / folder, num_classes=None)
+        np.testing.assert_allclose(default.predict(ids(reference), verbose=0),
+                                   to_probabilities(reference["logits"]), **TOL)
+    saved = tmp_path / "saved"
+    save_checkpoint(BertClassifier.from_pretrained(HF / "seq_cls"), str(saved))
+    with pytest.raises(ValueError, match=r"activation=None \(the saved model has 'softmax'\)"):
+        BertClassifier.from_pretrained(saved, activation=None)
+    assert BertClassifier.from_pretrained(saved, None, None).activation == "softmax"

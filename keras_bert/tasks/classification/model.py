@@ -86,6 +86,8 @@ class BertClassifier(ExportsRawText, BertTask):
 
     head_arguments = ("num_classes",)
     checkpoint_tasks = ("classification",)
+    # activation=None asks for logits, also of a checkpoint's multi-label (sigmoid) head
+    overridable_head_arguments = ("activation",)
 
     def __init__(self, encoder: BertEncoder, num_classes: int = 2, preprocessor=None,
                  label_names: Sequence[str] | None = None, dropout: float = 0.1,

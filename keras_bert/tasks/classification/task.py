@@ -36,8 +36,8 @@ class ClassificationOptions(CommonOptions):
             text, text_pair, label, or a GLUE layout's). A text_pair column named here must be
             there; the default one may be absent (single texts).
         numeric_features, categorical_features: columns (JSONL keys) read beside the text.
-        pooling: the classifier's text vector, one of ``CLASSIFIER_POOLINGS`` (None: the
-            checkpoint's own, such as a sentence-transformers folder's mean, else "pooled").
+        pooling: the classifier's text vector, one of ``CLASSIFIER_POOLINGS`` (None: a saved
+            classifier's own, else "pooled").
     """
     data_format: str = "auto"
     text_column: str | None = None
@@ -79,8 +79,8 @@ class ClassificationTask(Task):
                            help="the text vector the classifier reads: 'pooled' (BERT's pooler "
                                 "on [CLS]), 'cls' (the raw [CLS] vector) or 'mean' (the mean of "
                                 "the token vectors, as sentence-transformers models such as "
-                                "MiniLM were trained to be read) (default: the checkpoint's, "
-                                "else pooled)")
+                                "MiniLM were trained to be read) (default: a saved "
+                                "classifier's own, else pooled)")
 
     def add_column_arguments(self, parser):
         """Adds the flags that say how to read a file (``COLUMN_FLAGS``) in a group of their
@@ -137,7 +137,7 @@ class ClassificationTask(Task):
             init_checkpoint, num_classes, options.seq_length, label_names=labels,
             lower_case=lower_case, numeric_features=list(options.numeric_features) or None,
             categorical_features=list(options.categorical_features) or None,
-            pooling=options.pooling)
+            **({} if options.pooling is None else {"pooling": options.pooling}))
         if model.num_classes != num_classes:
             raise ValueError(f"{init_checkpoint!r} holds a classifier with {model.num_classes} "
                              f"classes, but the task has {num_classes}")
