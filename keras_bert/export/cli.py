@@ -6,7 +6,7 @@ import argparse
 import logging
 import os
 
-from keras_bert.cli_flags import add_bool_flag, add_lower_case_flag
+from keras_bert.cli_flags import add_bool_flag, add_lower_case_flag, check_inputs_exist
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,14 @@ def add_parser(subparsers) -> None:
                              "layers but each block's output layer get static per-channel "
                              "input ranges: faster than ranges found per row on every call "
                              "(default)")
-    export.set_defaults(run=run_export)
+    export.set_defaults(run=run_export, check=_check_inputs)
+
+
+def _check_inputs(args: argparse.Namespace) -> None:
+    """Before TensorFlow loads: the checkpoint and the files named exist."""
+    if not os.path.exists(args.checkpoint) and "://" not in args.checkpoint:
+        raise FileNotFoundError(f"checkpoint {args.checkpoint!r} does not exist")
+    check_inputs_exist(args, "vocab", "calibration_file")
 
 
 def run_export(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ import argparse
 import json
 import logging
 
-from keras_bert.cli_flags import add_bool_flag
+from keras_bert.cli_flags import add_bool_flag, check_inputs_exist
 from keras_bert.config import BertConfig
 from keras_bert.training.distribute import STRATEGIES
 from keras_bert.optimization import OPTIMIZERS
@@ -114,7 +114,9 @@ def add_parser(subparsers) -> None:
                      help="deterministic TensorFlow ops (bit-exact reruns; slower on GPU)")
     run.add_argument("--no_progress", dest="progress", action="store_false",
                      help="no progress bar (log a line per loop instead)")
-    parser.set_defaults(run=run_pretrain)
+    parser.set_defaults(run=run_pretrain,
+                        check=lambda args: check_inputs_exist(args, "init_checkpoint",
+                                                              "vocab_file"))
 
 
 def _bert_config(args: argparse.Namespace) -> BertConfig | None:

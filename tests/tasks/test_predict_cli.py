@@ -203,6 +203,11 @@ def test_bad_inputs_fail_before_tensorflow_loads_and_leave_nothing(checkpoint, t
                            train], "--model"),
         "missing input": (["predict", "--model", checkpoint, "--input_file",
                            str(tmp_path / "nope.csv")], "--input_file"),
+        "export": (["export", str(tmp_path / "nope"), str(tmp_path / "models"),
+                    "--model_name", "m"], "does not exist"),
+        "extract-features": (["extract-features", "--init_checkpoint", checkpoint,
+                              "--input_file", str(tmp_path / "nope.txt"), "--output_file",
+                              str(tmp_path / "features.jsonl")], "--input_file"),
     }
     script = ("import contextlib, io, json, sys\n"
               "from keras_bert.cli import main\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from keras_bert.cli_flags import add_lower_case_flag, int_list
+from keras_bert.cli_flags import add_lower_case_flag, check_inputs_exist, int_list
 from keras_bert.tasks.embedding.extract_features import BATCH_SIZE
 
 
@@ -33,7 +33,9 @@ def add_parser(subparsers) -> None:
     add_lower_case_flag(features)
     features.add_argument("--no_progress", dest="progress", action="store_false",
                           help="no progress bar")
-    features.set_defaults(run=run_extract_features_command)
+    features.set_defaults(run=run_extract_features_command,
+                          check=lambda args: check_inputs_exist(args, "init_checkpoint",
+                                                                "input_file"))
 
 
 def run_extract_features_command(args: argparse.Namespace) -> int:
