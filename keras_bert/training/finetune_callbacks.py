@@ -1,5 +1,6 @@
 """What a fine-tuning run does after every epoch: ``DevEvaluation`` scores the dev set and
-keeps the best model (``best_model/``, with its dev predictions); ``EpochCheckpoint`` saves what
+keeps the best model (``best_model/``, a keras-bert checkpoint written by ``save_checkpoint``,
+with its dev predictions); ``EpochCheckpoint`` saves what
 an interrupted run resumes from. Both are Keras callbacks, and the multi-worker loop calls their
 ``on_epoch_end`` itself (``finetune._fit_multi_worker``).
 """
@@ -8,14 +9,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import tempfile
 
 import keras
 import tensorflow as tf
 
 from keras_bert import fileio
-from keras_bert.fileio import atomic_output_dir, atomic_write, join
+from keras_bert.checkpoints.saving import save_checkpoint
+from keras_bert.fileio import atomic_write, join
 from keras_bert.tasks.base import CommonOptions, Task
 from keras_bert.tasks.reporting import score_line
 
@@ -28,16 +29,6 @@ def write_json(path: str, value) -> None:
     """Writes JSON to a temporary name and renames it, so the file never appears half-written."""
     with atomic_write(path) as f:
         f.write(json.dumps(value, indent=2) + "\n")
-
-
-def save_task_model(model, directory: str) -> None:
-    """Saves a task model as a keras-bert checkpoint directory, atomically (replacing one)."""
-    from keras_bert.tokenization import vocab as vocab_lib
-    with atomic_output_dir(directory, overwrite=True) as scratch:
-        model.save(os.path.join(scratch, "model.keras"))
-        model.encoder.bert_config.to_json_file(os.path.join(scratch, "bert_config.json"))
-        vocab_lib.save_vocab(list(model.preprocessor.vocabulary),
-                             os.path.join(scratch, "vocab.txt"))
 
 
 class DevEvaluation(keras.callbacks.Callback):
@@ -97,7 +88,8 @@ class DevEvaluation(keras.callbacks.Callback):
             self.best = {"epoch": epoch + 1, "score": score, **record}
             if not self.write_outputs:
                 return
-            save_task_model(self.model, join(self.output_dir, BEST_MODEL_DIR))
+            save_checkpoint(self.model, join(self.output_dir, BEST_MODEL_DIR),
+                            overwrite=True)
             if self.examples is not None:
                 self._write_artifacts(artifacts)
 
