@@ -32,7 +32,8 @@ def build_flag_parser(prog: str = "keras-bert serve") -> argparse.ArgumentParser
     add("--model_config_file_poll_wait_seconds", type=float, default=0,
         help="re-read --model_config_file this often; 0 reads it once")
     add("--file_system_poll_wait_seconds", type=float, default=1,
-        help="look for new and removed versions this often; 0 looks once at startup")
+        help="look for new and removed versions this often; start-up waits for each model's "
+             "first version; 0 looks once at startup (a model without a version then fails it)")
     add("--enable_batching", type=_flag_bool, nargs="?", const=True, default=False,
         help="batch concurrent requests (--enable_batching or --enable_batching=true)")
     add("--batching_parameters_file", help="a BatchingParameters text proto")

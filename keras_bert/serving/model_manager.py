@@ -4,7 +4,12 @@ retires old ones by the version policy, and answers lookups and status as TF Ser
 Availability comes first, as in TF Serving's AvailabilityPreservingPolicy: a version is retired
 only once every version the policy wants is available, so a new version that fails to load (a
 half-copied or corrupt directory) never takes down the one being served. A version that failed is
-loaded again when its directory changes (the copy finished, a fixed export replaced it)."""
+loaded again when its directory changes (the copy finished, a fixed export replaced it).
+
+A base path that is missing, or holds no version, is reported once per model, and again only
+when that changes; a missing base path changes nothing (TF Serving's FileSystemStoragePathSource
+aspires nothing for it), and ``wait_for_models`` holds the start-up back until every model has
+a version, as TF Serving's ServerCore does before its ports open."""
 
 from __future__ import annotations
 
@@ -15,12 +20,13 @@ import threading
 import time
 from typing import Callable
 
+import grpc
 from tensorflow_serving.apis import get_model_status_pb2
 
 from keras_bert import fileio
 from keras_bert.serving import config as config_lib
-from keras_bert.serving.errors import (failed_precondition, from_exception, invalid_argument,
-                                       not_found, permission_denied)
+from keras_bert.serving.errors import (ServingError, failed_precondition, from_exception,
+                                       invalid_argument, not_found, permission_denied)
 from keras_bert.serving.servable import Servable, is_version_dir
 
 logger = logging.getLogger(__name__)
@@ -35,6 +41,9 @@ RETIRE_WAIT_S = 30.0
 # otherwise share (benchmarks/README.md, warm-up).
 RETIRE_QUIET_S = 0.25
 RETIRE_DEFER_MAX_S = 2.0
+# How often the start-up wait looks whether every model has a version (it reads state; the
+# poller thread is what looks at the file system).
+STARTUP_CHECK_S = 0.05
 LoadFn = Callable[[str, int, str], Servable]
 
 
@@ -114,6 +123,9 @@ class ModelManager:
         self._labels: dict[str, dict[str, int]] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._poll_wait_s = 0.0
+        # name -> what was last said about the model's base path ("" when it has versions).
+        self._reported: dict[str, str] = {}
         self._reapers: list[threading.Thread] = []
 
     @property
@@ -123,13 +135,69 @@ class ModelManager:
 
     # ------------------------------------------------------------------------------- lifecycle
     def start(self, poll_wait_seconds: float) -> None:
-        """Loads what the config asks for, then polls every ``poll_wait_seconds`` (> 0)."""
+        """Loads what the config asks for, then polls every ``poll_wait_seconds`` (> 0).
+        ``wait_for_models`` then waits for the models still without a version and sets the
+        version labels."""
+        self._poll_wait_s = poll_wait_seconds
         self.poll()
-        self._update_labels(self._config)
         if poll_wait_seconds > 0:
             self._thread = threading.Thread(target=self._poll_loop, args=(poll_wait_seconds,),
                                             name="model-poller", daemon=True)
             self._thread.start()
+
+    def wait_for_models(self, stop: threading.Event) -> bool:
+        """Blocks until every configured model has an available version, then sets the version
+        labels: TF Serving's ServerCore waits for the first load of each model the same way
+        before its ports open, and its file-system source keeps looking for a base path that
+        does not exist yet. One line says what is waited for; the poller says what it finds.
+
+        Returns:
+            True once every model serves; False if ``stop`` was set first.
+
+        Raises:
+            ServingError: a model's versions failed to load and none serves (TF Serving exits:
+                "did not become available"), or a model has no version and polling is off
+                (nothing would ever look again).
+        """
+        announced = False
+        while True:
+            waiting, failed = self._unavailable_models()
+            if failed:
+                raise ServingError(grpc.StatusCode.UNKNOWN, "; ".join(failed))
+            if not waiting:
+                self._update_labels(self._config)
+                return True
+            models = ("model " if len(waiting) == 1 else "models ") + ", ".join(waiting)
+            if self._poll_wait_s <= 0:
+                raise not_found(f"{models} {'has' if len(waiting) == 1 else 'have'} no "
+                                "version, and --file_system_poll_wait_seconds 0 looks only "
+                                "once, at start-up (TF Serving would wait forever)")
+            if not announced:
+                logger.info("not listening yet: waiting for a first version of %s (looking "
+                            "every %g s); ready once every model serves one", models,
+                            self._poll_wait_s)
+                announced = True
+            if stop.wait(STARTUP_CHECK_S):
+                return False
+
+    def _unavailable_models(self) -> tuple[list[str], list[str]]:
+        """(names of the configured models with no available version and no failed load,
+        "model m did not become available: ..." for those whose loads failed)."""
+        waiting, failed = [], []
+        with self._lock:
+            for model in self._config.model_config_list.config:
+                states = self._states.get(model.name, {})
+                if any(s.state == State.AVAILABLE for s in states.values()):
+                    continue
+                errors = [f"version {version} failed to load: {s.error_message}"
+                          for version, s in sorted(states.items())
+                          if s.state == State.END and s.error_code]
+                if errors:
+                    failed.append(f"model {model.name} did not become available: "
+                                  + "; ".join(errors))
+                else:
+                    waiting.append(model.name)
+        return waiting, failed
 
     def stop(self) -> None:
         """Stops polling and closes every version (retired ones at once, without waiting for
@@ -158,12 +226,17 @@ class ModelManager:
         """One pass: load aspired versions first, then retire the rest (availability first)."""
         with self._poll_lock:
             models = {m.name: m for m in self._config.model_config_list.config}
+            self._reported = {n: r for n, r in self._reported.items() if n in models}
             for model in models.values():
+                if not fileio.isdir(model.base_path):
+                    # As TF Serving: nothing is loaded or retired while the base path is
+                    # missing (it may be a transient failure of a network file system).
+                    self._report(model, self._missing_base_path(model), [])
+                    continue
                 versions = list_versions(model.base_path)
-                if not versions:
-                    logger.warning("No versions of servable %s found under base path %s",
-                                   model.name, model.base_path)
                 aspired = aspired_versions(model, versions)
+                self._report(model, "" if aspired else self._no_version(model, versions),
+                             aspired)
                 for version in aspired:
                     self._maybe_load(model, version)
                 if all(self._is_available(model.name, v) for v in aspired):
@@ -174,6 +247,36 @@ class ModelManager:
             for name in list(self._servables):
                 if name not in models:
                     self._retire(name, keep=set())
+
+    def _report(self, model, problem: str, aspired: list[int]) -> None:
+        """Logs what is wrong with a model's base path, or that it is right again: once per
+        change, not on every poll (TF Serving logs it on every poll)."""
+        before = self._reported.get(model.name, "")
+        self._reported[model.name] = problem
+        if problem and problem != before:
+            logger.warning("%s", problem)
+        elif before and not problem:
+            logger.info("model %s: found version(s) %s under base path %s", model.name,
+                        ", ".join(map(str, aspired)), model.base_path)
+
+    def _missing_base_path(self, model) -> str:
+        what = "is not a directory" if fileio.exists(model.base_path) else "does not exist"
+        loaded = sorted(self._servables.get(model.name, {}))
+        return (f"model {model.name}: base path {model.base_path} {what}"
+                + (f"; version(s) {', '.join(map(str, loaded))} keep serving" if loaded
+                   else ""))
+
+    def _no_version(self, model, versions: list[int]) -> str:
+        base = model.base_path.rstrip("/")
+        if versions:
+            return (f"model {model.name}: none of the versions under base path {base} "
+                    f"({', '.join(map(str, versions))}) is one its version policy names")
+        if is_version_dir(base):
+            return (f"model {model.name}: base path {base} is a SavedModel itself; a base "
+                    "path holds versions, directories named by a number (give its parent, "
+                    "and name the SavedModel's directory 1)")
+        return (f"model {model.name}: no version under base path {base}; a version is a "
+                f"directory named by a number holding a SavedModel ({base}/1/saved_model.pb)")
 
     def _is_available(self, name: str, version: int) -> bool:
         state = self._states.get(name, {}).get(version)

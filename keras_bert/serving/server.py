@@ -111,8 +111,16 @@ class ModelServer:
         self._config_poller: threading.Thread | None = None
         self._stopped = threading.Event()
 
-    def start(self) -> None:
+    def start(self, stop: threading.Event | None = None) -> bool:
+        """Loads the models, waits until each has a version (as tensorflow_model_server, whose
+        ports open only then; ``stop`` set ends the wait), then opens the ports.
+
+        Returns:
+            True once listening; False if ``stop`` was set while waiting for a model.
+        """
         self.manager.start(self.args.file_system_poll_wait_seconds)
+        if not self.manager.wait_for_models(stop or threading.Event()):
+            return False
         if self.args.port:
             self.grpc_server = GrpcServer(self.core, self.args.host, self.args.port,
                                           self.args.grpc_max_threads,
@@ -132,6 +140,7 @@ class ModelServer:
             self._config_poller = threading.Thread(target=self._poll_config, daemon=True,
                                                    name="config-poller")
             self._config_poller.start()
+        return True
 
     def listening(self) -> str:
         """What listens where, e.g. "grpc 127.0.0.1:8500 rest 127.0.0.1:8501" (only those on)."""
@@ -179,15 +188,19 @@ def main(argv: list[str] | None = None, prog: str = "keras-bert serve") -> int:
     # scans only the objects of models and requests: it pauses requests for 0.01-0.08 s
     # instead of 0.35-0.85 s after a MiniLM switch (benchmarks/serving_warmup.py).
     gc.freeze()
+    stop = threading.Event()  # set by SIGTERM and Ctrl-C, also while models are awaited
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
     try:
-        server.start()
+        started = server.start(stop)
     except startup_errors as e:
         server.stop(0)
         print(f"model server: error: {e}", file=sys.stderr)
         return 2
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+    if not started or stop.is_set():
+        logger.info("stopped before listening")
+        server.stop(0)
+        return 0
     print(f"model server ready: {server.listening()}", flush=True)
     while not stop.wait(1.0):
         pass

@@ -1,10 +1,12 @@
-"""Graceful SIGTERM (in-flight requests finish, the process exits 0) and a load of 32 concurrent
-clients (zero errors, no leaked threads, bounded memory)."""
+"""Graceful SIGTERM (in-flight requests finish, the process exits 0), a load of 32 concurrent
+clients (zero errors, no leaked threads, bounded memory), and `keras-bert serve` given a base path
+that does not exist (said once; it waits for a version, or exits non-zero without polling)."""
 
 import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -66,6 +68,90 @@ def test_sigterm_drains_in_flight_requests_and_exits_0(tmp_path):
         if process.poll() is None:
             process.kill()
         process.wait()
+
+
+class ServeProcess:
+    """`keras-bert serve` with ``flags``; its stdout and stderr (the log) are collected line by
+    line on a thread, so a test can wait for a line with a deadline."""
+
+    def __init__(self, *flags: str):
+        self.lines: list[str] = []
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "keras_bert.cli", "serve", *flags], cwd=REPO,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+        self._reader = threading.Thread(target=lambda: self.lines.extend(self.process.stdout),
+                                        daemon=True)
+        self._reader.start()
+
+    def said(self, text: str) -> int:
+        """How many output lines so far contain ``text``."""
+        return sum(text in line for line in list(self.lines))
+
+    def wait_for(self, text: str, timeout_s: float = 120) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not self.said(text):
+            assert self.process.poll() is None or self._reader.is_alive(), "".join(self.lines)
+            assert time.monotonic() < deadline, f"no {text!r} in:\n" + "".join(self.lines)
+            time.sleep(0.05)
+
+    def close(self) -> int:
+        """Stops it (SIGTERM) if still running; its exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=60)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
+            self._reader.join(timeout=10)
+
+
+@pytest.mark.slow
+def test_serve_waits_for_a_base_path_that_does_not_exist_yet(tmp_path):
+    """The mistyped-path case of issue 41: the missing base path is said once, not every poll;
+    nothing listens and "ready" is not printed until a version appears (as
+    tensorflow_model_server, whose ports open after each model's first load)."""
+    base = tmp_path / "late"
+    port = free_port()
+    server = ServeProcess("--port", str(port), "--model_name", "toy", "--model_base_path",
+                          str(base), "--file_system_poll_wait_seconds", "0.05")
+    try:
+        server.wait_for("not listening yet: waiting for a first version of model toy")
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", port)) != 0
+        staged = write_toy_version(str(tmp_path / "staging"), 1)  # many polls' time
+        base.mkdir()
+        os.rename(staged, base / "1")
+        server.wait_for("model server ready")
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(
+            grpc.insecure_channel(f"127.0.0.1:{port}"))
+        x = np.array([[1, 2, 3]], np.float32)
+        np.testing.assert_array_equal(
+            tf.make_ndarray(stub.Predict(request_for(x), timeout=60).outputs["y"]), 2 * x + 1)
+    finally:
+        assert server.close() == 0
+    output = "".join(server.lines)
+    assert server.said(f"model toy: base path {base} does not exist") == 1, output
+    assert server.said(str(base)) <= 3, output  # missing; found, perhaps empty first
+    assert server.said("model server ready") == 1
+    assert output.index("found version(s) 1") < output.index("model server ready")
+
+
+@pytest.mark.slow
+def test_serve_without_polling_exits_non_zero_on_a_missing_base_path(tmp_path):
+    missing = tmp_path / "does" / "not" / "exist"
+    server = ServeProcess("--port", str(free_port()), "--model_name", "m", "--model_base_path",
+                          str(missing), "--file_system_poll_wait_seconds", "0")
+    try:
+        assert server.process.wait(timeout=120) == 2
+    finally:
+        server.close()
+    output = "".join(server.lines)
+    assert server.said(f"model m: base path {missing} does not exist") == 1, output
+    assert server.said("model server: error: model m has no version") == 1, output
+    assert "model server ready" not in output
 
 
 def _rss_mb() -> float:
