@@ -20,6 +20,7 @@ setup(
         "numpy",
         "google-crc32c>=1.5",  # TFRecord framing in the pretraining-data workers, without TensorFlow
         "safetensors",
+        "h5py",  # keras-hub presets and transformers' TensorFlow tf_model.h5, read without Keras
         "tqdm",
         "matplotlib",  # keras-bert finetune's training_curves.png
         "wrapt>=1.15",  # the post-import hook that registers our Keras classes (keras_bert/__init__)

@@ -105,7 +105,10 @@ def hf_head(hf_config: Mapping[str, Any], values: Mapping[str, np.ndarray], wher
             classifier's rows), an unknown ``problem_type``, or an architecture that is not
             BERT's (each naming ``where`` and the field).
     """
-    architectures = list(hf_config.get("architectures") or [])
+    # transformers' TF classes save their PyTorch twin's name (TFBertModel: BertModel); take
+    # their own names too.
+    architectures = [a[2:] if isinstance(a, str) and a.startswith("TFBert") else a
+                     for a in hf_config.get("architectures") or []]
     known = [a for a in architectures if a in TASK_OF_HF_ARCHITECTURE or a == "BertModel"]
     if architectures and not known:
         raise ValueError(f"{where}: architectures is {architectures}; keras-bert reads BertModel "

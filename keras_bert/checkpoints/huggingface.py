@@ -1,7 +1,9 @@
 """Hugging Face BERT folders: config.json + weights (model.safetensors, sharded safetensors, or
-pytorch_model.bin read without torch; ``hf_weights``) + the tokenizer (vocab.txt, or the
-tokenizer.json that transformers 5 saves instead), with a task head when config.json names one
-(``heads.hf_head``) and, for sentence-transformers folders, modules.json and the pooling config.
+pytorch_model.bin read without torch, ``hf_weights``; or the tf_model.h5, whole or sharded, that
+transformers 4.x's TensorFlow classes saved, read without TensorFlow under the same keys,
+``tf_h5``) + the tokenizer (vocab.txt, or the tokenizer.json that transformers 5 saves instead),
+with a task head when config.json names one (``heads.hf_head``) and, for sentence-transformers
+folders, modules.json and the pooling config.
 
 Written folders load with transformers' auto classes (AutoModel, AutoModelForSequenceClassification
 and the other task classes, AutoTokenizer) with no missing or unexpected keys, and those of a
@@ -21,7 +23,9 @@ from safetensors.numpy import save as save_safetensors
 from keras_bert import fileio
 from keras_bert.checkpoints.heads import (HF_ARCHITECTURES, Head, hf_head,
                                           sentence_transformers_head)
-from keras_bert.checkpoints.hf_weights import WEIGHT_FILES, has_hf_weights, read_hf_weights
+from keras_bert.checkpoints import hf_weights
+from keras_bert.checkpoints.hf_weights import has_hf_weights, read_hf_weights
+from keras_bert.checkpoints.tf_h5 import TF_WEIGHT_FILES, has_tf_weights, read_tf_weights
 from keras_bert.config import BertConfig
 from keras_bert.fileio import join
 from keras_bert.tokenization.hf_tokenizer_files import write_hf_tokenizer_files
@@ -36,10 +40,14 @@ MODULES_NAME = "modules.json"  # sentence-transformers
 POOLING_DIR = "1_Pooling"
 NORMALIZE_DIR = "2_Normalize"
 SENTENCE_CONFIG_NAME = "sentence_bert_config.json"
+# Every weight file a folder may hold, in order of preference: PyTorch's, then TensorFlow's.
+WEIGHT_FILES: tuple[str, ...] = (*hf_weights.WEIGHT_FILES, *TF_WEIGHT_FILES)
 
 
 def is_hf_directory(path: str) -> bool:
-    return fileio.exists(join(path, CONFIG_NAME)) and has_hf_weights(path)
+    """Whether ``path`` holds config.json and one of WEIGHT_FILES."""
+    return fileio.exists(join(path, CONFIG_NAME)) and (has_hf_weights(path)
+                                                      or has_tf_weights(path))
 
 
 def read_hf_directory(path: str) -> tuple[BertConfig, dict[str, np.ndarray], Head | None,
@@ -53,7 +61,8 @@ def read_hf_directory(path: str) -> tuple[BertConfig, dict[str, np.ndarray], Hea
         except ValueError as e:
             raise ValueError(f"{config_path!r} is not valid JSON: {e}") from None
     config = BertConfig.from_hf_dict(hf_config, source=config_path)
-    values = read_hf_weights(path)
+    # A folder with PyTorch's weights and TensorFlow's (as the Hub's often are) reads PyTorch's.
+    values = read_hf_weights(path) if has_hf_weights(path) else read_tf_weights(path)
     if "cls.predictions.decoder.bias" in values and "cls.predictions.bias" not in values:
         values["cls.predictions.bias"] = values["cls.predictions.decoder.bias"]
     head = _sentence_transformers_head(path) or hf_head(hf_config, values, config_path)

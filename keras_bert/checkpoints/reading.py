@@ -3,9 +3,10 @@ values to a model's weights by the names table (``names``), checking everything 
 
 Formats (``detect_format``): ``keras`` (ours: a directory with model.keras, bert_config.json and
 the vocabulary, or a bare ``.keras`` file), ``hf`` (a Hugging Face folder, sentence-transformers
-folders included), ``google`` (a TF1 checkpoint directory or prefix, run_classifier.py's and
-run_squad.py's fine-tuned ones included) and ``keras-hub`` (a keras-hub preset of a BertBackbone
-or BertTextClassifier). This package sits below the models and imports none of them: the model
+folders and the tf_model.h5 folders of transformers 4.x's TensorFlow classes included),
+``google`` (a TF1 checkpoint directory or prefix, run_classifier.py's and run_squad.py's
+fine-tuned ones included) and ``keras-hub`` (a keras-hub preset of a BertBackbone or
+BertTextClassifier). This package sits below the models and imports none of them: the model
 classes read a ``Checkpoint`` in their ``from_pretrained`` and assign its values here.
 
 Loading checks every name and shape before any weight is assigned, so a failed load changes
@@ -96,7 +97,8 @@ def detect_format(path: fileio.PathLike) -> str:
             return "google"
         raise ValueError(
             f"{path!r} is not a checkpoint directory: expected bert_config.json + *.ckpt.index "
-            "(Google TF1), config.json + model.safetensors or pytorch_model.bin (Hugging Face), "
+            "(Google TF1), config.json + model.safetensors, pytorch_model.bin or tf_model.h5 "
+            "(Hugging Face), "
             f"config.json + model.weights.h5 (a keras-hub preset), or {KERAS_MODEL_NAME} "
             "(keras-bert)")
     if fileio.exists(path + ".index"):

@@ -1,0 +1,233 @@
+"""The weights of a transformers TensorFlow folder (what TFBertModel and the TFBertFor* classes of
+transformers 4.x wrote with ``save_pretrained``: ``tf_model.h5``, or the shards
+``tf_model-0000k-of-0000n.h5`` that ``tf_model.h5.index.json`` names) as NumPy arrays under the
+Hugging Face (PyTorch) keys, read with h5py: no transformers, tf-keras or TensorFlow. A folder of
+TFBertForSequenceClassification then reads exactly as one of BertForSequenceClassification.
+
+``tf_model.h5`` is Keras 2's HDF5 weights file (``model.save_weights``): the root attribute
+``layer_names`` lists the model's top layers (``bert``, ``classifier``, ``mlm___cls``...), each
+layer's group lists its variables in the attribute ``weight_names`` by full name
+(``tf_bert_for_sequence_classification/bert/encoder/layer_._0/attention/self/query/kernel:0``),
+and the dataset ``<layer>/<weight name>`` holds each. A shard's root ``layer_names`` lists its
+datasets, named without the model's name (``bert/encoder/layer_._0/...``). An attribute too big
+for an HDF5 object header is split in chunks (``layer_names0``, ``layer_names1``...), as Keras
+writes it. TFBertForPreTraining and TFBertForMaskedLM store the word embeddings twice (under
+``bert`` and again under ``mlm___cls``, whose decoder they are): the copies must agree.
+
+Names become keys by transformers' own rule (``convert_tf_weight_name_to_pt_weight_name``), see
+``hf_key``: the model's name (the first part) and ``:0`` go, a scope ``x___y`` is ``y``
+(``mlm___cls`` -> ``cls``), ``_._`` separates a list index (``layer_._0`` -> ``layer.0``), and
+the last part ``kernel``, ``embeddings`` or ``gamma`` is ``weight``, ``beta`` is ``bias``. A
+Keras Dense kernel is [in, out] and a PyTorch Linear weight [out, in], so a 2-D ``kernel`` is
+transposed. The keys then go through ``names`` as a PyTorch folder's do.
+
+Example:
+>>> hf_key("bert/encoder/layer_._0/attention/self/query/kernel:0")
+('bert.encoder.layer.0.attention.self.query.weight', True)
+>>> hf_key("mlm___cls/predictions/transform/LayerNorm/gamma:0")
+('cls.predictions.transform.LayerNorm.weight', False)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+
+import h5py
+import numpy as np
+
+from keras_bert import fileio
+from keras_bert.fileio import join
+
+logger = logging.getLogger(__name__)
+
+TF_WEIGHTS_NAME = "tf_model.h5"
+TF_WEIGHTS_INDEX_NAME = "tf_model.h5.index.json"
+# In order of preference, as hf_weights.WEIGHT_FILES (read after those: TF saves are the older).
+TF_WEIGHT_FILES: tuple[str, ...] = (TF_WEIGHTS_NAME, TF_WEIGHTS_INDEX_NAME)
+
+_RESAVE = "download or save it again"
+
+
+class _Bad(ValueError):
+    """A file that is not what save_pretrained writes; the message names it."""
+_NAMES = {"kernel": "weight", "embeddings": "weight", "gamma": "weight", "beta": "bias"}
+
+
+def has_tf_weights(directory: fileio.PathLike) -> bool:
+    """Whether ``directory`` holds one of TF_WEIGHT_FILES."""
+    return any(fileio.exists(join(directory, name)) for name in TF_WEIGHT_FILES)
+
+
+def hf_key(tf_name: str) -> tuple[str, bool]:
+    """The Hugging Face key of a TensorFlow weight name, and whether its value is transposed
+    there (a Dense kernel: transposed when it is 2-D).
+
+    Args:
+        tf_name: the name without the model's, as a shard stores it
+            (``bert/encoder/layer_._0/output/dense/kernel:0``, ``mlm___cls/predictions/bias:0``).
+    """
+    name = tf_name[:-2] if tf_name.endswith(":0") else tf_name
+    parts = [part.split("___")[-1] for part in name.split("/") if part]
+    parts = [piece for part in parts for piece in part.split("_._") if piece]
+    last = parts[-1]
+    parts[-1] = _NAMES.get(last, last)
+    return ".".join(parts), last == "kernel"
+
+
+def read_tf_weights(directory: fileio.PathLike) -> dict[str, np.ndarray]:
+    """Reads every weight of a transformers TensorFlow folder under its Hugging Face key.
+
+    The first of TF_WEIGHT_FILES present is read: ``tf_model.h5``, or the shards that
+    ``tf_model.h5.index.json`` names. Keys and values are what the PyTorch class of the same
+    model holds (``bert.`` prefix kept; Dense kernels transposed to [out, in]), in the stored
+    dtype; transformers' TF classes, like its PyTorch ones, save the tied MLM decoder only as
+    the word embeddings.
+
+    Args:
+        directory: the model folder, local or ``gs://``.
+
+    Returns:
+        {key: array}.
+
+    Raises:
+        FileNotFoundError: no TF weight file in ``directory``, or the index names a missing
+            shard.
+        ValueError: a file that is truncated or not Keras' HDF5 weights, a name given two
+            different values, or an index that does not match its shards; one line naming
+            the file.
+    """
+    for name in TF_WEIGHT_FILES:
+        path = join(directory, name)
+        if fileio.exists(path):
+            logger.info("reading transformers' TensorFlow weights from %s", path)
+            if name == TF_WEIGHTS_INDEX_NAME:
+                stored = _read_sharded(directory, path)
+            else:
+                stored = _read_h5(path, sharded=False)
+            return _to_hf(stored, path)
+    raise FileNotFoundError(f"{fileio.local_path(directory)!r} has no transformers TensorFlow "
+                            f"weights: expected one of {', '.join(TF_WEIGHT_FILES)}")
+
+
+def _to_hf(stored: dict[str, np.ndarray], path: str) -> dict[str, np.ndarray]:
+    values: dict[str, np.ndarray] = {}
+    origin: dict[str, str] = {}
+    for name, value in stored.items():
+        key, transposed = hf_key(name)
+        if transposed and value.ndim == 2:
+            value = value.T
+        value = np.ascontiguousarray(value)
+        if key in values:
+            if values[key].shape != value.shape or not np.array_equal(values[key], value):
+                raise ValueError(f"{path!r} holds {origin[key]!r} and {name!r}, which are both "
+                                 f"{key!r} but differ; {_RESAVE}")
+            continue
+        values[key], origin[key] = value, name
+    return values
+
+
+def _strip_model_name(name: str) -> str:
+    """A weight's name without the model's (transformers' ``strip_model_name_and_prefix``)."""
+    parts = name.split("/")
+    return "/".join(parts[1:]) if "model." not in name and len(parts) > 1 else name
+
+
+def _read_sharded(directory: fileio.PathLike, index_path: str) -> dict[str, np.ndarray]:
+    """The union of the shards the index's ``weight_map`` names; each shard holds its names."""
+    with fileio.open_file(index_path, "rb") as f:
+        try:
+            weight_map = json.loads(f.read())["weight_map"]
+        except (ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"{index_path!r} is not a shard index (a JSON object with a "
+                             f"'weight_map' of weight name -> shard file): {error!r}") from None
+    if not isinstance(weight_map, dict) or not all(
+            isinstance(v, str) and v and "/" not in v and "\\" not in v and v not in (".", "..")
+            for v in weight_map.values()):
+        raise ValueError(f"{index_path!r}: 'weight_map' must map each weight name to the name "
+                         f"of a shard file in the same folder")
+    values: dict[str, np.ndarray] = {}
+    for shard in sorted(set(weight_map.values())):
+        shard_path = join(directory, shard)
+        if not fileio.exists(shard_path):
+            raise FileNotFoundError(f"{index_path!r} names the shard {shard!r}, which is not in "
+                                    f"{fileio.local_path(directory)!r}; copy the folder again "
+                                    f"with every shard")
+        shard_values = _read_h5(shard_path, sharded=True)
+        expected = sorted(_strip_model_name(k) for k, v in weight_map.items() if v == shard)
+        missing = [k for k in expected if k not in shard_values]
+        if missing:
+            raise ValueError(f"{index_path!r} says {shard!r} holds {missing[:5]}, but it does "
+                             f"not ({len(missing)} weights missing)")
+        repeated = sorted(set(shard_values) & set(values))
+        if repeated:
+            raise ValueError(f"{shard_path!r} repeats {repeated[:5]}, already read from another "
+                             f"shard of {index_path!r}")
+        values.update(shard_values)
+    return values
+
+
+def _read_h5(path: str, sharded: bool) -> dict[str, np.ndarray]:
+    """{name: array} of one tf_model.h5 or one shard, names without the model's (a shard's
+    dataset names; tf_model.h5's ``weight_names`` less their first part, as transformers
+    loads them)."""
+    def bad(what: str) -> _Bad:
+        return _Bad(f"{path!r} is truncated or not the Keras HDF5 weights that "
+                    f"transformers' save_pretrained writes: {what}; {_RESAVE}")
+
+    try:
+        with fileio.open_file(path, "rb") as f, h5py.File(f, "r") as h5:
+            layer_names = _attribute(h5, "layer_names")
+            if layer_names is None:
+                raise bad("its root has no 'layer_names' attribute")
+            values = {}
+            for name, dataset in _datasets(h5, layer_names, sharded, bad):
+                if name in values and not np.array_equal(values[name], dataset):
+                    raise bad(f"{name!r} is stored twice with different values")
+                values[name] = dataset
+            return values
+    except _Bad:
+        raise
+    except (OSError, KeyError, TypeError, ValueError, RuntimeError) as error:
+        raise bad(" ".join(str(error).split()) or type(error).__name__) from None
+
+
+def _datasets(h5: h5py.File, layer_names: list[str], sharded: bool, bad
+              ) -> Iterator[tuple[str, np.ndarray]]:
+    for layer in layer_names:
+        if layer not in h5:
+            raise bad(f"'layer_names' lists {layer!r}, which it does not hold")
+        item = h5[layer]
+        if sharded:  # a shard lists its datasets
+            if not isinstance(item, h5py.Dataset):
+                raise bad(f"{layer!r} is not a dataset")
+            yield layer, np.asarray(item[()])
+            continue
+        if not isinstance(item, h5py.Group):
+            raise bad(f"layer {layer!r} is not a group (a shard given as tf_model.h5?)")
+        for weight in _attribute(item, "weight_names") or []:
+            if weight not in item or not isinstance(item[weight], h5py.Dataset):
+                raise bad(f"layer {layer!r} lists the weight {weight!r}, which it does not hold")
+            parts = weight.split("/")
+            yield "/".join(parts[1:]) if len(parts) > 1 else weight, np.asarray(item[weight][()])
+
+
+def _attribute(node, name: str) -> list[str] | None:
+    """A list-of-names attribute as Keras writes it, whole or in chunks ``name0``,
+    ``name1``...; None when absent."""
+    attributes = node.attrs
+    if name in attributes:
+        chunks = [attributes[name]]
+    else:
+        chunks = []
+        while f"{name}{len(chunks)}" in attributes:
+            chunks.append(attributes[f"{name}{len(chunks)}"])
+        if not chunks:
+            return None
+    return [n.decode("utf8") if isinstance(n, bytes) else str(n)
+            for chunk in chunks for n in np.atleast_1d(chunk)]
+
+
+__all__ = ["TF_WEIGHT_FILES", "TF_WEIGHTS_INDEX_NAME", "TF_WEIGHTS_NAME", "has_tf_weights",
+           "hf_key", "read_tf_weights"]
