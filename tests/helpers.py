@@ -1,5 +1,8 @@
 """Small helpers shared by the tests (import as `from tests.helpers import ...`)."""
 
+import time
+from typing import Callable
+
 import numpy as np
 
 
@@ -17,3 +20,20 @@ def random_inputs(batch=3, seq=12, vocab_size=97, seed=0, pad_rows=True):
         ids[row, length:] = 0
         types[row, length // 2:length] = 1
     return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
+
+
+def wait_until(condition: Callable[[], object], timeout_s: float = 60.0,
+               message: str | Callable[[], str] = "the condition never held"):
+    """Polls ``condition()`` until it is true and returns its value; fails the test with
+    ``message`` (a string, or a callable for one that reports the state at the deadline) when
+    ``timeout_s`` passes first. For waits on threads and processes instead of a fixed sleep:
+    the deadline is generous, and a passing test waits only as long as the condition takes."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            text = message() if callable(message) else message
+            raise AssertionError(f"after {timeout_s:g} s: {text}")
+        time.sleep(0.01)

@@ -5,6 +5,9 @@ A request joins the open batch of its queue when it fits (rows and trailing shap
 opens a new batch, unless ``max_enqueued_batches`` are already waiting (then UNAVAILABLE, as TF
 Serving's scheduler answers). A batch runs when it is full, when a newer batch has opened behind
 it, or when its oldest request has waited ``batch_timeout_micros``.
+
+Each queued request is logged at DEBUG level (queue, rows, batches waiting), and
+``BatchQueue.num_enqueued_tasks`` is a queue's depth.
 """
 
 from __future__ import annotations
@@ -76,11 +79,21 @@ class BatchQueue:
                 self._batches.append(last)
             last.tasks.append(task)
             last.size += size
+            waiting = len(self._batches)
             self._scheduler.cond.notify()
+        logger.debug("%s: queued a request of %d rows (%d batches waiting)", self.name, size,
+                     waiting)
         task.done.wait()
         if task.error is not None:
             raise task.error
         return task.outputs
+
+    @property
+    def num_enqueued_tasks(self) -> int:
+        """Requests queued here that no batch thread has taken yet (TF Serving's
+        ``NumEnqueuedTasks``): the queue's depth, for monitoring, and for tests to wait on."""
+        with self._scheduler.cond:
+            return sum(len(batch.tasks) for batch in self._batches)
 
     @property
     def drained(self) -> bool:

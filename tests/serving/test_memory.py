@@ -20,6 +20,7 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
+from tests.helpers import wait_until
 from tests.serving.exports import encoder_export
 from tests.serving.server_helpers import free_port
 
@@ -52,6 +53,7 @@ def test_rss_after_50_loads_and_unloads_stays_within_10_percent(minilm_dir, tmp_
     stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
     stop = threading.Event()
     errors = []
+    answered = [0, 0]  # requests each traffic thread has had answered
 
     def served_version(texts=("a short text",)) -> int:
         request = predict_pb2.PredictRequest()
@@ -65,6 +67,7 @@ def test_rss_after_50_loads_and_unloads_stays_within_10_percent(minilm_dir, tmp_
             count += 1
             try:
                 served_version(["words " * (1 + (seed + count) % 20)] * (1 + count % 4))
+                answered[seed] += 1
             except grpc.RpcError as e:
                 errors.append(e.code())
 
@@ -93,7 +96,10 @@ def test_rss_after_50_loads_and_unloads_stays_within_10_percent(minilm_dir, tmp_
         assert "model server ready" in process.stdout.readline()
         for client in clients:
             client.start()
-        time.sleep(2)  # traffic has run through the first version's kernels
+        # Traffic has run through the first version's kernels: each thread a full cycle of its
+        # 20 text lengths.
+        wait_until(lambda: min(answered) >= 20, 120,
+                   lambda: f"requests answered {answered}, errors {errors[:5]}")
         rss_start = rss_mb(process.pid)
         for cycle in range(LOADS // 2):  # each cycle: version 2 comes (a load), and goes (1 again)
             shutil.copytree(source, base / ".incoming")

@@ -18,10 +18,17 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
+from tests.helpers import wait_until
 from tests.serving.server_helpers import free_port, running_server
 from tests.serving.toy_models import write_toy_version
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# `keras-bert serve` with the batching module's DEBUG lines on: each queued request is logged.
+SERVE_LOGGING_QUEUED_REQUESTS = (
+    "import logging, sys\n"
+    "from keras_bert import cli\n"
+    "logging.getLogger('keras_bert.serving.batching').setLevel(logging.DEBUG)\n"
+    "sys.exit(cli.main(sys.argv[1:]))\n")
 
 
 def request_for(x: np.ndarray) -> predict_pb2.PredictRequest:
@@ -36,29 +43,32 @@ def test_sigterm_drains_in_flight_requests_and_exits_0(tmp_path):
     base = tmp_path / "toy"
     write_toy_version(str(base), 1)
     batching = tmp_path / "batching.txt"
-    # A request waits up to 20 s for a batch to fill: it is in flight when SIGTERM comes.
-    batching.write_text("max_batch_size { value: 8 } batch_timeout_micros { value: 20000000 }")
+    # A request would wait an hour for its batch to fill: it is in flight when SIGTERM comes.
+    batching.write_text("max_batch_size { value: 8 } batch_timeout_micros { value: 3600000000 }")
     port = free_port()
+    log_path = tmp_path / "server.log"
+    log = open(log_path, "w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "keras_bert.cli", "serve", "--port", str(port), "--model_name",
-         "toy", "--model_base_path", str(base), "--enable_batching",
+        [sys.executable, "-c", SERVE_LOGGING_QUEUED_REQUESTS, "serve", "--port", str(port),
+         "--model_name", "toy", "--model_base_path", str(base), "--enable_batching",
          "--batching_parameters_file", str(batching), "--file_system_poll_wait_seconds", "0"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=REPO, stdout=subprocess.PIPE, stderr=log, text=True,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     try:
-        assert "model server ready" in process.stdout.readline()
+        assert "model server ready" in process.stdout.readline(), log_path.read_text()
         stub = prediction_service_pb2_grpc.PredictionServiceStub(
             grpc.insecure_channel(f"127.0.0.1:{port}"))
         x = np.array([[1, 2, 3]], np.float32)
         future = stub.Predict.future(request_for(x), timeout=60)
-        time.sleep(1.0)
+        wait_until(lambda: "queued a request of 1 rows" in log_path.read_text(), 30,
+                   lambda: f"the request was never queued:\n{log_path.read_text()[-3000:]}")
         assert not future.done()  # queued for its batch
         start = time.monotonic()
         process.send_signal(signal.SIGTERM)
         response = future.result()
         np.testing.assert_array_equal(tf.make_ndarray(response.outputs["y"]), 2 * x + 1)
         assert process.wait(timeout=60) == 0
-        assert time.monotonic() - start < 15  # it did not wait out the 20 s batch timeout
+        assert time.monotonic() - start < 60  # it did not wait out the hour-long batch timeout
         try:
             stub.Predict(request_for(x), timeout=5)
             raise AssertionError("the server answered after shutting down")
@@ -68,6 +78,7 @@ def test_sigterm_drains_in_flight_requests_and_exits_0(tmp_path):
         if process.poll() is None:
             process.kill()
         process.wait()
+        log.close()
 
 
 class ServeProcess:

@@ -80,7 +80,13 @@ def kill_after_epoch(argv, output_dir, epoch, delay_s, log_path):
         assert process.poll() is None and time.monotonic() < deadline, \
             open(log_path).read()[-3000:]
         time.sleep(0.02)
-    time.sleep(delay_s)
+    # A random point of the next epoch: no wait is needed for correctness, any point must resume
+    # to the same result. Until it comes, the run must not end.
+    kill_at = time.monotonic() + delay_s
+    while time.monotonic() < kill_at:
+        assert process.poll() is None, "the run ended before it could be killed:\n" + open(
+            log_path).read()[-3000:]
+        time.sleep(0.01)
     process.send_signal(signal.SIGKILL)
     assert process.wait() == -signal.SIGKILL, "the run ended before it could be killed"
     assert not (output_dir / "eval_results.json").exists()
