@@ -132,7 +132,11 @@ def test_killed_twice_it_resumes_to_the_uninterrupted_result(run_files, tmp_path
     assert without_paths(got, killed_dir) == without_paths(want, whole_dir)
     for a, b in zip(weights(whole_dir), weights(killed_dir)):
         np.testing.assert_allclose(b, a, rtol=0, atol=1e-6)
-    assert sorted(os.listdir(killed_dir)) == ["best_model", "eval_results.json"]
+    assert sorted(os.listdir(killed_dir)) == ["best_model", "dev_predictions.jsonl",
+                                              "eval_results.json", "training_curves.png"]
+    predicted = [[json.loads(line) for line in (d / "dev_predictions.jsonl").read_text()
+                  .splitlines()] for d in (killed_dir, whole_dir)]
+    assert [r["label"] for r in predicted[0]] == [r["label"] for r in predicted[1]]
 
     # Rerun once finished: it says so, prints the results and writes nothing.
     before = {p: p.stat().st_mtime_ns for p in killed_dir.rglob("*")}
