@@ -55,6 +55,8 @@ DEFAULT_LAYER_NORM_EPS = 1e-12
 # A BertClassifier's text vector: BERT's pooler on [CLS], the raw [CLS] vector, the masked mean
 # (pure Python here, so that `keras-bert finetune --help` lists them without TensorFlow).
 CLASSIFIER_POOLINGS = ("pooled", "cls", "mean")
+# What an export's serving_default takes: raw text, or the ids of transformers' TF classes.
+SERVING_DEFAULTS = ("text", "transformers")
 
 
 @dataclasses.dataclass

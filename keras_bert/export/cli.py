@@ -7,6 +7,7 @@ import logging
 import os
 
 from keras_bert.cli_flags import add_bool_flag, add_lower_case_flag, check_inputs_exist
+from keras_bert.config import SERVING_DEFAULTS
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +42,12 @@ def add_parser(subparsers) -> None:
                         help="int8 weights and matmuls in the encoder, a third of the size or "
                              "less (x86-64 CPUs: oneDNN's int8 kernel; with --tf_hub, an int8 "
                              "encoder without mlm); default: float32")
+    export.add_argument("--serving_default", choices=SERVING_DEFAULTS, default="text",
+                        help="what serving_default takes: 'text' (raw text), or "
+                             "'transformers': what transformers' TF classes (TFBertFor*) "
+                             "exported, input_ids, attention_mask and token_type_ids in, "
+                             "logits (or their outputs) out, so their clients work unchanged; "
+                             "raw text is then serve_text (default: %(default)s)")
     export.add_argument("--calibration_file", metavar="TEXTS",
                         help="with --quantize int8: a UTF-8 file of sample texts, one per line "
                              "(a few hundred like the ones to be served), from which the int8 "
@@ -115,7 +122,8 @@ def run_export(args: argparse.Namespace) -> int:
                         seq_length=args.seq_length,
                         text_pair=args.text_pair, mixed_precision=args.mixed_precision,
                         dynamic_padding=args.dynamic_padding, quantize=args.quantize,
-                        calibration_texts=calibration_texts)
+                        calibration_texts=calibration_texts,
+                        serving_default=args.serving_default)
     print(f"exported {args.model_name} to {path}")
     return 0
 
@@ -126,6 +134,8 @@ def _check_tf_hub_flags(args: argparse.Namespace) -> None:
     serving_only = [f"--{name}" for name in ("model_name", "version", "text_pair",
                                              "mixed_precision")
                     if getattr(args, name) is not None]
+    if args.serving_default != "text":
+        serving_only.append("--serving_default")
     if serving_only:
         raise ValueError(f"{', '.join(serving_only)} do not apply to --tf_hub, which writes "
                          f"EXPORT_BASE/encoder and EXPORT_BASE/preprocess")

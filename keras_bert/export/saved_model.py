@@ -161,7 +161,7 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
                  lower_case: bool | None = None, seq_length: int | None = None,
                  text_pair: bool | None = None, mixed_precision: str | None = None,
                  dynamic_padding: bool = True, quantize: str | None = None,
-                 calibration_texts=None) -> str:
+                 calibration_texts=None, serving_default: str = "text") -> str:
     """Exports ``model`` as a TF Serving version directory and returns its path.
 
     Args:
@@ -188,6 +188,11 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
             like the ones to be served): the int8 layers but each block's output get static
             per-channel input ranges from them (``export.int8.calibrate``), which runs faster
             than finding each row's range per call. None (default): per-row ranges.
+        serving_default: what ``serving_default`` takes: "text" (default: raw text), or
+            "transformers": the ids and outputs of transformers 4.x's TF classes
+            (``input_ids``, ``attention_mask``, ``token_type_ids`` int32 in, ``logits``...
+            out; ``int64_serving`` with int64 ids), so that a client of a
+            ``TFBertFor*`` export works unchanged; raw text is then ``serve_text``.
 
     Returns:
         ``<export_base>/<model_name>/<version>``, which appears only once complete.
@@ -204,14 +209,15 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
         model, join(model_dir, str(version)), preprocessor=preprocessor, vocab_file=vocab_file,
         lower_case=lower_case, seq_length=seq_length, text_pair=text_pair,
         mixed_precision=mixed_precision, dynamic_padding=dynamic_padding, quantize=quantize,
-        calibration_texts=calibration_texts)
+        calibration_texts=calibration_texts, serving_default=serving_default)
 
 
 def write_saved_model(model, directory: str, *, overwrite: bool = False, preprocessor=None,
                       vocab_file: str | None = None, lower_case: bool | None = None,
                       seq_length: int | None = None, text_pair: bool | None = None,
                       mixed_precision: str | None = None, dynamic_padding: bool = True,
-                      quantize: str | None = None, calibration_texts=None) -> str:
+                      quantize: str | None = None, calibration_texts=None,
+                      serving_default: str = "text") -> str:
     """Writes ``model``'s serving SavedModel at ``directory`` (which appears only when
     complete) and returns it; ``export_model`` writes a TF Serving version directory with it,
     and a task model's ``export(path)`` a plain one. The other arguments are
@@ -235,7 +241,8 @@ def write_saved_model(model, directory: str, *, overwrite: bool = False, preproc
     with tempfile.TemporaryDirectory(prefix="keras_bert_export-") as scratch:
         vocab_path = os.path.join(scratch, vocab_lib.VOCAB_FILENAME)
         vocab_lib.save_vocab(list(preprocessor.vocabulary), vocab_path)
-        functions = signatures.build_signatures(model, preprocessor, text_pair, dynamic_padding)
+        functions = signatures.build_signatures(model, preprocessor, text_pair, dynamic_padding,
+                                                serving_default)
         module = ExportModule(model, functions, vocab_path, preprocessor.lower_case)
         try:
             if not is_remote(directory):

@@ -2,6 +2,12 @@
 from it: ``serve_ids`` (packed int32 ids in), ``serving_default`` (raw text in, through the
 preprocessor), and any task-specific extras (TF Serving's ``classify``/``regress``).
 
+With ``serving_default="transformers"``, ``serving_default`` (and ``int64_serving``) are instead
+what transformers 4.x's TF classes (``TFBertForSequenceClassification``...) exported:
+``input_ids``, ``attention_mask`` and ``token_type_ids`` (int32; int64) in, their outputs
+(``logits``...) out, so that a client written for such an export works unchanged; raw text is
+then ``serve_text``.
+
 A model type registers a TaskExport; adding a task to the export is adding one of these.
 """
 
@@ -12,6 +18,7 @@ from typing import Callable
 
 import tensorflow as tf
 
+from keras_bert.config import SERVING_DEFAULTS
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.models.task_predict import CHUNK_PAD_MULTIPLE, SMALL_CALL_CHUNK_ROWS
@@ -19,6 +26,11 @@ from keras_bert.tokenization.preprocessor import trim_to_longest
 
 IDS_SIGNATURE = "serve_ids"
 TEXT_SIGNATURE = "serving_default"
+# The raw-text signature's name when serving_default is transformers' (``SERVING_DEFAULTS``).
+TEXT_BESIDE_SIGNATURE = "serve_text"
+# transformers' TF classes' inputs, and ours they are.
+TRANSFORMERS_INPUTS = {"input_ids": "input_word_ids", "attention_mask": "input_mask",
+                       "token_type_ids": "input_type_ids"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +57,9 @@ IdsSpecFn = Callable[..., dict]
 TextSignatureFn = Callable[..., object]
 # (model) -> {input name: tf.TensorSpec [batch]}, the model's inputs besides the text
 FeatureSpecFn = Callable[..., dict]
+# (model) -> (packed ids {our name: int32} -> {transformers' output name: tensor}), built
+# outside any tf.function
+TransformersOutputsFn = Callable[..., Callable[[dict], dict]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +76,9 @@ class TaskExport:
         text_signature: builds serving_default when its inputs are not text (and text_pair).
         feature_spec: the model's inputs besides the text (a classifier's features), which
             serving_default and serve_ids take too, by name; None: none.
+        transformers_outputs: the outputs transformers' TF class of this head returns, named
+            as it names them (``logits``...), for ``serving_default="transformers"``; None: no
+            TF class of transformers has this head.
     """
     outputs: OutputsFn
     text_pair: bool = False
@@ -68,6 +86,7 @@ class TaskExport:
     ids_spec: IdsSpecFn | None = None
     text_signature: TextSignatureFn | None = None
     feature_spec: FeatureSpecFn | None = None
+    transformers_outputs: TransformersOutputsFn | None = None
 
 
 _REGISTRY: list[tuple[type, TaskExport]] = []
@@ -196,8 +215,49 @@ def in_length_chunks(outputs_fn, packed: dict[str, tf.Tensor],
     return results
 
 
+def logits_model(model):
+    """``model`` up to its output activation (the layer named "probabilities" of a task model
+    that ends in one): a model of the same weights that returns logits; ``model`` itself when
+    it has none."""
+    import keras
+
+    names = [layer.name for layer in model.layers]
+    if "probabilities" not in names:
+        return model
+    return keras.Model(model.inputs, model.get_layer("probabilities").input)
+
+
+def transformers_signatures(model) -> dict:
+    """serving_default and int64_serving as transformers 4.x's TF classes exported them:
+    ``input_ids``, ``attention_mask``, ``token_type_ids``, int32 (int64_serving: int64)
+    [batch, seq] each ([batch, choices, seq] for multiple choice, any number of choices), in;
+    the class's outputs, float32, out."""
+    task = task_export(model)
+    if task.transformers_outputs is None:
+        raise ValueError(f"no TF class of transformers exports what a {type(model).__name__} "
+                         f"does; serving_default='transformers' takes an encoder, a "
+                         f"classifier, a tagger, a span or a multiple-choice model")
+    outputs = task.transformers_outputs(model)
+    ours = task.ids_spec(model) if task.ids_spec is not None else ids_input_signature()
+
+    def signature(dtype: tf.DType):
+        specs = {theirs: tf.TensorSpec([None] * ours[name].shape.rank, dtype, name=theirs)
+                 for theirs, name in TRANSFORMERS_INPUTS.items()}
+
+        @tf.function(autograph=False, input_signature=[specs])
+        def serve(inputs):
+            ids = {name: tf.cast(inputs[theirs], tf.int32)
+                   for theirs, name in TRANSFORMERS_INPUTS.items()}
+            check_same_shapes(ids)
+            return {name: tf.cast(value, tf.float32) for name, value in outputs(ids).items()}
+
+        return serve
+
+    return {TEXT_SIGNATURE: signature(tf.int32), "int64_serving": signature(tf.int64)}
+
+
 def build_signatures(model, preprocessor, text_pair: bool | None = None,
-                     dynamic_padding: bool = True) -> dict:
+                     dynamic_padding: bool = True, serving_default: str = "text") -> dict:
     """{signature name: tf.function} for ``model``: serve_ids, serving_default and extras.
 
     Args:
@@ -206,7 +266,13 @@ def build_signatures(model, preprocessor, text_pair: bool | None = None,
         text_pair: whether serving_default takes text pairs (None: the task's default).
         dynamic_padding: raw text is padded to each batch's longest row (True) or always to
             seq_length (False: static shapes, e.g. for XLA).
+        serving_default: "text" (raw text in) or "transformers" (transformers' TF classes'
+            ids in and outputs out; the raw-text signature is then ``serve_text``).
     """
+    if serving_default not in SERVING_DEFAULTS:
+        raise ValueError(f"serving_default must be one of {', '.join(SERVING_DEFAULTS)}, got "
+                         f"{serving_default!r}")
+    default_style = serving_default  # the name is the raw-text function's below
     task = task_export(model)
     text_pair = task.text_pair if text_pair is None else text_pair
     features = task.feature_spec(model) if task.feature_spec is not None else {}
@@ -248,6 +314,13 @@ def build_signatures(model, preprocessor, text_pair: bool | None = None,
             return text_outputs(raw)
 
     signatures = {TEXT_SIGNATURE: serving_default, IDS_SIGNATURE: serve_ids}
+    if default_style == "transformers":  # serving_default is transformers'; text beside it
+        if features:
+            raise ValueError(f"serving_default='transformers' takes ids alone, and this "
+                             f"{type(model).__name__} also reads the features "
+                             f"{', '.join(features)}")
+        signatures = {**transformers_signatures(model), TEXT_BESIDE_SIGNATURE: serving_default,
+                      IDS_SIGNATURE: serve_ids}
     if task.extra_signatures is not None:
         signatures.update(task.extra_signatures(model, preprocessor, text_pair, dynamic_padding))
     return signatures
@@ -285,4 +358,14 @@ def encoder_outputs(model: BertEncoder, preprocessor, inputs: dict,
     return result
 
 
-register(BertEncoder, TaskExport(outputs=encoder_outputs))
+def encoder_transformers_outputs(model: BertEncoder):
+    """TFBertModel's: last_hidden_state [batch, seq, hidden], pooler_output [batch, hidden]."""
+    def outputs(ids: dict) -> dict:
+        result = model(ids, training=False)
+        return {"last_hidden_state": result["sequence_output"],
+                "pooler_output": result["pooled_output"]}
+    return outputs
+
+
+register(BertEncoder, TaskExport(outputs=encoder_outputs,
+                                 transformers_outputs=encoder_transformers_outputs))

@@ -42,8 +42,7 @@ def write_warmup_requests(saved_model_dir: str, preprocessor) -> int:
     word = _one_token_word(vocabulary, preprocessor.lower_case)
     filler_id = vocabulary.index(word)
     lengths = sorted({n for n in LENGTHS if n < seq_length} | {seq_length})
-    has_pair = "text_pair" in signatures["serving_default"].inputs \
-        if "serving_default" in signatures else False
+    has_pair = any("text_pair" in signature.inputs for signature in signatures.values())
     records = [record for key in sorted(signatures) if signatures[key].inputs
                for record in _signature_records(key, signatures[key], word, filler_id, lengths,
                                                 has_pair)]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_bert.export.signatures import (RawText, TaskExport, pack, parse_text_examples,
-                                          register)
+from keras_bert.export.signatures import (RawText, TaskExport, logits_model, pack,
+                                          parse_text_examples, register)
 from keras_bert.tasks.classification.model import BertClassifier
 
 
@@ -75,6 +75,14 @@ def classifier_example_signatures(model: BertClassifier, preprocessor, text_pair
     return {"regress" if model.is_regression else "classify": classify}
 
 
+def classifier_transformers_outputs(model: BertClassifier):
+    """TFBertForSequenceClassification's: logits float32 [batch, num_labels] (a regression
+    model's score: [batch, 1]), before any softmax or sigmoid."""
+    logits = logits_model(model)
+    return lambda ids: {"logits": logits(ids, training=False)}
+
+
 register(BertClassifier, TaskExport(outputs=classifier_outputs,
                                     extra_signatures=classifier_example_signatures,
-                                    feature_spec=classifier_feature_spec))
+                                    feature_spec=classifier_feature_spec,
+                                    transformers_outputs=classifier_transformers_outputs))

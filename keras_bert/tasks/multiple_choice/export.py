@@ -50,6 +50,19 @@ def multiple_choice_text_signature(model: BertMultipleChoice, preprocessor,
     return serving_default
 
 
+def multiple_choice_transformers_outputs(model: BertMultipleChoice):
+    """TFBertForMultipleChoice's: logits float32 [batch, choices], for any number of choices
+    (each pair is scored on its own, as the model scores them)."""
+    def outputs(ids: dict) -> dict:
+        shape = tf.shape(ids["input_word_ids"])
+        pairs = {name: tf.reshape(value, [-1, shape[-1]]) for name, value in ids.items()}
+        scores = model.head(model.encoder(pairs, training=False)["pooled_output"],
+                            training=False)
+        return {"logits": tf.reshape(scores, shape[:2])}
+    return outputs
+
+
 register(BertMultipleChoice, TaskExport(outputs=multiple_choice_outputs,
                                         ids_spec=multiple_choice_ids_spec,
-                                        text_signature=multiple_choice_text_signature))
+                                        text_signature=multiple_choice_text_signature,
+                                        transformers_outputs=multiple_choice_transformers_outputs))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_bert.export.signatures import RawText, TaskExport, register
+from keras_bert.export.signatures import RawText, TaskExport, logits_model, register
 from keras_bert.tasks.ner.model import BertTokenClassifier
 
 
@@ -30,4 +30,12 @@ def token_classifier_outputs(model: BertTokenClassifier, preprocessor, inputs: d
             "input_mask": inputs["input_mask"]}
 
 
-register(BertTokenClassifier, TaskExport(outputs=token_classifier_outputs))
+def token_classifier_transformers_outputs(model: BertTokenClassifier):
+    """TFBertForTokenClassification's: logits float32 [batch, seq, num_labels]."""
+    logits = logits_model(model)
+    return lambda ids: {"logits": logits(ids, training=False)}
+
+
+register(BertTokenClassifier, TaskExport(
+    outputs=token_classifier_outputs,
+    transformers_outputs=token_classifier_transformers_outputs))

@@ -58,4 +58,14 @@ def question_answerer_outputs(model: BertQuestionAnswerer, preprocessor, inputs:
                                                      start, end), "")}
 
 
-register(BertQuestionAnswerer, TaskExport(outputs=question_answerer_outputs, text_pair=True))
+def question_answerer_transformers_outputs(model: BertQuestionAnswerer):
+    """TFBertForQuestionAnswering's: start_logits and end_logits float32 [batch, seq]."""
+    def outputs(ids: dict) -> dict:
+        result = model(ids, training=False)
+        return {"start_logits": result["start_logits"], "end_logits": result["end_logits"]}
+    return outputs
+
+
+register(BertQuestionAnswerer, TaskExport(
+    outputs=question_answerer_outputs, text_pair=True,
+    transformers_outputs=question_answerer_transformers_outputs))
