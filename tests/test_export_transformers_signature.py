@@ -102,3 +102,18 @@ def test_the_command_line_and_what_it_refuses(tmp_path, capsys):
     assert main(["export", str(HF / "seq_cls"), str(tmp_path / "hub"), "--tf_hub",
                  "--serving_default", "transformers"]) == 2
     assert "--serving_default do not apply to --tf_hub" in capsys.readouterr().err
+
+
+def test_a_tf_model_h5_folder_answers_its_old_client_with_its_logits(tmp_path):
+    """The issue's case: a TFBertForSequenceClassification folder (tf_model.h5, written by
+    transformers 4.57) exported with the old signatures answers a client's ids with the logits
+    TFBertForSequenceClassification computed, on TF Serving's loader."""
+    folder = FIXTURES / "tf_h5" / "seq_cls"
+    assert main(["export", str(folder), str(tmp_path), "--model_name", "tf_sentiment",
+                 "--serving_default", "transformers"]) == 0
+    with np.load(folder / "expected.npz", allow_pickle=True) as z:
+        reference = {k: z[k] for k in z.files}
+    served = GraphModeModel(str(tmp_path / "tf_sentiment" / "1")).run(
+        "serving_default", **{name: reference[name].astype(np.int32)
+                              for name in ("input_ids", "attention_mask", "token_type_ids")})
+    np.testing.assert_allclose(served["logits"], reference["logits"], atol=1e-5)
