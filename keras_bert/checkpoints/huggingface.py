@@ -29,7 +29,8 @@ from keras_bert.checkpoints.tf_h5 import TF_WEIGHT_FILES, has_tf_weights, read_t
 from keras_bert.config import BertConfig
 from keras_bert.fileio import join
 from keras_bert.tokenization.hf_tokenizer_files import write_hf_tokenizer_files
-from keras_bert.tokenization.pretrained_vocab import (has_pretrained_vocabulary,
+from keras_bert.tokenization.pretrained_vocab import (SENTENCE_CONFIG_NAME,
+                                                      has_pretrained_vocabulary,
                                                       read_pretrained_vocabulary)
 
 logger = logging.getLogger(__name__)
@@ -39,7 +40,6 @@ SAFETENSORS_NAME = "model.safetensors"
 MODULES_NAME = "modules.json"  # sentence-transformers
 POOLING_DIR = "1_Pooling"
 NORMALIZE_DIR = "2_Normalize"
-SENTENCE_CONFIG_NAME = "sentence_bert_config.json"
 # Every weight file a folder may hold, in order of preference: PyTorch's, then TensorFlow's.
 WEIGHT_FILES: tuple[str, ...] = (*hf_weights.WEIGHT_FILES, *TF_WEIGHT_FILES)
 

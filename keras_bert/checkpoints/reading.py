@@ -32,6 +32,7 @@ from keras_bert.checkpoints.names import (WeightName, is_ignored_google_name, is
 from keras_bert.config import BertConfig
 from keras_bert.fileio import join
 from keras_bert.tokenization.pretrained_vocab import (has_pretrained_vocabulary,
+                                                      pretrained_seq_length,
                                                       read_pretrained_vocabulary)
 
 logger = logging.getLogger(__name__)
@@ -60,6 +61,8 @@ class Checkpoint:
         vocabulary: its tokens, id 0 first, or None when it has none.
         lower_case: the vocabulary's casing, or None when unknown.
         model: for the ``keras`` format, the saved Keras model itself.
+        seq_length: the packed length the checkpoint's author meant it to be read at (a
+            sentence-transformers folder's ``max_seq_length``), or None.
     """
     path: str
     format: str
@@ -70,6 +73,7 @@ class Checkpoint:
     vocabulary: list[str] | None = None
     lower_case: bool | None = None
     model: keras.Model | None = None
+    seq_length: int | None = None
 
     def key(self, weight: WeightName) -> str | None:
         """The name of ``weight`` in this checkpoint's naming."""
@@ -139,7 +143,8 @@ def read_checkpoint(path: fileio.PathLike, fmt: str | None = None) -> Checkpoint
                           preset.vocabulary, preset.lower_case)
     config, values, head, tokens, lower_case = huggingface.read_hf_directory(path)
     values = {normalize_hf_key(key): value for key, value in values.items()}
-    return Checkpoint(path, "hf", config, values, "hf", head, tokens, lower_case)
+    return Checkpoint(path, "hf", config, values, "hf", head, tokens, lower_case,
+                      seq_length=pretrained_seq_length(path))
 
 
 def _vocabulary(directory: str) -> tuple[list[str] | None, bool | None]:

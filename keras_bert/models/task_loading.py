@@ -62,9 +62,8 @@ def load_task_model(cls, path: fileio.PathLike, asked: dict[str, Any], dtype=Non
                              f"head to take it from)")
     encoder = (encoder_of_saved(checkpoint, dtype) if saved is not None
                else BertEncoder.from_bert_config(checkpoint.config, dtype=dtype))
-    positions = encoder.bert_config.max_position_embeddings
     preprocessor = _preprocessor(cls, checkpoint, getattr(saved, "preprocessor", None),
-                                 asked.get("seq_length") or min(cls.default_seq_length, positions),
+                                 default_seq_length(cls, checkpoint, asked.get("seq_length")),
                                  asked.get("lower_case"))
     model = cls(encoder, preprocessor=preprocessor, **arguments)
     if saved is None:
@@ -83,6 +82,21 @@ def load_task_model(cls, path: fileio.PathLike, asked: dict[str, Any], dtype=Non
                                cls.__name__, ", ".join(unused[:20]) +
                                (" ..." if len(unused) > 20 else ""))
     return model
+
+
+def default_seq_length(cls, checkpoint, asked: int | None) -> int:
+    """The packed length: the one asked for, else the one the checkpoint's author meant
+    (``Checkpoint.seq_length``: a sentence-transformers folder's ``max_seq_length``), else the
+    class's ``default_seq_length``; at most the encoder's positions."""
+    positions = checkpoint.config.max_position_embeddings
+    if asked is not None:
+        return asked
+    if checkpoint.seq_length is not None:
+        logger.info("%s says to read it at %d tokens (sentence-transformers' max_seq_length); "
+                    "seq_length=N asks for another length", checkpoint.path,
+                    checkpoint.seq_length)
+        return min(checkpoint.seq_length, positions)
+    return min(cls.default_seq_length, positions)
 
 
 def given(cls, asked: dict[str, Any]) -> dict[str, Any]:

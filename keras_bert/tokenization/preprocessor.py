@@ -16,7 +16,8 @@ import tensorflow as tf
 
 from keras_bert.tokenization import vocab as vocab_lib
 from keras_bert.tokenization.packer_layer import BertPackerLayer
-from keras_bert.tokenization.pretrained_vocab import read_pretrained_vocabulary
+from keras_bert.tokenization.pretrained_vocab import (pretrained_seq_length,
+                                                      read_pretrained_vocabulary)
 from keras_bert.tokenization.tokenizer_layer import BertTokenizerLayer, as_string_tensor
 
 
@@ -95,18 +96,21 @@ class BertPreprocessor(keras.layers.Layer):
         self._pack_with(ids)
 
     @classmethod
-    def from_pretrained(cls, path: str, lower_case: bool | None = None, seq_length: int = 128,
-                        **kwargs) -> "BertPreprocessor":
+    def from_pretrained(cls, path: str, lower_case: bool | None = None,
+                        seq_length: int | None = None, **kwargs) -> "BertPreprocessor":
         """Builds the preprocessor of a Google or Hugging Face checkpoint directory.
 
         Args:
             path: the directory (with vocab.txt, or the tokenizer.json transformers saves), or
                 a vocab file.
             lower_case: overrides the casing read from the directory.
-            seq_length: the packed length.
+            seq_length: the packed length (None: the one the folder's author meant, a
+                sentence-transformers folder's ``max_seq_length``, else 128).
             **kwargs: passed to the constructor.
         """
         tokens, found_lower_case = read_pretrained_vocabulary(path)
+        if seq_length is None:
+            seq_length = pretrained_seq_length(path) or 128
         return cls(lower_case=found_lower_case if lower_case is None else lower_case,
                    seq_length=seq_length, vocabulary=tokens, **kwargs)
 

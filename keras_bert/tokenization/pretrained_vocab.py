@@ -107,3 +107,28 @@ def _stated(config_path: str) -> bool | None:
         except (ValueError, AttributeError):
             return None
     return value if isinstance(value, bool) else None
+
+
+SENTENCE_CONFIG_NAME = "sentence_bert_config.json"  # sentence-transformers' settings
+
+
+def pretrained_seq_length(path: fileio.PathLike) -> int | None:
+    """The packed length a checkpoint folder's author meant it to be read at: a
+    sentence-transformers folder's ``max_seq_length`` (``sentence_bert_config.json``); None
+    where the folder says none (``tokenizer_config.json``'s ``model_max_length`` is the longest
+    input the model takes, usually its 512 positions, not a length it was trained at)."""
+    path = os.fspath(path)
+    config_path = join(path, SENTENCE_CONFIG_NAME)
+    if not fileio.isdir(path) or not fileio.exists(config_path):
+        return None
+    with fileio.open_file(config_path) as f:
+        try:
+            length = json.load(f).get("max_seq_length")
+        except ValueError as e:
+            raise ValueError(f"{config_path!r} is not valid JSON: {e}") from None
+    if length is None:
+        return None
+    if not isinstance(length, int) or length < 2:
+        raise ValueError(f"{config_path!r}: max_seq_length must be an integer of at least 2, "
+                         f"got {length!r}")
+    return length

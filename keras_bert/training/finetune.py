@@ -40,7 +40,7 @@ from keras_bert.config import FinetuneSettings
 from keras_bert.models.finetuning import FinetuningPlan
 from keras_bert.models.task_pipeline import EpochCounter
 from keras_bert.tasks import get_task
-from keras_bert.tasks.base import CommonOptions, Task
+from keras_bert.tasks.base import CommonOptions, Task, packed_length
 from keras_bert.tasks.reporting import learning_warning
 from keras_bert.training.curves import CURVES_NAME, plot_training_curves
 from keras_bert.training.distribute import get_strategy, worker_role
@@ -194,6 +194,7 @@ def run_finetune(config: FinetuneConfig) -> dict:
     with strategy.scope():
         model = task.build_model(config.init_checkpoint, labels, train, options,
                                  lower_case=config.lower_case)
+    options = dataclasses.replace(options, seq_length=packed_length(model))  # as built
     if dev is not None:
         model.to_arrays(dev)  # bad dev labels fail now, with file and line, not after epoch 1
     # Outside the strategy's scope: the plan's epoch counter is a plain variable tf.data reads.
