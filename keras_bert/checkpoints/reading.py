@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 
@@ -123,6 +124,63 @@ def read_checkpoint(path: fileio.PathLike, fmt: str | None = None) -> Checkpoint
         raise ValueError(f"{path!r} looks like a {detected!r} checkpoint, not {fmt!r}")
     if detected == "keras":
         return _read_keras(path)
+    checkpoint = _read_weights_checkpoint(path, detected)
+    check_config_against_weights(checkpoint)
+    return checkpoint
+
+
+# Where the architecture shows in the weights, per naming: the word and position embeddings
+# ([rows, hidden]), a block's variables (the block number in group 1), and the first block's
+# intermediate kernel, with the axis of its intermediate size.
+_ARCHITECTURE_KEYS = {
+    "hf": ("embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
+           re.compile(r"encoder\.layer\.(\d+)\."), "encoder.layer.0.intermediate.dense.weight",
+           0),
+    "google": ("bert/embeddings/word_embeddings", "bert/embeddings/position_embeddings",
+               re.compile(r"bert/encoder/layer_(\d+)/"),
+               "bert/encoder/layer_0/intermediate/dense/kernel", 1),
+}
+
+
+def check_config_against_weights(checkpoint: Checkpoint) -> None:
+    """CheckpointMismatchError (a ValueError), in one line naming the checkpoint, when its config disagrees with its
+    weights' names and shapes (the number of blocks, the hidden, intermediate, vocabulary and
+    position sizes) or its vocabulary has more tokens than the embeddings have rows: checked
+    before any model is built, so an impossible config fails at once instead of building."""
+    config, values = checkpoint.config, checkpoint.values
+    words, positions, block, intermediate, axis = _ARCHITECTURE_KEYS[checkpoint.naming]
+
+    def shape(key: str) -> tuple[int, ...] | None:
+        if key not in values:
+            return None
+        return tuple(values.shape(key)) if hasattr(values, "shape") else np.shape(values[key])
+
+    problems = []
+    blocks = {int(match.group(1)) for key in values if (match := block.match(key))}
+    if blocks and len(blocks) != config.num_hidden_layers:
+        problems.append(f"num_hidden_layers is {config.num_hidden_layers} but the weights hold "
+                        f"{len(blocks)} blocks")
+    for key, size, name in ((words, config.vocab_size, "vocab_size"),
+                            (positions, config.max_position_embeddings,
+                             "max_position_embeddings")):
+        found = shape(key)
+        if found is not None and found != (size, config.hidden_size):
+            problems.append(f"{name} x hidden_size is {size} x {config.hidden_size} but "
+                            f"{key} is {found[0]} x {found[-1]}")
+    found = shape(intermediate)
+    if found is not None and found[axis] != config.intermediate_size:
+        problems.append(f"intermediate_size is {config.intermediate_size} but {intermediate} "
+                        f"has {found[axis]}")
+    if checkpoint.vocabulary is not None and len(checkpoint.vocabulary) > config.vocab_size:
+        problems.append(f"the vocabulary has {len(checkpoint.vocabulary)} tokens but vocab_size "
+                        f"is {config.vocab_size}")
+    if problems:
+        raise CheckpointMismatchError(f"{checkpoint.path!r}: its config does not fit its "
+                                      f"weights: {'; '.join(problems)}")
+
+
+def _read_weights_checkpoint(path: str, detected: str) -> Checkpoint:
+    """A checkpoint of weights by name (every format but ours)."""
     if detected == "google":
         config, values, _ = google.read_google_checkpoint(path)
         directory = path if fileio.isdir(path) else os.path.dirname(path)

@@ -132,9 +132,9 @@ def test_shape_mismatch_names_variable_and_both_shapes(tiny_config, tmp_path):
     json.dump(config, open(tmp_path / "g" / "bert_config.json", "w"))
     with pytest.raises(CheckpointMismatchError) as error:
         BertEncoder.from_pretrained(str(tmp_path / "g"))
-    message = str(error.value)
-    assert "bert/encoder/layer_0/intermediate/dense/kernel" in message
-    assert "(64, 128)" in message and "(64, 96)" in message
+    message = str(error.value)  # before anything is built: the config against the weights
+    assert ("intermediate_size is 96 but bert/encoder/layer_0/intermediate/dense/kernel has "
+            "128") in message
 
 
 def test_missing_variables_are_listed_and_nothing_is_written(tiny_config, tmp_path):
@@ -142,8 +142,8 @@ def test_missing_variables_are_listed_and_nothing_is_written(tiny_config, tmp_pa
     config = json.load(open(tmp_path / "g" / "bert_config.json"))
     config["num_hidden_layers"] = 3
     json.dump(config, open(tmp_path / "g" / "bert_config.json", "w"))
-    with pytest.raises(CheckpointMismatchError, match=r"missing: bert/encoder/layer_2/.*"
-                                                      r"bert/encoder/layer_2/output/dense/kernel"):
+    with pytest.raises(CheckpointMismatchError,
+                       match="num_hidden_layers is 3 but the weights hold 2 blocks"):
         convert(str(tmp_path / "g"), str(tmp_path / "out"), "hf")
     assert not (tmp_path / "out").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["g"], "no scratch directory left behind"
