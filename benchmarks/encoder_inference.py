@@ -3,7 +3,7 @@
 Measures sequences/second of a forward pass (BERT-base, batch 32, seq 128 by default) on
 2 intra-op threads and 1 inter-op thread, for:
 
-  ours-fp32   keras_bert.BertEncoder.from_preset(...), float32
+  ours-fp32   keras_bert.BertEncoder.from_architecture(...), float32
   ours-bf16   the same with dtype="mixed_bfloat16"
   keras-hub   keras_hub.models.BertBackbone, float32 (its own venv, TF backend)
   torch       transformers.BertModel, float32, eager under torch.inference_mode()
@@ -128,7 +128,7 @@ def _ours(workload: Workload, inputs: dict[str, Any], dtype: str) -> tuple[dict,
     if actual != expected:
         raise ValueError(f"preset {workload.preset!r} is {actual}, the workload says {expected}")
     policy = None if dtype == "float32" else dtype
-    model = BertEncoder.from_preset(workload.preset, random_weights=True, dtype=policy)
+    model = BertEncoder.from_architecture(workload.preset, dtype=policy)
     info = {"keras": keras.__version__, "dtype_policy": model.dtype_policy.name,
             "parameters": model.count_params()}
     return _keras_callables(model, inputs), info

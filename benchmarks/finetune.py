@@ -95,7 +95,7 @@ def _ours(preset: str, vocab: str, dtype: str, bucket_lengths):
 
     from keras_bert import BertClassifier, BertEncoder, BertPreprocessor
     keras.utils.set_random_seed(0)
-    model = BertClassifier(BertEncoder.from_preset(preset, random_weights=True, dtype=dtype),
+    model = BertClassifier(BertEncoder.from_architecture(preset, dtype=dtype),
                            num_classes=2, preprocessor=BertPreprocessor(
                                vocab, lower_case=True, seq_length=SEQ_LENGTH))
     model.compile()

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> None:
     texts = real_sentences(CORPUS, args.texts)
     labels = np.array([label_of(t) for t in texts], "int32")
     keras.utils.set_random_seed(0)
-    model = BertClassifier(BertEncoder.from_preset(args.preset, random_weights=True), 2,
+    model = BertClassifier(BertEncoder.from_architecture(args.preset), 2,
                            preprocessor=BertPreprocessor(vocab, lower_case=True,
                                                          seq_length=SEQ_LENGTH))
     model.compile()

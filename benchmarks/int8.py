@@ -100,7 +100,7 @@ class OursWorker:
         from keras_bert import BertClassifier, BertEncoder, BertPreprocessor
         from keras_bert.export import export_model
         keras.utils.set_random_seed(0)
-        encoder = BertEncoder.from_preset("bert_base_uncased", random_weights=True)
+        encoder = BertEncoder.from_architecture("bert_base_uncased")
         model = BertClassifier(encoder, 3,
                                preprocessor=BertPreprocessor(vocab, True, SEQ_LENGTH))
         calibration = None

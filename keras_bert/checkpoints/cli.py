@@ -60,7 +60,7 @@ def describe(path: str) -> dict:
 
     if path in BertConfig.presets():
         from keras_bert.models import BertEncoder
-        model = BertEncoder.from_preset(path, random_weights=True)
+        model = BertEncoder.from_architecture(path)
         variables = [(w.path, tuple(w.shape)) for w in model.weights]
         return {"format": "preset", "config": BertConfig.preset(path).to_google_dict(),
                 "head": None, "parameters": int(model.count_params()),

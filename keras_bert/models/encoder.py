@@ -164,23 +164,17 @@ class BertEncoder(SavesWhole, keras.Model):
         return cls(**config.to_dict(), **kwargs)
 
     @classmethod
-    def from_preset(cls, preset: str, *, random_weights: bool = False,
-                    **kwargs) -> "BertEncoder":
-        """An encoder of a named architecture (``BertConfig.presets()``, e.g.
-        "bert_base_uncased"): keras-bert downloads nothing, so its weights are random, with a
-        warning unless ``random_weights=True`` says that is what you want. Weights load with
-        ``from_pretrained``."""
-        if preset not in BertConfig.presets():
-            raise ValueError(f"{preset!r} is not a named architecture "
+    def from_architecture(cls, name: str, **kwargs) -> "BertEncoder":
+        """A new encoder of a named architecture (``BertConfig.presets()``, e.g.
+        "bert_base_uncased" or "L-4_H-256_A-4"), with random weights, as for pretraining from
+        scratch: keras-bert downloads nothing. Pretrained weights load with
+        ``from_pretrained(<checkpoint directory>)``. Keyword arguments (e.g. ``dtype``) go to
+        the constructor."""
+        if name not in BertConfig.presets():
+            raise ValueError(f"{name!r} is not a named architecture "
                              f"({', '.join(BertConfig.presets())}); load a checkpoint "
-                             f"directory with BertEncoder.from_pretrained({preset!r})")
-        if not random_weights:
-            logger.warning(
-                "BertEncoder.from_preset(%r): a named architecture, so the weights are RANDOM "
-                "(keras-bert downloads nothing). Load weights with from_pretrained(<a Google, "
-                "Hugging Face, keras-hub or keras-bert checkpoint directory>); pass "
-                "random_weights=True to say random weights are intended.", preset)
-        return cls.from_bert_config(BertConfig.preset(preset), **kwargs)
+                             f"directory with BertEncoder.from_pretrained({name!r})")
+        return cls.from_bert_config(BertConfig.preset(name), **kwargs)
 
     @classmethod
     def from_pretrained(cls, path: fileio.PathLike, **kwargs) -> "BertEncoder":

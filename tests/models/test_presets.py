@@ -1,7 +1,6 @@
-"""Presets: a directory with weights loads them; a named architecture gives random weights only
-when asked (else a warning that says so); every model saves as a preset and loads back whole."""
+"""Presets: a directory with weights loads them; a named architecture is a new encoder
+(``from_architecture``, random weights); every model saves as a preset and loads back whole."""
 
-import logging
 import os
 
 import numpy as np
@@ -17,22 +16,14 @@ def tiny():
                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=32)
 
 
-def test_a_named_architecture_warns_unless_random_weights_are_asked_for(caplog):
-    with caplog.at_level(logging.WARNING, logger="keras_bert.models.encoder"):
-        encoder = BertEncoder.from_preset("L-2_H-128_A-2")
-    assert "weights are RANDOM" in caplog.text and "random_weights=True" in caplog.text
-    caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="keras_bert.models.encoder"):
-        BertEncoder.from_preset("L-2_H-128_A-2", random_weights=True)
-    assert caplog.text == ""
-    assert encoder.bert_config.hidden_size == 128
-
-
-def test_from_preset_takes_named_architectures_and_points_directories_to_from_pretrained(
+def test_a_named_architecture_is_a_new_encoder_and_a_directory_is_pointed_to_from_pretrained(
         minilm_dir):
+    encoder = BertEncoder.from_architecture("L-2_H-128_A-2")
+    assert encoder.bert_config.hidden_size == 128 and encoder.bert_config.num_hidden_layers == 2
     with pytest.raises(ValueError, match=r"not a named architecture .*load a checkpoint "
                                          r"directory with BertEncoder.from_pretrained"):
-        BertEncoder.from_preset(minilm_dir)
+        BertEncoder.from_architecture(minilm_dir)
+    assert not hasattr(BertEncoder, "from_preset")  # a name that promised weights it never had
 
 
 def test_every_model_saves_to_a_preset_and_loads_back_whole(minilm_dir, tmp_path):

@@ -1,5 +1,5 @@
 """Presets of quantized models: an encoder or task model after ``quantize("int8")`` saves as a
-preset (the same files as a float32 one) and loads back quantized through ``from_preset``,
+preset (the same files as a float32 one) and loads back quantized through
 ``from_pretrained``, ``load_model`` and ``keras-bert export --tf_hub``, on the int8 path with
 the same outputs; Google and Hugging Face checkpoints, which hold float32 weights, refuse it
 before writing anything."""
