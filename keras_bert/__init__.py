@@ -68,6 +68,7 @@ _EXPORTS = {
     "DistillationSettings": "keras_bert.config",
     "FinetuneSettings": "keras_bert.config",
     "save_checkpoint": "keras_bert.checkpoints.saving",
+    "start_tensorflow_quietly": "keras_bert.tf_startup",
     **_task_exports(),
 }
 __all__ = sorted(_EXPORTS)

@@ -17,9 +17,9 @@ import importlib
 import logging
 import os
 import sys
-import tempfile
 import warnings
 
+from keras_bert import tf_startup
 from keras_bert.fileio import OutputExistsError
 
 
@@ -92,26 +92,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-@contextlib.contextmanager
-def _stderr_captured():
-    """Sends file descriptor 2 (where C++ libraries write) to a temporary file for the block;
-    if the block raises, what was captured is written out before the error propagates."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as captured:
-        os.dup2(captured.fileno(), 2)
-        try:
-            yield
-        except BaseException:
-            os.dup2(saved, 2)
-            captured.seek(0)
-            sys.stderr.write(captured.read().decode("utf-8", "replace"))
-            raise
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-
-
 def quiet_tensorflow() -> None:
     """Before TensorFlow loads: its C++ logs at ERROR only (TF_CPP_MIN_LOG_LEVEL=2, unless the
     user set it), its and absl's Python loggers at ERROR, and no Python warnings from
@@ -123,13 +103,10 @@ def quiet_tensorflow() -> None:
 
 
 def start_tensorflow_quietly() -> None:
-    """Imports TensorFlow and initialises its devices without the start-up lines it writes from
-    C++ before its log level applies (the oneDNN notice, CUDA stub and CPU-feature lines, and
-    the cuInit error on machines without a GPU), and leaves its Python logs to the root
-    logger's handler, each line printed once."""
-    with _stderr_captured():
-        import tensorflow as tf
-        tf.config.list_physical_devices()
+    """``tf_startup.start_tensorflow_quietly`` (TensorFlow imported and its devices listed
+    without its C++ start-up lines), then TensorFlow's Python logs left to the root logger's
+    handler, each line printed once."""
+    tf_startup.start_tensorflow_quietly()
     tf_logger = logging.getLogger("tensorflow")
     for handler in list(tf_logger.handlers):  # TF's own handler duplicates the root's lines
         tf_logger.removeHandler(handler)
@@ -157,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     if command == SERVE:
         return _serve(argv[1:], verbose)
     # A command module that loads TensorFlow as it is imported writes its start-up lines here.
-    with contextlib.nullcontext() if verbose else _stderr_captured():
+    with contextlib.nullcontext() if verbose else tf_startup.stderr_captured():
         parser = build_parser(command)
     args = parser.parse_args(argv)  # --help and flag errors exit here, before TensorFlow loads
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,

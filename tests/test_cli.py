@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from keras_bert import cli
+from keras_bert import cli, tf_startup
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KERAS_BERT = [sys.executable, "-m", "keras_bert.cli"]
@@ -239,9 +239,9 @@ def test_a_failing_tensorflow_start_up_still_shows_what_it_wrote(capfd):
         raise ImportError("tensorflow is broken")
 
     with pytest.raises(ImportError):
-        with cli._stderr_captured():
+        with tf_startup.stderr_captured():
             broken()
     assert "native library said why" in capfd.readouterr().err
-    with cli._stderr_captured():
+    with tf_startup.stderr_captured():
         os.write(2, b"hidden\n")
     assert "hidden" not in capfd.readouterr().err

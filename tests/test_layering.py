@@ -12,7 +12,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "keras_bert"
 
 # Lowest first. A module is placed by its longest matching prefix.
 LAYERS = [
-    ("keras_bert.errors", "keras_bert.fileio", "keras_bert.config", "keras_bert.lazy"),
+    ("keras_bert.errors", "keras_bert.fileio", "keras_bert.config", "keras_bert.lazy",
+     "keras_bert.tf_startup"),
     ("keras_bert.tokenization",),
     ("keras_bert.pretraining_data",),
     ("keras_bert.tf_internals", "keras_bert.layers", "keras_bert.optimization"),

