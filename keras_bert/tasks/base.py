@@ -28,8 +28,8 @@ class CommonOptions:
     Args:
         labels: label names in output order (None: the task's own, such as the training file's,
             sorted); tasks without labels ignore them.
-        seq_length: the packed length (None: the checkpoint's own, else the model class's default;
-            the task's `default_seq_length` says which in `--help`).
+        seq_length: the packed length (None: the task's ``default_seq_length``; a fine-tuning
+            run takes the length a sentence-transformers checkpoint states first).
     """
     labels: Sequence[str] | None = None
     seq_length: int | None = None
@@ -88,9 +88,9 @@ class Task:
 
     def resolve_options(self, options: CommonOptions, example_lists: Sequence[Sequence]
                         ) -> CommonOptions:
-        """The options with the task's defaults filled in, once the data is read (a
-        ``seq_length`` left None is the model's to choose: the checkpoint's own length, else
-        its class's default)."""
+        """The options with the task's defaults filled in, once the data is read."""
+        if options.seq_length is None:
+            options = dataclasses.replace(options, seq_length=self.default_seq_length)
         return options
 
     def label_names(self, train_examples: Sequence, options: CommonOptions) -> list[str] | None:

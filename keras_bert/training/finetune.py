@@ -40,7 +40,8 @@ from keras_bert.config import FinetuneSettings
 from keras_bert.models.finetuning import FinetuningPlan
 from keras_bert.models.task_pipeline import EpochCounter
 from keras_bert.tasks import get_task
-from keras_bert.tasks.base import CommonOptions, Task, packed_length
+from keras_bert.tasks.base import CommonOptions, Task
+from keras_bert.tokenization.pretrained_vocab import pretrained_seq_length
 from keras_bert.tasks.reporting import learning_warning
 from keras_bert.training.curves import CURVES_NAME, plot_training_curves
 from keras_bert.training.distribute import get_strategy, worker_role
@@ -180,6 +181,10 @@ def run_finetune(config: FinetuneConfig) -> dict:
     if fileio.exists(results_path) and not config.overwrite:
         return _finished_run(config, results_path)
     options = _task_options(task, config.options)
+    if options.seq_length is None and pretrained_seq_length(config.init_checkpoint):
+        # the length a sentence-transformers checkpoint says it is read at comes first
+        options = dataclasses.replace(options,
+                                      seq_length=pretrained_seq_length(config.init_checkpoint))
     train, dev = task.read_run_files(options, config.train_file, config.dev_file)
     options = task.resolve_options(options, [train, dev or []])
     config = dataclasses.replace(config, options=options)
@@ -194,7 +199,6 @@ def run_finetune(config: FinetuneConfig) -> dict:
     with strategy.scope():
         model = task.build_model(config.init_checkpoint, labels, train, options,
                                  lower_case=config.lower_case)
-    options = dataclasses.replace(options, seq_length=packed_length(model))  # as built
     if dev is not None:
         model.to_arrays(dev)  # bad dev labels fail now, with file and line, not after epoch 1
     # Outside the strategy's scope: the plan's epoch counter is a plain variable tf.data reads.

@@ -53,9 +53,8 @@ def add_parser(subparsers) -> None:
                       help="comma-separated label names, in output order (default: the task's, "
                            "such as the GLUE layout's or the training file's, sorted)")
     data.add_argument("--max_seq_length", dest="seq_length", metavar="MAX_SEQ_LENGTH", type=int,
-                      help=f"packed length (default: the checkpoint's own, such as a "
-                           f"sentence-transformers folder's max_seq_length, else "
-                           f"{_seq_length_defaults()})")
+                      help=f"packed length (default: a sentence-transformers checkpoint's "
+                           f"max_seq_length, else {_seq_length_defaults()})")
     data.add_argument("--bucket_lengths", type=_bucket_lengths,
                       default=FinetuneSettings.bucket_lengths,
                       help="the lengths batches of rows of similar length are padded to: 'auto' "
