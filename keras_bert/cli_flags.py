@@ -58,4 +58,4 @@ def check_inputs_exist(args: argparse.Namespace, *names: str) -> None:
     for name in names:
         value = getattr(args, name, None)
         if value and not is_remote(value) and not os.path.exists(value):
-            raise FileNotFoundError(f"--{name} {value!r}: no such file or directory")
+            raise FileNotFoundError(f"--{name} {value!r} does not exist")
