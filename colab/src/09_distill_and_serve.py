@@ -13,10 +13,10 @@
 # training reviews keep their labels; the other half stand for a service's unlabelled traffic,
 # which the teacher labels for the students.
 #
-# **Time.** On a Colab GPU about 15 minutes; on a CPU about 2 hours with the full data (the
-# teacher's fine-tuning is most of it). To try it on a CPU in about 5 minutes, shrink it in the
-# parameters cell: `NUM_LABELLED = NUM_UNLABELED = 320`, `NUM_TEST = 500`, `SEQ_LENGTH = 64`,
-# `LEARNING_RATE = 1e-4` (the values CI runs).
+# **Time.** With the full data, hours on a CPU (estimated from benchmarks/README's fine-tuning
+# times; the teacher's fine-tuning is most of it); not measured on a GPU. To try it on a CPU in
+# a few minutes, shrink it in the parameters cell: `NUM_LABELLED = NUM_UNLABELED = 320`,
+# `NUM_TEST = 500`, `SEQ_LENGTH = 64`, `LEARNING_RATE = 1e-4` (the values CI runs).
 
 # %%
 # Install keras-bert (on Colab only; locally, install the repo with pip install -e .).
