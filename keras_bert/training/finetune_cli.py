@@ -130,9 +130,9 @@ def _options_from_flags(task: Task, args: argparse.Namespace) -> CommonOptions:
 def check_finetune_inputs(args: argparse.Namespace) -> None:
     """Before TensorFlow loads: the paths exist, and the training and dev files hold examples
     in the task's format with the columns asked for (DataError naming the file)."""
-    check_inputs_exist(args, "init_checkpoint", "train_file", "dev_file")
     task = get_task(args.task)
-    options = _options_from_flags(task, args)
+    options = _options_from_flags(task, args)  # a flag of another task first: it is no path
+    check_inputs_exist(args, "init_checkpoint", "train_file", "dev_file")
     train, _ = task.read_run_files(options, args.train_file, args.dev_file)
     task.label_names(train, options)
 
