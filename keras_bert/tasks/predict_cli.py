@@ -94,8 +94,9 @@ def _check_predict_inputs(args: argparse.Namespace) -> None:
                        if getattr(args, name) is not None]
         if served_only:
             raise ValueError(f"{', '.join(served_only)} apply to a served model (--server)")
-    elif not args.texts:
-        raise ValueError("a served model is asked about TEXTs given on the command line")
+    elif not args.texts or args.input_file:
+        raise ValueError("a served model (--server) is asked about TEXTs given on the command "
+                         "line, not --input_file")
 
 
 def model_task(model) -> Task:
