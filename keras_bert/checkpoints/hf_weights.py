@@ -28,7 +28,7 @@ import pickle
 import struct
 import zipfile
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -89,7 +89,7 @@ def read_hf_weights(directory: fileio.PathLike) -> dict[str, np.ndarray]:
         if fileio.exists(path):
             logger.info("reading Hugging Face weights from %s", path)
             if name.endswith(".index.json"):
-                return _read_sharded(directory, path)
+                return read_sharded(directory, path)
             return _read_weight_file(path)
     raise FileNotFoundError(f"{fileio.local_path(directory)!r} has no Hugging Face weights: "
                             f"expected one of {', '.join(WEIGHT_FILES)}")
@@ -102,8 +102,14 @@ def _read_weight_file(path: str) -> dict[str, np.ndarray]:
         else _parse_pytorch_zip(data, path)
 
 
-def _read_sharded(directory: fileio.PathLike, index_path: str) -> dict[str, np.ndarray]:
-    """The union of the shards an index's ``weight_map`` names; each key must be in its shard."""
+def read_sharded(directory: fileio.PathLike, index_path: str,
+                 read_shard: Callable[[str], dict[str, np.ndarray]] | None = None,
+                 stored_name: Callable[[str], str] = lambda key: key) -> dict[str, np.ndarray]:
+    """The union of the shards an index's ``weight_map`` names (the index format of
+    transformers' sharded safetensors, pytorch_model.bin and tf_model.h5 files alike); each
+    shard, read by ``read_shard``, must hold the keys the index gives it, as ``stored_name``
+    spells them in the shard."""
+    read_shard = read_shard or _read_weight_file
     with fileio.open_file(index_path, "rb") as f:
         try:
             weight_map = json.loads(f.read())["weight_map"]
@@ -122,8 +128,8 @@ def _read_sharded(directory: fileio.PathLike, index_path: str) -> dict[str, np.n
             raise FileNotFoundError(f"{index_path!r} names the shard {shard!r}, which is not in "
                                     f"{fileio.local_path(directory)!r}; copy the folder again "
                                     f"with every shard")
-        shard_values = _read_weight_file(shard_path)
-        expected = sorted(k for k, v in weight_map.items() if v == shard)
+        shard_values = read_shard(shard_path)
+        expected = sorted(stored_name(k) for k, v in weight_map.items() if v == shard)
         missing = [k for k in expected if k not in shard_values]
         if missing:
             raise ValueError(f"{index_path!r} says {shard!r} holds {missing[:5]}, but it does "

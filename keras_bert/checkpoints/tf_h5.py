@@ -30,7 +30,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 
@@ -38,6 +37,7 @@ import h5py
 import numpy as np
 
 from keras_bert import fileio
+from keras_bert.checkpoints.hf_weights import read_sharded
 from keras_bert.fileio import join
 
 logger = logging.getLogger(__name__)
@@ -103,7 +103,8 @@ def read_tf_weights(directory: fileio.PathLike) -> dict[str, np.ndarray]:
         if fileio.exists(path):
             logger.info("reading transformers' TensorFlow weights from %s", path)
             if name == TF_WEIGHTS_INDEX_NAME:
-                stored = _read_sharded(directory, path)
+                stored = read_sharded(directory, path, lambda shard: _read_h5(shard, sharded=True),
+                                      _strip_model_name)
             else:
                 stored = _read_h5(path, sharded=False)
             return _to_hf(stored, path)
@@ -132,40 +133,6 @@ def _strip_model_name(name: str) -> str:
     """A weight's name without the model's (transformers' ``strip_model_name_and_prefix``)."""
     parts = name.split("/")
     return "/".join(parts[1:]) if "model." not in name and len(parts) > 1 else name
-
-
-def _read_sharded(directory: fileio.PathLike, index_path: str) -> dict[str, np.ndarray]:
-    """The union of the shards the index's ``weight_map`` names; each shard holds its names."""
-    with fileio.open_file(index_path, "rb") as f:
-        try:
-            weight_map = json.loads(f.read())["weight_map"]
-        except (ValueError, KeyError, TypeError) as error:
-            raise ValueError(f"{index_path!r} is not a shard index (a JSON object with a "
-                             f"'weight_map' of weight name -> shard file): {error!r}") from None
-    if not isinstance(weight_map, dict) or not all(
-            isinstance(v, str) and v and "/" not in v and "\\" not in v and v not in (".", "..")
-            for v in weight_map.values()):
-        raise ValueError(f"{index_path!r}: 'weight_map' must map each weight name to the name "
-                         f"of a shard file in the same folder")
-    values: dict[str, np.ndarray] = {}
-    for shard in sorted(set(weight_map.values())):
-        shard_path = join(directory, shard)
-        if not fileio.exists(shard_path):
-            raise FileNotFoundError(f"{index_path!r} names the shard {shard!r}, which is not in "
-                                    f"{fileio.local_path(directory)!r}; copy the folder again "
-                                    f"with every shard")
-        shard_values = _read_h5(shard_path, sharded=True)
-        expected = sorted(_strip_model_name(k) for k, v in weight_map.items() if v == shard)
-        missing = [k for k in expected if k not in shard_values]
-        if missing:
-            raise ValueError(f"{index_path!r} says {shard!r} holds {missing[:5]}, but it does "
-                             f"not ({len(missing)} weights missing)")
-        repeated = sorted(set(shard_values) & set(values))
-        if repeated:
-            raise ValueError(f"{shard_path!r} repeats {repeated[:5]}, already read from another "
-                             f"shard of {index_path!r}")
-        values.update(shard_values)
-    return values
 
 
 def _read_h5(path: str, sharded: bool) -> dict[str, np.ndarray]:
