@@ -27,7 +27,8 @@ import numpy as np
 from keras_bert import fileio
 from keras_bert.config import DEFAULT_LAYER_NORM_EPS, BertConfig, _read_json
 from keras_bert.fileio import join
-from keras_bert.tokenization.vocab import load_vocab
+from keras_bert.tokenization.pretrained_vocab import (KERAS_HUB_VOCABULARY_NAME,
+                                                      read_keras_hub_tokenizer)
 
 logger = logging.getLogger(__name__)
 
@@ -35,18 +36,12 @@ CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.weights.h5"
 TASK_NAME = "task.json"
 TASK_WEIGHTS_NAME = "task.weights.h5"
-TOKENIZER_NAME = "tokenizer.json"
-VOCABULARY_NAME = "assets/tokenizer/vocabulary.txt"
 BACKBONE_CLASS = "BertBackbone"
 TASK_CLASSES = ("BertTextClassifier",)
-TOKENIZER_CLASS = "BertTokenizer"
 # What keras-hub's BertBackbone hard-codes (keras_hub/src/models/bert/bert_backbone.py).
 KERAS_HUB_ACTIVATION = "gelu"  # keras_hub.src.utils.keras_utils.gelu_approximate: the tanh form
 KERAS_HUB_INITIALIZER_STDDEV = 0.02
 FLOAT_POLICIES = ("float32", "float16", "bfloat16", "mixed_float16", "mixed_bfloat16")
-# Tokenizer settings our BertTokenizer (Google's FullTokenizer) has no way to follow.
-FIXED_TOKENIZER_SETTINGS = {"split": True, "suffix_indicator": "##", "oov_token": "[UNK]",
-                            "split_on_cjk": True}
 
 
 @dataclasses.dataclass
@@ -166,25 +161,12 @@ def _bert_config(backbone: dict[str, Any], where: str) -> BertConfig:
 
 
 def _read_tokenizer(path: str, config: BertConfig) -> tuple[list[str], bool, bool]:
-    """(vocabulary, lowercase, strip_accents) of the preset's BertTokenizer."""
-    tokenizer_path = join(path, TOKENIZER_NAME)
-    settings = _keras_config(tokenizer_path, TOKENIZER_CLASS)["config"]
-    for name, value in FIXED_TOKENIZER_SETTINGS.items():
-        if settings.get(name, value) != value:
-            raise ValueError(f"{tokenizer_path}: config.{name} is {settings[name]!r}; keras-bert's "
-                             f"tokenizer (Google's WordPiece) works only with {name}={value!r}")
-    vocabulary_path = join(path, VOCABULARY_NAME)
-    vocabulary = list(load_vocab(vocabulary_path))  # checked: no empty or repeated token
+    """(vocabulary, lowercase, strip_accents) of the preset's BertTokenizer, its size checked
+    against the backbone's."""
+    vocabulary, lower_case, strip_accents = read_keras_hub_tokenizer(path)
     if len(vocabulary) != config.vocab_size:
-        raise ValueError(f"{vocabulary_path} has {len(vocabulary)} tokens but {CONFIG_NAME} says "
-                         f"vocabulary_size={config.vocab_size}")
-    lower_case = bool(settings.get("lowercase", False))
-    strip_accents = bool(settings.get("strip_accents", False))
-    if lower_case and not strip_accents:
-        logger.warning(
-            "%s: lowercase=True with strip_accents=False: keras-hub keeps accents where Google's "
-            "uncased tokenizer (keras-bert's) strips them, so texts with accents get other ids",
-            tokenizer_path)
+        raise ValueError(f"{join(path, KERAS_HUB_VOCABULARY_NAME)} has {len(vocabulary)} tokens "
+                         f"but {CONFIG_NAME} says vocabulary_size={config.vocab_size}")
     return vocabulary, lower_case, strip_accents
 
 

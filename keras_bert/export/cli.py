@@ -88,7 +88,8 @@ def run_export(args: argparse.Namespace) -> int:
         from keras_bert.export.int8 import check_calibration_texts, read_calibration_file
         calibration_texts = check_calibration_texts(read_calibration_file(args.calibration_file),
                                                     args.calibration_file)
-    model = model_of_checkpoint(args.checkpoint)
+    checkpoint = read_checkpoint(args.checkpoint)  # read once: the model and its vocabulary
+    model = model_of_checkpoint(checkpoint)
     if isinstance(model, BertPretrainer) and not args.tf_hub:
         logger.info("%s has pretraining heads; exporting its encoder", args.checkpoint)
         model = model.encoder
@@ -101,13 +102,10 @@ def run_export(args: argparse.Namespace) -> int:
     lower_case = args.do_lower_case
     preprocessor = None
     if vocab is None and getattr(model, "preprocessor", None) is None:
-        checkpoint = read_checkpoint(args.checkpoint)
         if checkpoint.vocabulary is None:
             raise FileNotFoundError(f"no vocabulary (vocab.txt or tokenizer.json) in "
                                     f"{args.checkpoint!r}; pass --vocab")
-        preprocessor = BertPreprocessor(
-            vocabulary=checkpoint.vocabulary, seq_length=args.seq_length or 128,
-            lower_case=checkpoint.lower_case if lower_case is None else lower_case)
+        preprocessor = BertPreprocessor.from_checkpoint(checkpoint, lower_case, args.seq_length)
     if args.tf_hub:
         from keras_bert.export.tf_hub import export_tf_hub
         encoder_dir, preprocess_dir = export_tf_hub(model, preprocessor, args.export_base,

@@ -183,9 +183,16 @@ class BertEncoder(SavesWhole, keras.Model):
         local or gs:// (``keras_bert.checkpoints.reading``). A head it holds is not loaded.
 
         Keyword arguments (e.g. ``dtype``) are passed to the constructor; a saved keras-bert
-        model keeps its own.
+        model keeps its own. ``from_checkpoint(read_checkpoint(path))`` is the same load.
         """
-        checkpoint = read_checkpoint(path)
+        return cls.from_checkpoint(read_checkpoint(path), **kwargs)
+
+    @classmethod
+    def from_checkpoint(cls, checkpoint: Checkpoint, **kwargs) -> "BertEncoder":
+        """The encoder of a checkpoint already read (``checkpoints.reading.read_checkpoint``),
+        built from its config with its weights assigned by name, or the saved model's own
+        encoder; nothing is read again. Keyword arguments as ``from_pretrained``'s."""
+        path = checkpoint.path
         if checkpoint.model is not None:
             return encoder_of_saved(checkpoint, kwargs.get("dtype"))
         encoder = cls.from_bert_config(checkpoint.config, **kwargs)

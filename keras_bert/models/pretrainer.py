@@ -11,7 +11,7 @@ from keras_bert import fileio
 from keras_bert.checkpoints.heads import Head
 from keras_bert.checkpoints.names import (encoder_weight_names, is_pooler, masked_lm_weight_names,
                                           next_sentence_weight_names)
-from keras_bert.checkpoints.reading import assign_weights, read_checkpoint
+from keras_bert.checkpoints.reading import Checkpoint, assign_weights, read_checkpoint
 from keras_bert.layers import MaskedLMHead, NextSentenceHead
 from keras_bert.layers.shapes import TOKEN_IDS, check_input_ranks
 from keras_bert.models.encoder import BertEncoder, SavesWhole, encoder_of_saved
@@ -88,8 +88,15 @@ class BertPretrainer(SavesWhole, keras.Model):
         Heads the checkpoint lacks (a ``BertModel`` without ``cls.*``; the next-sentence head
         of a masked-LM-only model) keep their fresh initialisation, and a warning names them.
         Keyword arguments (e.g. ``dtype``) go to the encoder's constructor.
+        ``from_checkpoint(read_checkpoint(path))`` is the same load.
         """
-        checkpoint = read_checkpoint(path)
+        return cls.from_checkpoint(read_checkpoint(path), **kwargs)
+
+    @classmethod
+    def from_checkpoint(cls, checkpoint: Checkpoint, **kwargs) -> "BertPretrainer":
+        """The pretrainer of a checkpoint already read (``checkpoints.reading
+        .read_checkpoint``); nothing is read again. Keyword arguments as ``from_pretrained``'s."""
+        path = checkpoint.path
         if isinstance(checkpoint.model, BertPretrainer):
             return checkpoint.model
         if checkpoint.model is not None:

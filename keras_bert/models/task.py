@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from keras_bert import fileio
 from keras_bert.checkpoints.heads import Head
+from keras_bert.checkpoints.reading import Checkpoint, read_checkpoint
 from keras_bert.models.encoder import SavesWhole, quantization_passes
 from keras_bert.config import FinetuneSettings
 from keras_bert.models.finetuning import FinetuningPlan, split_validation
@@ -133,21 +134,29 @@ class BertTask(SavesWhole, keras.Model):
             seq_length: the preprocessor's packed length (None: ``default_seq_length``).
             lower_case: overrides the checkpoint's casing (None: read from the checkpoint).
             dtype: the encoder's dtype policy when it is built from a checkpoint.
+
+        ``from_checkpoint(read_checkpoint(path), ...)`` is the same load.
         """
+        return cls.from_checkpoint(read_checkpoint(path), *args, **kwargs)
+
+    @classmethod
+    def from_checkpoint(cls, checkpoint: Checkpoint, *args, **kwargs) -> Self:
+        """The task model of a checkpoint already read (``checkpoints.reading
+        .read_checkpoint``); nothing is read again. Arguments as ``from_pretrained``'s."""
         positional = (*cls.head_arguments, "seq_length")
         if len(args) > len(positional):
-            raise TypeError(f"{cls.__name__}.from_pretrained takes the path and at most "
+            raise TypeError(f"{cls.__name__} takes the checkpoint and at most "
                             f"{len(positional)} more positional arguments "
                             f"({', '.join(positional)}); got {len(args) + 1}")
         for name, value in zip(positional, args):
             if name in kwargs:
-                raise TypeError(f"{cls.__name__}.from_pretrained got multiple values for "
+                raise TypeError(f"{cls.__name__} got multiple values for "
                                 f"argument {name!r}")
             kwargs[name] = value
         asked = {name: kwargs.pop(name, None) for name in (*positional, "lower_case")}
         dtype = kwargs.pop("dtype", None)
         asked.update(kwargs)
-        return load_task_model(cls, path, asked, dtype)
+        return load_task_model(cls, checkpoint, asked, dtype)
 
     def check_saved_arguments(self, path: str, asked: dict[str, Any]) -> dict[str, Any]:
         """For ``from_pretrained`` on this saved model: ValueError for an asked argument that

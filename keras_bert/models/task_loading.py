@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import inspect
 import logging
-import os
 from typing import Any
 
-from keras_bert import fileio
 from keras_bert.checkpoints.heads import Head
 from keras_bert.checkpoints.names import (POOLERLESS_TASKS, encoder_weight_names, is_pooler,
                                           task_head_weight_names)
-from keras_bert.checkpoints.reading import assign_weights, read_checkpoint, unused_keys
+from keras_bert.checkpoints.reading import Checkpoint, assign_weights, unused_keys
 from keras_bert.models.encoder import BertEncoder, encoder_of_saved
 from keras_bert.tokenization.preprocessor import BertPreprocessor
 from keras_bert.tokenization.tokenizer import BertTokenizer
@@ -29,18 +27,17 @@ logger = logging.getLogger(__name__)
 _ABSENT = object()
 
 
-def load_task_model(cls, path: fileio.PathLike, asked: dict[str, Any], dtype=None):
-    """``cls`` (a BertTask subclass) from the checkpoint at ``path``.
+def load_task_model(cls, checkpoint: Checkpoint, asked: dict[str, Any], dtype=None):
+    """``cls`` (a BertTask subclass) from a checkpoint already read.
 
     Args:
         cls: the task model class.
-        path: the checkpoint.
+        checkpoint: the read checkpoint (``read_checkpoint``).
         asked: ``from_pretrained``'s arguments by name (None asks for nothing): the class's
             ``head_arguments``, ``seq_length``, ``lower_case`` and any constructor argument.
         dtype: the encoder's dtype policy (a checkpoint's weights only).
     """
-    path = os.fspath(path)
-    checkpoint = read_checkpoint(path)
+    path = checkpoint.path
     saved = checkpoint.model
     if isinstance(saved, cls):
         return keep_saved(saved, path, asked)
@@ -137,9 +134,7 @@ def _preprocessor(cls, checkpoint, saved_preprocessor, seq_length: int,
     vocabulary."""
     preprocessor = saved_preprocessor
     if preprocessor is None and checkpoint.vocabulary is not None:
-        preprocessor = BertPreprocessor(
-            vocabulary=checkpoint.vocabulary, seq_length=seq_length,
-            lower_case=checkpoint.lower_case if lower_case is None else lower_case)
+        preprocessor = BertPreprocessor.from_checkpoint(checkpoint, lower_case, seq_length)
     if preprocessor is None:
         logger.warning("%s has no vocabulary (vocab.txt or tokenizer.json); the %s takes packed "
                        "ids only (pass preprocessor=BertPreprocessor(vocab_file, ...) for raw "

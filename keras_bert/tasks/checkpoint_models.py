@@ -10,7 +10,7 @@ import pkgutil
 
 from keras_bert import fileio, tasks
 from keras_bert.checkpoints.heads import Head
-from keras_bert.checkpoints.reading import read_checkpoint
+from keras_bert.checkpoints.reading import Checkpoint, read_checkpoint
 from keras_bert.checkpoints.saving import save_checkpoint
 from keras_bert.models import BertEncoder, BertPretrainer
 
@@ -37,25 +37,31 @@ def model_class_for(head: Head | None) -> type | None:
                 None)
 
 
-def model_of_checkpoint(path: fileio.PathLike):
-    """The model the checkpoint at ``path`` holds: the saved keras-bert model as it is, the task
-    model of its head (``model_class_for``), a BertPretrainer for pretraining heads, else its
-    BertEncoder."""
-    checkpoint = read_checkpoint(path)
+def model_of_checkpoint(checkpoint: Checkpoint | fileio.PathLike):
+    """The model a checkpoint holds: the saved keras-bert model as it is, the task model of its
+    head (``model_class_for``), a BertPretrainer for pretraining heads, else its BertEncoder.
+
+    Args:
+        checkpoint: a checkpoint already read (``read_checkpoint``; nothing is read again) or
+            its path (read once).
+    """
+    if not isinstance(checkpoint, Checkpoint):
+        checkpoint = read_checkpoint(checkpoint)
     if checkpoint.model is not None:
         return checkpoint.model
     task_class = model_class_for(checkpoint.head)
     if task_class is not None:
-        return task_class.from_pretrained(path)
+        return task_class.from_checkpoint(checkpoint)
     if checkpoint.head is not None and checkpoint.head.task in ("pretraining", "masked_lm"):
-        return BertPretrainer.from_pretrained(path)
-    return BertEncoder.from_pretrained(path)
+        return BertPretrainer.from_checkpoint(checkpoint)
+    return BertEncoder.from_checkpoint(checkpoint)
 
 
 def convert_checkpoint(src: fileio.PathLike, dst: fileio.PathLike, to_format: str,
                        from_format: str | None = None, overwrite: bool = False):
     """Saves the model ``src`` holds (``model_of_checkpoint``) as a ``to_format`` checkpoint at
-    ``dst`` with ``src``'s vocabulary (``save_checkpoint``); returns the model.
+    ``dst`` with ``src``'s vocabulary (``save_checkpoint``); returns the model. ``src`` is read
+    once.
 
     Raises:
         OutputExistsError: ``dst`` exists and ``overwrite`` is False (before ``src`` is read).
@@ -65,7 +71,7 @@ def convert_checkpoint(src: fileio.PathLike, dst: fileio.PathLike, to_format: st
     if fileio.exists(dst) and not overwrite:
         raise fileio.OutputExistsError(fileio.local_path(dst))
     checkpoint = read_checkpoint(src, from_format)
-    model = model_of_checkpoint(src)
+    model = model_of_checkpoint(checkpoint)
     save_checkpoint(model, dst, to_format, vocabulary=checkpoint.vocabulary,
                     lower_case=checkpoint.lower_case, overwrite=overwrite)
     return model

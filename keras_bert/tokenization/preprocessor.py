@@ -20,6 +20,8 @@ from keras_bert.tokenization.pretrained_vocab import (pretrained_seq_length,
                                                       read_pretrained_vocabulary)
 from keras_bert.tokenization.tokenizer_layer import BertTokenizerLayer, as_string_tensor
 
+DEFAULT_SEQ_LENGTH = 128  # the packed length when neither the caller nor the checkpoint says one
+
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertPreprocessor(keras.layers.Layer):
@@ -64,7 +66,7 @@ class BertPreprocessor(keras.layers.Layer):
     """
 
     def __init__(self, vocab_file: str | None = None, lower_case: bool = True,
-                 seq_length: int = 128, *, vocabulary: list[str] | None = None,
+                 seq_length: int = DEFAULT_SEQ_LENGTH, *, vocabulary: list[str] | None = None,
                  keep_special_tokens: bool = False, vocabulary_size: int | None = None,
                  vocabulary_sha256: str | None = None, **kwargs):
         super().__init__(**kwargs)
@@ -98,11 +100,12 @@ class BertPreprocessor(keras.layers.Layer):
     @classmethod
     def from_pretrained(cls, path: str, lower_case: bool | None = None,
                         seq_length: int | None = None, **kwargs) -> "BertPreprocessor":
-        """Builds the preprocessor of a Google or Hugging Face checkpoint directory.
+        """Builds the preprocessor of a checkpoint directory of any format whose vocabulary is
+        a file (Google's, Hugging Face's, a keras-hub preset's), or of a vocab file.
 
         Args:
-            path: the directory (with vocab.txt, or the tokenizer.json transformers saves), or
-                a vocab file.
+            path: the directory (with vocab.txt, the tokenizer.json transformers saves, or a
+                keras-hub preset's tokenizer), or a vocab file.
             lower_case: overrides the casing read from the directory.
             seq_length: the packed length (None: the one the folder's author meant, a
                 sentence-transformers folder's ``max_seq_length``, else 128).
@@ -110,9 +113,35 @@ class BertPreprocessor(keras.layers.Layer):
         """
         tokens, found_lower_case = read_pretrained_vocabulary(path)
         if seq_length is None:
-            seq_length = pretrained_seq_length(path) or 128
+            seq_length = pretrained_seq_length(path) or DEFAULT_SEQ_LENGTH
         return cls(lower_case=found_lower_case if lower_case is None else lower_case,
                    seq_length=seq_length, vocabulary=tokens, **kwargs)
+
+    @classmethod
+    def from_checkpoint(cls, checkpoint, lower_case: bool | None = None,
+                        seq_length: int | None = None, **kwargs) -> "BertPreprocessor":
+        """The preprocessor of a checkpoint already read (``checkpoints.reading
+        .read_checkpoint``), with its vocabulary, casing and meant length: nothing is read
+        again.
+
+        Args:
+            checkpoint: a ``Checkpoint``.
+            lower_case: overrides the checkpoint's casing.
+            seq_length: the packed length (None: ``checkpoint.seq_length``, else 128).
+            **kwargs: passed to the constructor.
+
+        Raises:
+            ValueError: the checkpoint has no vocabulary.
+        """
+        if checkpoint.vocabulary is None:
+            raise ValueError(f"{checkpoint.path!r} has no vocabulary (vocab.txt or "
+                             f"tokenizer.json); pass a vocab file to "
+                             f"BertPreprocessor(vocab_file=...)")
+        found = checkpoint.lower_case if checkpoint.lower_case is not None else True
+        if seq_length is None:
+            seq_length = checkpoint.seq_length or DEFAULT_SEQ_LENGTH
+        return cls(lower_case=found if lower_case is None else lower_case,
+                   seq_length=seq_length, vocabulary=list(checkpoint.vocabulary), **kwargs)
 
     @tf.autograph.experimental.do_not_convert
     def tokenize(self, texts) -> tf.RaggedTensor:

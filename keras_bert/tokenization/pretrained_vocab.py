@@ -1,5 +1,6 @@
-"""The vocabulary and casing of a pretrained checkpoint folder: Google's ``vocab.txt``, or the
-``tokenizer.json`` that transformers 5 saves instead (pure Python, no TensorFlow).
+"""The vocabulary and casing of a pretrained checkpoint folder: Google's ``vocab.txt``, the
+``tokenizer.json`` that transformers 5 saves instead, or a keras-hub preset's tokenizer (pure
+Python, no TensorFlow). Every checkpoint format's vocabulary is read here.
 
 Example:
 >>> import tempfile
@@ -16,6 +17,7 @@ import logging
 import os
 
 from keras_bert import fileio
+from keras_bert.config import _read_json
 from keras_bert.fileio import join
 from keras_bert.tokenization import vocab as vocab_lib
 from keras_bert.tokenization.hf_tokenizer_files import (TOKENIZER_CONFIG_NAME,
@@ -24,6 +26,14 @@ from keras_bert.tokenization.hf_tokenizer_files import (TOKENIZER_CONFIG_NAME,
 logger = logging.getLogger(__name__)
 
 CONFIG_NAMES = (TOKENIZER_CONFIG_NAME, "config.json")  # where a folder may state its casing
+# A keras-hub preset's tokenizer: a Keras config (same file name as transformers' tokenizer.json,
+# another content) and its vocabulary asset.
+KERAS_HUB_TOKENIZER_NAME = "tokenizer.json"
+KERAS_HUB_VOCABULARY_NAME = "assets/tokenizer/vocabulary.txt"
+KERAS_HUB_TOKENIZER_CLASS = "BertTokenizer"
+# keras-hub tokenizer settings our BertTokenizer (Google's FullTokenizer) has no way to follow.
+KERAS_HUB_FIXED_SETTINGS = {"split": True, "suffix_indicator": "##", "oov_token": "[UNK]",
+                            "split_on_cjk": True}
 
 
 def has_pretrained_vocabulary(path: fileio.PathLike) -> bool:
@@ -32,14 +42,17 @@ def has_pretrained_vocabulary(path: fileio.PathLike) -> bool:
     if not fileio.isdir(path):
         return fileio.exists(path)
     return any(fileio.exists(join(path, name))
-               for name in (vocab_lib.VOCAB_FILENAME, TOKENIZER_JSON_NAME))
+               for name in (vocab_lib.VOCAB_FILENAME, TOKENIZER_JSON_NAME,
+                            KERAS_HUB_VOCABULARY_NAME))
 
 
 def read_pretrained_vocabulary(path: fileio.PathLike) -> tuple[list[str], bool]:
     """The tokens (id order) and casing of a checkpoint folder or of a vocab file.
 
-    The tokens come from ``vocab.txt``, else from ``tokenizer.json`` (a WordPiece tokenizer as
-    transformers saves it). The casing comes from the first of these that states it:
+    The tokens come from ``vocab.txt``, else from a keras-hub preset's tokenizer (its
+    ``assets/tokenizer/vocabulary.txt`` and the ``lowercase`` of its ``tokenizer.json``;
+    ``read_keras_hub_tokenizer``), else from ``tokenizer.json`` (a WordPiece tokenizer as
+    transformers saves it). Otherwise the casing comes from the first of these that states it:
     ``tokenizer_config.json``'s ``do_lower_case`` (Hugging Face), the tokenizer.json
     normalizer's ``lowercase``, ``config.json``'s ``do_lower_case``, the folder's name as
     Google names its checkpoints (``uncased_L-12_H-768_A-12``, ``cased_L-12_...``), then the
@@ -63,6 +76,9 @@ def read_pretrained_vocabulary(path: fileio.PathLike) -> tuple[list[str], bool]:
         tokens = vocab_lib.read_vocab_tokens(path)
     elif fileio.exists(join(path, vocab_lib.VOCAB_FILENAME)):
         tokens = vocab_lib.read_vocab_tokens(join(path, vocab_lib.VOCAB_FILENAME))
+    elif fileio.exists(join(path, KERAS_HUB_VOCABULARY_NAME)):
+        tokens, lower_case, _ = read_keras_hub_tokenizer(path)
+        return tokens, lower_case
     elif fileio.exists(join(path, TOKENIZER_JSON_NAME)):
         tokens, stated = read_tokenizer_json(join(path, TOKENIZER_JSON_NAME))
     else:
@@ -71,6 +87,38 @@ def read_pretrained_vocabulary(path: fileio.PathLike) -> tuple[list[str], bool]:
             f"has no vocabulary for raw text; pass a vocab file")
     vocab_lib.validate_vocab(tokens, source=path)
     return tokens, _casing(directory, path, stated, tokens)
+
+
+def read_keras_hub_tokenizer(directory: fileio.PathLike) -> tuple[list[str], bool, bool]:
+    """(tokens, lowercase, strip_accents) of a keras-hub preset's BertTokenizer: the tokens of
+    ``assets/tokenizer/vocabulary.txt``, the settings of ``tokenizer.json`` (a Keras config).
+
+    Raises:
+        ValueError: ``tokenizer.json`` is not a keras-hub BertTokenizer, or asks for a setting
+            Google's WordPiece cannot follow (naming the file and the setting).
+    """
+    directory = os.fspath(directory)
+    tokenizer_path = join(directory, KERAS_HUB_TOKENIZER_NAME)
+    config = _read_json(tokenizer_path)
+    settings = config.get("config")
+    if config.get("class_name") != KERAS_HUB_TOKENIZER_CLASS or not isinstance(settings, dict):
+        raise ValueError(f"{tokenizer_path}: class_name is {config.get('class_name')!r}, not "
+                         f"{KERAS_HUB_TOKENIZER_CLASS!r} with a config object; keras-bert reads "
+                         f"keras-hub's BERT tokenizers only")
+    for name, value in KERAS_HUB_FIXED_SETTINGS.items():
+        if settings.get(name, value) != value:
+            raise ValueError(f"{tokenizer_path}: config.{name} is {settings[name]!r}; keras-bert's "
+                             f"tokenizer (Google's WordPiece) works only with {name}={value!r}")
+    tokens = vocab_lib.read_vocab_tokens(join(directory, KERAS_HUB_VOCABULARY_NAME))
+    vocab_lib.validate_vocab(tokens, source=join(directory, KERAS_HUB_VOCABULARY_NAME))
+    lower_case = bool(settings.get("lowercase", False))
+    strip_accents = bool(settings.get("strip_accents", False))
+    if lower_case and not strip_accents:
+        logger.warning(
+            "%s: lowercase=True with strip_accents=False: keras-hub keeps accents where Google's "
+            "uncased tokenizer (keras-bert's) strips them, so texts with accents get other ids",
+            tokenizer_path)
+    return tokens, lower_case, strip_accents
 
 
 MIN_WORDS_TO_TELL = 100  # words (non-special tokens) a vocabulary needs to show its casing

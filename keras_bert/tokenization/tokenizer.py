@@ -74,18 +74,41 @@ class BertTokenizer:
     @classmethod
     def from_pretrained(cls, path: str, lower_case: bool | None = None,
                         **kwargs) -> "BertTokenizer":
-        """Builds the tokenizer of a Google or Hugging Face checkpoint directory.
+        """Builds the tokenizer of a checkpoint directory of any format whose vocabulary is a
+        file (Google's, Hugging Face's, a keras-hub preset's; read without TensorFlow by
+        ``pretrained_vocab.read_pretrained_vocabulary``), or of a vocab file.
 
         Args:
-            path: the directory (with vocab.txt, or the tokenizer.json transformers saves), or
-                a vocab file.
-            lower_case: overrides the casing read from the directory (see
-                ``pretrained_vocab.read_pretrained_vocabulary``).
+            path: the directory (with vocab.txt, the tokenizer.json transformers saves, or a
+                keras-hub preset's tokenizer), or a vocab file.
+            lower_case: overrides the casing read from the directory.
             **kwargs: passed to the constructor.
         """
         tokens, found_lower_case = read_pretrained_vocabulary(path)
         return cls(lower_case=found_lower_case if lower_case is None else lower_case,
                    vocabulary=tokens, **kwargs)
+
+    @classmethod
+    def from_checkpoint(cls, checkpoint, lower_case: bool | None = None,
+                        **kwargs) -> "BertTokenizer":
+        """The tokenizer of a checkpoint already read (``checkpoints.reading.read_checkpoint``),
+        with its vocabulary and casing: nothing is read again.
+
+        Args:
+            checkpoint: a ``Checkpoint`` (any object with ``vocabulary``, ``lower_case`` and
+                ``path``).
+            lower_case: overrides the checkpoint's casing.
+            **kwargs: passed to the constructor.
+
+        Raises:
+            ValueError: the checkpoint has no vocabulary.
+        """
+        if checkpoint.vocabulary is None:
+            raise ValueError(f"{checkpoint.path!r} has no vocabulary (vocab.txt or "
+                             f"tokenizer.json); pass a vocab file to BertTokenizer(vocab_file=...)")
+        found = checkpoint.lower_case if checkpoint.lower_case is not None else True
+        return cls(lower_case=found if lower_case is None else lower_case,
+                   vocabulary=list(checkpoint.vocabulary), **kwargs)
 
     @property
     def vocab_size(self) -> int:
