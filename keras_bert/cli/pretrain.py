@@ -6,7 +6,7 @@ import argparse
 import json
 import logging
 
-from keras_bert.cli_flags import add_bool_flag, check_inputs_exist
+from keras_bert.cli.flags import add_bool_flag, check_inputs_exist
 from keras_bert.config import BertConfig
 from keras_bert.training.distribute import STRATEGIES
 from keras_bert.optimization import OPTIMIZERS

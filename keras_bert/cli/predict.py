@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 
-from keras_bert.cli_flags import check_inputs_exist
+from keras_bert.cli.flags import check_inputs_exist
 from keras_bert.config import FinetuneSettings
 from keras_bert.tasks import get_task, task_names
 from keras_bert.tasks.base import DEV_PREDICTIONS, Task, write_records

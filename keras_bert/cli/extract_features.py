@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from keras_bert.cli_flags import add_lower_case_flag, check_inputs_exist, int_list
+from keras_bert.cli.flags import add_lower_case_flag, check_inputs_exist, int_list
 from keras_bert.tasks.embedding.extract_features import BATCH_SIZE
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from keras_bert.cli_flags import add_bool_flag, add_lower_case_flag
+from keras_bert.cli.flags import add_bool_flag, add_lower_case_flag
 from keras_bert.pretraining_data.writer import PretrainingDataConfig, create_pretraining_data
 from keras_bert.pretraining_data.worker import InstanceOptions
 

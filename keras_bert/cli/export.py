@@ -6,7 +6,7 @@ import argparse
 import logging
 import os
 
-from keras_bert.cli_flags import add_bool_flag, add_lower_case_flag, check_inputs_exist
+from keras_bert.cli.flags import add_bool_flag, add_lower_case_flag, check_inputs_exist
 from keras_bert.config import SERVING_DEFAULTS
 
 logger = logging.getLogger(__name__)

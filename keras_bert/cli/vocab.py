@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from keras_bert import fileio
-from keras_bert.cli_flags import add_lower_case_flag
+from keras_bert.cli.flags import add_lower_case_flag
 from keras_bert.tokenization import vocab as vocab_lib
 
 

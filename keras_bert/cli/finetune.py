@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from keras_bert.cli_flags import add_lower_case_flag, check_inputs_exist
+from keras_bert.cli.flags import add_lower_case_flag, check_inputs_exist
 from keras_bert.config import FinetuneSettings, normalize_bucket_lengths
 from keras_bert.training.distribute import STRATEGIES
 from keras_bert.tasks import get_task, task_names

@@ -1,6 +1,8 @@
 """The `keras-bert` command: thin wrappers that parse flags, call the library and report.
 
-Each subcommand lives in the module that owns its work and registers itself through an
+Every command-line module is in this package, one module a command (``checkpoints`` has
+``convert`` and ``info``, ``predict`` has ``evaluate`` and ``predict``), on top of the library:
+no library module imports one (tests/test_layering.py). Each registers its command through an
 ``add_parser(subparsers)`` function; COMMANDS names that module and the line `keras-bert --help`
 lists the command with. ``main`` dispatches to the ``run`` callable the parser stores in
 ``args.run``, after ``args.check`` where the command sets one (its inputs looked at before
@@ -34,31 +36,31 @@ class Command:
 SERVE = "serve"  # runs keras_bert.serving.server's main with the rest of the command line
 # In the order `keras-bert --help` lists them.
 COMMANDS = {
-    "vocab": Command("keras_bert.tokenization.cli",
+    "vocab": Command("keras_bert.cli.vocab",
                      "learn a WordPiece vocabulary from text files"),
-    "pretraining-data": Command("keras_bert.pretraining_data.cli",
+    "pretraining-data": Command("keras_bert.cli.pretraining_data",
                                 "write pretraining TFRecords (masked LM + next sentence) from "
                                 "text, as google-research/bert does"),
-    "pretrain": Command("keras_bert.pretraining.cli",
+    "pretrain": Command("keras_bert.cli.pretrain",
                         "pretrain BERT (masked LM + next sentence) on pretraining TFRecords"),
-    "finetune": Command("keras_bert.training.finetune_cli",
+    "finetune": Command("keras_bert.cli.finetune",
                         "fine-tune a pretrained BERT on a task and keep the best model"),
-    "distill": Command("keras_bert.training.distill_cli",
+    "distill": Command("keras_bert.cli.distill",
                        "distil a fine-tuned classifier into a smaller, faster student"),
-    "extract-features": Command("keras_bert.tasks.embedding.cli",
+    "extract-features": Command("keras_bert.cli.extract_features",
                                 "write per-token layer outputs as extract_features.py does"),
-    "convert": Command("keras_bert.checkpoints.cli",
+    "convert": Command("keras_bert.cli.checkpoints",
                        "convert a checkpoint between Google TF1, Hugging Face and keras-bert"),
-    "info": Command("keras_bert.checkpoints.cli",
+    "info": Command("keras_bert.cli.checkpoints",
                     "print a checkpoint's config, parameter count and variables"),
-    "export": Command("keras_bert.export.cli",
+    "export": Command("keras_bert.cli.export",
                       "export a checkpoint as a SavedModel version for TF Serving"),
-    "evaluate": Command("keras_bert.tasks.predict_cli",
+    "evaluate": Command("keras_bert.cli.predict",
                         "score a trained model on a labelled file, beside always guessing"),
-    "predict": Command("keras_bert.tasks.predict_cli",
+    "predict": Command("keras_bert.cli.predict",
                        "a trained model's predictions for a file or texts (or a served "
                        "model's, with --server)"),
-    "quickstart": Command("keras_bert.quickstart",
+    "quickstart": Command("keras_bert.cli.quickstart",
                           "run the whole path (vocab, data, pretraining, fine-tuning, export, "
                           "serving) in a few minutes"),
     SERVE: Command("keras_bert.serving.server",
@@ -158,6 +160,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"keras-bert {args.command}: error: {e}", file=sys.stderr)
         return 2
 
-
-if __name__ == "__main__":
-    sys.exit(main())
