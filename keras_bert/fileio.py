@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import glob as _glob
+import json
 import logging
 import os
 import shutil
@@ -257,6 +258,13 @@ def atomic_write(path: PathLike, mode: str = "w") -> Iterator[IO]:
     finally:
         if not renamed and exists(temp):
             remove(temp)
+
+
+def write_json(path: PathLike, value) -> None:
+    """Writes ``value`` as indented JSON (UTF-8, non-ASCII kept) through ``atomic_write``: the
+    file never appears half-written."""
+    with atomic_write(path) as f:
+        f.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
 
 @contextlib.contextmanager

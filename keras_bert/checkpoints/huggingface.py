@@ -139,21 +139,16 @@ def _write_sentence_transformers_files(directory: str, config: BertConfig, head:
         modules.append({"idx": 2, "name": "2", "path": NORMALIZE_DIR,
                         "type": "sentence_transformers.models.Normalize"})
         fileio.makedirs(join(directory, NORMALIZE_DIR))
-    _write_json(join(directory, MODULES_NAME), modules)
+    fileio.write_json(join(directory, MODULES_NAME), modules)
     fileio.makedirs(join(directory, POOLING_DIR))
-    _write_json(join(directory, POOLING_DIR, CONFIG_NAME), {
+    fileio.write_json(join(directory, POOLING_DIR, CONFIG_NAME), {
         "word_embedding_dimension": config.hidden_size,
         "pooling_mode_cls_token": head.pooling == "cls",
         "pooling_mode_mean_tokens": head.pooling == "mean",
         "pooling_mode_max_tokens": False,
         "pooling_mode_mean_sqrt_len_tokens": False})
-    _write_json(join(directory, SENTENCE_CONFIG_NAME), {
+    fileio.write_json(join(directory, SENTENCE_CONFIG_NAME), {
         "max_seq_length": seq_length or config.max_position_embeddings, "do_lower_case": False})
-
-
-def _write_json(path: str, value) -> None:
-    with fileio.open_file(path, "w") as f:
-        f.write(json.dumps(value, indent=2) + "\n")
 
 
 __all__ = ["CONFIG_NAME", "WEIGHT_FILES", "is_hf_directory", "read_hf_directory",

@@ -43,7 +43,6 @@ class FinetuningPlan:
             ``keras.utils.set_random_seed`` fixes).
         shuffle: shuffle the rows and batches of every epoch (False: rows ordered by bucket,
             the same batches every epoch).
-        drop_remainder: only full batches (what TPUs need).
         steps_per_epoch: the steps of one epoch (None: one pass over the data; a dataset of
             unknown length needs it).
         arrays: ``x`` and ``y`` are already ``model.to_arrays``' output (and ``y`` targets the
@@ -59,11 +58,13 @@ class FinetuningPlan:
     """
 
     def __init__(self, model, x, y=None, sample_weight=None, *, settings: FinetuneSettings,
-                 seed: int | None = None, shuffle: bool = True, drop_remainder: bool = False,
+                 seed: int | None = None, shuffle: bool = True,
                  steps_per_epoch: int | None = None, arrays: bool = False):
         self.model, self.settings = model, settings
+        # TPUs need every batch full; the model's strategy is the one it was built under.
+        self.drop_remainder = isinstance(model.distribute_strategy, tf.distribute.TPUStrategy)
         self.steps_per_epoch_given = steps_per_epoch
-        self.counter: EpochCounter | None = None
+        self.counter: EpochCounter | None = None  # the epoch the data reads; None: a dataset
         self._dataset = self._rows = self.rows = None
         if isinstance(x, tf.data.Dataset):
             self._dataset = model.make_dataset(x)
@@ -77,9 +78,9 @@ class FinetuningPlan:
                 x, y = model.to_arrays(x, y)
             data = (x,) if y is None else ((x, y) if sample_weight is None
                                           else (x, y, sample_weight))
-            self._rows = PackedRows(data, model._preprocess, settings.batch_size,
+            self._rows = PackedRows(data, model.pack_batch, settings.batch_size,
                                     bucket_lengths=settings.bucket_lengths, shuffle=shuffle,
-                                    seed=seed, drop_remainder=drop_remainder,
+                                    seed=seed, drop_remainder=self.drop_remainder,
                                     token_level_labels=model.token_level_labels)
             self.counter = EpochCounter()
             self.rows = len(self._rows.plan.lengths)
@@ -111,10 +112,27 @@ class FinetuningPlan:
                                 weight_decay=settings.weight_decay,
                                 learning_rate_multipliers=self.model.learning_rate_multipliers())
 
+    def compile_model(self, **compile_arguments) -> None:
+        """Compiles the model with the plan's optimizer (``make_optimizer``), under the model's
+        strategy, and builds the optimizer at once: a checkpoint can then be restored into it,
+        and the train step creates no variables, so tf.function traces once.
+        ``compile_arguments`` (loss, metrics...) go to ``keras.Model.compile``."""
+        model = self.model
+        with model.distribute_strategy.scope():
+            optimizer = self.make_optimizer()
+            keras.Model.compile(model, optimizer=optimizer, **compile_arguments)
+            optimizer.build(model.trainable_variables)
+
     def callbacks(self) -> list[keras.callbacks.Callback]:
         """What ``fit`` needs besides the user's callbacks: the data epoch set at each epoch's
-        start."""
+        start (``on_epoch_begin``)."""
         return [] if self.counter is None else [SetDataEpoch(self.counter)]
+
+    def on_epoch_begin(self, epoch: int) -> None:
+        """Sets the epoch the next pass over ``make_dataset()`` reads: what ``callbacks()`` do
+        in ``fit``, for a loop of one's own (the multi-worker loop)."""
+        if self.counter is not None:
+            self.counter.set(epoch)
 
 
 def split_validation(model, x, y, sample_weight, split: float, validation_data):

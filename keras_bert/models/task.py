@@ -36,7 +36,7 @@ class BertTask(SavesWhole, keras.Model):
 
     Subclasses build their functional graph, call ``super().__init__(inputs=..., outputs=...,
     encoder=..., preprocessor=...)``, and override ``to_arrays`` (raw examples -> arrays) and,
-    when needed, ``_preprocess`` (a batch of raw tensors -> packed ids, in tf.data). They set
+    when needed, ``pack_batch`` (a batch of raw tensors -> packed ids, in tf.data). They set
     ``head_arguments`` and ``default_seq_length`` for ``from_pretrained``, which they inherit.
 
     ``compile()`` without an optimizer uses BERT's: AdamW (weight decay 0.01, not on LayerNorm
@@ -195,7 +195,7 @@ class BertTask(SavesWhole, keras.Model):
         """
         return x, y
 
-    def _preprocess(self, x):
+    def pack_batch(self, x):
         """A batch of raw inputs (string tensors) -> the encoder's packed int32 ids."""
         if self.preprocessor is None:
             raise ValueError(f"{type(self).__name__} has no preprocessor, so it takes packed ids "
@@ -278,11 +278,11 @@ class BertTask(SavesWhole, keras.Model):
             spec = x.element_spec
             if is_packed(spec[0] if isinstance(spec, tuple) else spec):
                 return x
-            return x.map(lambda *e: (self._preprocess(e[0]), *e[1:]) if len(e) > 1
-                         else self._preprocess(e[0]), num_parallel_calls=tf.data.AUTOTUNE)
+            return x.map(lambda *e: (self.pack_batch(e[0]), *e[1:]) if len(e) > 1
+                         else self.pack_batch(e[0]), num_parallel_calls=tf.data.AUTOTUNE)
         x, y = self.to_arrays(x, y)
         data = (x,) if y is None else ((x, y) if sample_weight is None else (x, y, sample_weight))
-        return PackedRows(data, self._preprocess, batch_size or RECIPE.batch_size,
+        return PackedRows(data, self.pack_batch, batch_size or RECIPE.batch_size,
                           bucket_lengths=bucket_lengths, shuffle=shuffle, seed=seed,
                           drop_remainder=drop_remainder,
                           token_level_labels=self.token_level_labels).dataset(epoch)
@@ -382,9 +382,7 @@ class BertTask(SavesWhole, keras.Model):
                                     bucket_lengths=bucket_lengths,
                                     **(self._auto_optimizer or {}))
         return FinetuningPlan(self, x, y, sample_weight, settings=settings, seed=seed,
-                              shuffle=shuffle, drop_remainder=isinstance(
-                                  self.distribute_strategy, tf.distribute.TPUStrategy),
-                              steps_per_epoch=steps_per_epoch, arrays=arrays)
+                              shuffle=shuffle, steps_per_epoch=steps_per_epoch, arrays=arrays)
 
     def fit_plan(self, plan: FinetuningPlan, *, verbose: str | int = "auto", callbacks=None,
                  validation_data: tf.data.Dataset | None = None,
@@ -393,12 +391,7 @@ class BertTask(SavesWhole, keras.Model):
         """``keras.Model.fit`` on a plan's data, with its optimizer (when compiled with "auto")
         and its callbacks before ``callbacks``; ``validation_data`` is a batched dataset."""
         if self._auto_optimizer is not None:
-            with self.distribute_strategy.scope():
-                optimizer = plan.make_optimizer()
-                super().compile(optimizer=optimizer, **self._compile_kwargs)
-                # Built here, the train step creates no variables, so tf.function traces once.
-                optimizer.build(self.trainable_variables)
-            self._auto_optimizer = None
+            self.use_plan_optimizer(plan)
         with warnings.catch_warnings():
             # Span and tagging heads do not use the encoder's pooler; that is expected.
             warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables "
@@ -411,6 +404,15 @@ class BertTask(SavesWhole, keras.Model):
                                steps_per_epoch=plan.steps_per_epoch_given,
                                validation_steps=validation_steps,
                                validation_freq=validation_freq)
+
+    def use_plan_optimizer(self, plan: FinetuningPlan) -> None:
+        """Compiles with the recipe's optimizer for ``plan`` (``FinetuningPlan.compile_model``),
+        keeping ``compile``'s loss and metrics ("auto": the task's)."""
+        if not self.compiled:
+            with self.distribute_strategy.scope():
+                self.compile()
+        plan.compile_model(**self._compile_kwargs)
+        self._auto_optimizer = None
 
     def _validation(self, validation_data, batch_size):
         if validation_data is None:

@@ -50,7 +50,7 @@ def packed_arrays(model: keras.Model, x) -> dict[str, np.ndarray]:
 
 
 def pack_function(model: keras.Model, tensors) -> tf.types.experimental.PolymorphicFunction:
-    """``model._preprocess`` traced once for inputs shaped as ``tensors`` with any number of
+    """``model.pack_batch`` traced once for inputs shaped as ``tensors`` with any number of
     rows, and kept in ``model._pack_functions``: building a tf.data pipeline per ``predict``
     call would trace the tokenizer every time, which costs more than running the model on a
     few texts. The functions are dropped when the preprocessor or its vocabulary changes."""
@@ -64,7 +64,7 @@ def pack_function(model: keras.Model, tensors) -> tf.types.experimental.Polymorp
     if key not in cache.functions:
         def pack(x):
             with tf.device("/CPU:0"):  # on the host, as in tf.data
-                return model._preprocess(x)
+                return model.pack_batch(x)
         cache.functions[key] = tf.function(pack, input_signature=[specs], autograph=False)
     return cache.functions[key]
 

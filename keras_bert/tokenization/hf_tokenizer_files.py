@@ -179,8 +179,8 @@ def write_hf_tokenizer_files(directory: fileio.PathLike, tokens: list[str], lowe
                          f"vocabulary has no {', '.join(missing)}")
     fileio.makedirs(directory)
     vocab_lib.save_vocab(list(tokens), join(directory, vocab_lib.VOCAB_FILENAME))
-    _write_json(join(directory, TOKENIZER_JSON_NAME), _tokenizer_json(vocab, lower_case))
-    _write_json(join(directory, TOKENIZER_CONFIG_NAME), {
+    fileio.write_json(join(directory, TOKENIZER_JSON_NAME), _tokenizer_json(vocab, lower_case))
+    fileio.write_json(join(directory, TOKENIZER_CONFIG_NAME), {
         "tokenizer_class": "BertTokenizer",
         "do_lower_case": lower_case,
         "strip_accents": lower_case,
@@ -188,7 +188,7 @@ def write_hf_tokenizer_files(directory: fileio.PathLike, tokens: list[str], lowe
         "model_max_length": model_max_length,
         **SPECIAL_TOKEN_ROLES,
     })
-    _write_json(join(directory, SPECIAL_TOKENS_MAP_NAME), SPECIAL_TOKEN_ROLES)
+    fileio.write_json(join(directory, SPECIAL_TOKENS_MAP_NAME), SPECIAL_TOKEN_ROLES)
 
 
 def _tokenizer_json(vocab: dict[str, int], lower_case: bool) -> dict:
@@ -225,8 +225,3 @@ def _tokenizer_json(vocab: dict[str, int], lower_case: bool) -> dict:
                   "continuing_subword_prefix": SUFFIX_INDICATOR,
                   "max_input_chars_per_word": MAX_CHARS_PER_WORD, "vocab": vocab},
     }
-
-
-def _write_json(path: str, value: dict) -> None:
-    with fileio.atomic_write(path) as f:
-        f.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")

@@ -28,7 +28,6 @@ left as it is; ``overwrite`` starts afresh.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 
 import keras
@@ -38,7 +37,6 @@ from keras_bert import fileio
 from keras_bert.fileio import join
 from keras_bert.config import FinetuneSettings
 from keras_bert.models.finetuning import FinetuningPlan
-from keras_bert.models.task_pipeline import EpochCounter
 from keras_bert.tasks import get_task
 from keras_bert.tasks.base import CommonOptions, Task
 from keras_bert.tokenization.pretrained_vocab import pretrained_seq_length
@@ -46,24 +44,16 @@ from keras_bert.tasks.reporting import learning_warning
 from keras_bert.training.curves import CURVES_NAME, plot_training_curves
 from keras_bert.training.distribute import get_strategy, worker_role
 from keras_bert.training.finetune_callbacks import (BEST_MODEL_DIR, DevEvaluation,
-                                                    EpochCheckpoint, write_json)
+                                                    EpochCheckpoint)
 from keras_bert.training.finetune_loop import distribute_global_batches, fit_distributed
+from keras_bert.training.run_records import (CHECKPOINT_DIR, RESULTS_NAME, check_same_run,
+                                             finished_run, write_run_settings)
 
 logger = logging.getLogger(__name__)
 
-RESULTS_NAME = "eval_results.json"
 # What a run that learned nothing is told to try, beside more epochs: the rate that made the
 # reported 2,000-review run learn (issue 41), the top of what BERT's authors searched and more.
 HIGHER_LEARNING_RATE = 1e-4
-CHECKPOINT_DIR = "checkpoints"  # what an interrupted run resumes from; removed when it finishes
-RUN_SETTINGS_NAME = "finetune_settings.json"  # in CHECKPOINT_DIR: what a resumed run must match
-# The settings a resumed run must share with the interrupted one (the others do not change what
-# it computes).
-RESUMED_SETTINGS = ("task", "init_checkpoint", "train_file", "dev_file", "learning_rate",
-                    "batch_size", "epochs", "warmup_fraction", "weight_decay", "bucket_lengths",
-                    "seed", "lower_case")
-
-
 @dataclasses.dataclass
 class FinetuneConfig(FinetuneSettings):
     """Everything a fine-tuning run needs; the recipe's fields (``learning_rate``,
@@ -129,37 +119,6 @@ def _learning_hint(config: FinetuneConfig) -> str:
     return "try " + " or ".join(hints)
 
 
-def _run_settings(config: FinetuneConfig) -> dict:
-    settings = {name: getattr(config, name) for name in RESUMED_SETTINGS}
-    settings["options"] = dataclasses.asdict(config.options)
-    return json.loads(json.dumps(settings))  # lists, not tuples, as read back
-
-
-def _check_same_run(config: FinetuneConfig, checkpoint_dir: str) -> None:
-    """ValueError when ``checkpoint_dir`` holds an interrupted run with other settings."""
-    path = join(checkpoint_dir, RUN_SETTINGS_NAME)
-    if not fileio.exists(path):
-        return
-    with fileio.open_file(path) as f:
-        saved = json.load(f)
-    wanted = _run_settings(config)
-    changed = [f"{name}: {saved.get(name)!r} -> {wanted[name]!r}" for name in wanted
-               if saved.get(name) != wanted[name]]
-    if changed:
-        raise ValueError(f"{config.output_dir} holds an interrupted run with other settings "
-                         f"({'; '.join(changed)}); rerun it as it was to resume, or pass "
-                         f"--overwrite to start afresh")
-
-
-def _finished_run(config: FinetuneConfig, results_path: str) -> dict:
-    with fileio.open_file(results_path) as f:
-        results = json.load(f)
-    logger.info("%s holds a finished run (%d epochs, best epoch %d); nothing to do: pass "
-                "--overwrite to start afresh", config.output_dir, len(results["epochs"]),
-                results["best_epoch"])
-    return results
-
-
 def run_finetune(config: FinetuneConfig) -> dict:
     """Fine-tunes, evaluates after every epoch, keeps the best model; returns the results.
 
@@ -179,7 +138,7 @@ def run_finetune(config: FinetuneConfig) -> dict:
     multi_worker = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
     is_chief = worker_role(strategy)[0]
     if fileio.exists(results_path) and not config.overwrite:
-        return _finished_run(config, results_path)
+        return finished_run(config.output_dir)
     options = _task_options(task, config.options)
     if options.seq_length is None and pretrained_seq_length(config.init_checkpoint):
         # the length a sentence-transformers checkpoint says it is read at comes first
@@ -192,21 +151,17 @@ def run_finetune(config: FinetuneConfig) -> dict:
         fileio.rmtree(checkpoint_dir)
         if fileio.exists(results_path):
             fileio.remove(results_path)
-    _check_same_run(config, checkpoint_dir)
+    check_same_run(config, checkpoint_dir)
     labels = task.label_names(train, options)
     keras.utils.set_random_seed(config.seed)
-    is_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
     with strategy.scope():
         model = task.build_model(config.init_checkpoint, labels, train, options,
                                  lower_case=config.lower_case)
     if dev is not None:
         model.to_arrays(dev)  # bad dev labels fail now, with file and line, not after epoch 1
     # Outside the strategy's scope: the plan's epoch counter is a plain variable tf.data reads.
-    plan = FinetuningPlan(model, train, settings=config.settings(), seed=config.seed,
-                          drop_remainder=is_tpu)
-    with strategy.scope():
-        model.compile(optimizer=plan.make_optimizer())
-        model.optimizer.build(model.trainable_variables)  # before a checkpoint is restored
+    plan = FinetuningPlan(model, train, settings=config.settings(), seed=config.seed)
+    model.use_plan_optimizer(plan)  # built before a checkpoint is restored into it
     train_data = (distribute_global_batches(strategy, plan.make_dataset) if multi_worker
                   else plan.make_dataset())
     evaluation = DevEvaluation(task, options, dev, config.output_dir, config.batch_size,
@@ -224,10 +179,10 @@ def run_finetune(config: FinetuneConfig) -> dict:
                 plan.steps_per_epoch)
     if is_chief:
         fileio.makedirs(checkpoint_dir)
-        write_json(join(checkpoint_dir, RUN_SETTINGS_NAME), _run_settings(config))
+        write_run_settings(config, checkpoint_dir)
     if multi_worker:
         _fit_multi_worker(model, strategy, train_data, config, evaluation, checkpoint,
-                          plan.counter, plan.steps_per_epoch, initial_epoch,
+                          plan, initial_epoch,
                           progress=is_chief and config.verbose in (1, "auto"))
     elif initial_epoch < config.epochs:
         model.fit(train_data, epochs=config.epochs, initial_epoch=initial_epoch,
@@ -250,7 +205,7 @@ def run_finetune(config: FinetuneConfig) -> dict:
     if is_chief:
         plot_training_curves(join(config.output_dir, CURVES_NAME), evaluation.history,
                              evaluation.steps, task.primary_metric)
-        write_json(results_path, results)
+        fileio.write_json(results_path, results)
     checkpoint.remove()
     return results
 
@@ -270,8 +225,7 @@ def _check_same_epoch(strategy: tf.distribute.Strategy, epoch: int, checkpoint_d
 def _fit_multi_worker(model, strategy: tf.distribute.Strategy,
                       train_data: tf.distribute.DistributedDataset, config: FinetuneConfig,
                       evaluation: DevEvaluation, checkpoint: EpochCheckpoint,
-                      counter: EpochCounter, steps_per_epoch: int, initial_epoch: int,
-                      progress: bool) -> None:
+                      plan: FinetuningPlan, initial_epoch: int, progress: bool) -> None:
     """``model.fit`` for MultiWorkerMirroredStrategy, with ``evaluation`` and ``checkpoint``
     after every epoch.
 
@@ -288,5 +242,6 @@ def _fit_multi_worker(model, strategy: tf.distribute.Strategy,
         evaluation.on_epoch_end(epoch, logs)
         checkpoint.on_epoch_end(epoch, logs)
 
-    fit_distributed(model, strategy, train_data, config.epochs, on_epoch_end, steps_per_epoch,
-                    progress, initial_epoch=initial_epoch, on_epoch_begin=counter.set)
+    fit_distributed(model, strategy, train_data, config.epochs, on_epoch_end,
+                    plan.steps_per_epoch, progress, initial_epoch=initial_epoch,
+                    on_epoch_begin=plan.on_epoch_begin)

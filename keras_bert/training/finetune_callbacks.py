@@ -16,19 +16,13 @@ import tensorflow as tf
 
 from keras_bert import fileio
 from keras_bert.checkpoints.saving import save_checkpoint
-from keras_bert.fileio import atomic_write, join
+from keras_bert.fileio import join
 from keras_bert.tasks.base import CommonOptions, Task
 from keras_bert.tasks.reporting import score_line
 
 logger = logging.getLogger(__name__)
 
 BEST_MODEL_DIR = "best_model"
-
-
-def write_json(path: str, value) -> None:
-    """Writes JSON to a temporary name and renames it, so the file never appears half-written."""
-    with atomic_write(path) as f:
-        f.write(json.dumps(value, indent=2) + "\n")
 
 
 class DevEvaluation(keras.callbacks.Callback):
@@ -99,7 +93,7 @@ class DevEvaluation(keras.callbacks.Callback):
             if callable(value):
                 value(path)
             else:
-                write_json(path, value)
+                fileio.write_json(path, value)
 
 
 class EpochCheckpoint(keras.callbacks.Callback):

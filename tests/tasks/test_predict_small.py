@@ -127,13 +127,13 @@ def test_rows_run_sorted_in_chunks_then_in_batches_of_batch_size():
 def test_tracing_is_bounded_and_follows_the_vocabulary():
     classifier = BertClassifier(tiny_encoder(), 2, preprocessor=preprocessor())
     traces = []
-    preprocess = classifier._preprocess
+    preprocess = classifier.pack_batch
 
     def counting(x):
         traces.append(x)
         return preprocess(x)
 
-    classifier._preprocess = counting
+    classifier.pack_batch = counting
     for count in (1, 3, 8, 32, 33, 300, 1, 7):
         classifier.predict(sentences(count, seed=count), verbose=0)
     assert len(traces) == 1  # one trace for texts of any count and length

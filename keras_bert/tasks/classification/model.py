@@ -273,15 +273,15 @@ class BertClassifier(ExportsRawText, BertTask):
         self.require_feature_statistics()
         return self._classifier_inputs().to_arrays(x, y)
 
-    def _preprocess(self, x):
+    def pack_batch(self, x):
         self.require_feature_statistics()
         if isinstance(x, dict):  # {text, [text_pair,] features}
             if TEXT not in x:
                 raise ValueError(f"a dataset of raw inputs needs a {TEXT!r} entry; it has "
                                  f"{', '.join(map(repr, x))}")
             text = x[TEXT] if TEXT_PAIR not in x else [x[TEXT], x[TEXT_PAIR]]
-            return {**super()._preprocess(text), **self._classifier_inputs().feature_tensors(x)}
-        return super()._preprocess(list(x) if isinstance(x, tuple) else x)
+            return {**super().pack_batch(text), **self._classifier_inputs().feature_tensors(x)}
+        return super().pack_batch(list(x) if isinstance(x, tuple) else x)
 
     # ------------------------------------------------------------------------ features
     def adapt(self, x) -> None:

@@ -147,8 +147,8 @@ class BertEmbedder(ExportsRawText, BertTask):
                     as_string_array([p[1] for p in x], "text_pair")), y
         return as_string_array(x, "text"), y
 
-    def _preprocess(self, x):
-        return super()._preprocess(list(x) if isinstance(x, tuple) else x)
+    def pack_batch(self, x):
+        return super().pack_batch(list(x) if isinstance(x, tuple) else x)
 
     def embed(self, x, batch_size: int | None = None) -> np.ndarray:
         """Sentence embeddings of raw texts (or packed ids): float32 [num_texts, hidden].

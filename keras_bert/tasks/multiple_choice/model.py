@@ -119,9 +119,9 @@ class BertMultipleChoice(ExportsRawText, BertTask):
             len(items), self.num_choices)
         return (contexts, choices), (None if y is None else np.asarray(y, dtype=np.int32))
 
-    def _preprocess(self, x):
+    def pack_batch(self, x):
         contexts, choices = x
-        packed = super()._preprocess(
+        packed = super().pack_batch(
             [tf.repeat(contexts, self.num_choices), tf.reshape(choices, [-1])])
         return {name: tf.reshape(value, [-1, self.num_choices, tf.shape(value)[-1]])
                 for name, value in packed.items()}

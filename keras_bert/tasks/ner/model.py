@@ -191,7 +191,7 @@ class BertTokenClassifier(ExportsRawText, BertTask):
                                         for s in x)
         return inputs, (labels if labelled else None)
 
-    def _preprocess(self, x):
+    def pack_batch(self, x):
         return x
 
     def soft_targets(self) -> str:

@@ -127,7 +127,7 @@ class BertQuestionAnswerer(ExportsRawText, BertTask):
                   "end_logits": positions["end_positions"]}
         return inputs, (labels if labelled else None)
 
-    def _preprocess(self, x):
+    def pack_batch(self, x):
         return x
 
     def soft_targets(self) -> str:
