@@ -1,7 +1,8 @@
 """keras-bert: BERT (Devlin et al., 2018) for TensorFlow and Keras 3.
 
 The public API: configuration, the encoder and task models, tokenization, checkpoint interop
-(``from_pretrained`` on each model class, ``save_checkpoint`` for every format).
+(``from_pretrained`` on each model class, or ``read_checkpoint`` once then ``from_checkpoint``
+on each; ``save_checkpoint`` for every format).
 
 Importing the package is cheap. The public names below load their module (and TensorFlow) on
 first use, so the pure-Python tools (the pretraining-data writer, BertTokenizer) never import
@@ -68,6 +69,7 @@ _EXPORTS = {
     "DistillationSettings": "keras_bert.config",
     "FinetuneSettings": "keras_bert.config",
     "save_checkpoint": "keras_bert.checkpoints.saving",
+    "read_checkpoint": "keras_bert.checkpoints.reading",
     "start_tensorflow_quietly": "keras_bert.tf_startup",
     **_task_exports(),
 }
