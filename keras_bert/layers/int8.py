@@ -37,7 +37,7 @@ import tensorflow as tf
 
 from keras_bert import tf_internals
 from keras_bert.layers import activations
-from keras_bert.optimization import keras_internals
+from keras_bert import keras_internals
 
 INT8_MAX = 127.0
 # The quantized Dense layers' weights span 7 bits, not 8: on CPUs without VNNI (AVX2, and

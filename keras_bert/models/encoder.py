@@ -18,7 +18,7 @@ from keras_bert.errors import SaveError, one_line_reason
 from keras_bert.layers import BertEmbeddings, TransformerBlock, attention_mask_bias
 from keras_bert.layers.int8 import check_int8_kernel, int8_dense_config
 from keras_bert.layers.shapes import TOKEN_IDS, check_input_ranks
-from keras_bert.optimization import keras_internals
+from keras_bert import keras_internals
 from keras_bert.tokenization.packing import INPUT_NAMES
 
 logger = logging.getLogger(__name__)

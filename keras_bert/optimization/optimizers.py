@@ -34,7 +34,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from keras_bert.optimization import OPTIMIZERS, keras_internals
+from keras_bert import keras_internals
+from keras_bert.optimization import OPTIMIZERS
 from keras_bert.optimization.schedules import WarmupPolynomialDecay
 
 # google-research/bert's AdamWeightDecayOptimizer exclusions, plus our layer names.

@@ -18,7 +18,7 @@ Nor for what the int8 path of quantized models (``layers/int8.py``) needs:
 - each layer's own policy where a model was rebuilt from a ``DTypePolicyMap`` (how a quantized
   encoder's config brings its int8 layers back): ``resolve_policy_maps``.
 
-Everything private is read here and nowhere else; tests/training/test_keras_internals.py runs
+Everything private is read here and nowhere else; tests/test_keras_internals.py runs
 each against the installed Keras (names present, called by ``apply``, slots equal to the
 moments Keras' own Adam computes, the int8 weights giving Keras' own int8 output), so a Keras
 upgrade that moves one fails there, by name, instead of silently changing training or

@@ -1,4 +1,4 @@
-"""keras_bert/optimization/keras_internals.py against the installed Keras.
+"""keras_bert/keras_internals.py against the installed Keras.
 
 Each private name the adapter reads or overrides must exist and mean what the adapter says; if a
 Keras upgrade moves one, these tests fail naming it (instead of BERT's optimizers silently
@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert.optimization import keras_internals
+from keras_bert import keras_internals
 from keras_bert.optimization.optimizers import BertAdamW, BertLamb
 
 
@@ -17,7 +17,7 @@ from keras_bert.optimization.optimizers import BertAdamW, BertLamb
 def test_every_private_method_exists_on_keras_base_optimizer(name):
     assert callable(getattr(keras.optimizers.Optimizer, name, None)), (
         f"keras.optimizers.Optimizer.{name} is gone (Keras {keras.__version__}); "
-        f"update keras_bert/optimization/keras_internals.py")
+        f"update keras_bert/keras_internals.py")
 
 
 def _variable(values, name="kernel"):
