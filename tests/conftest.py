@@ -48,3 +48,33 @@ def free_ports():
             s.close()
         return ports
     return allocate
+
+
+# ------------------------------------------------------------------------------- test order
+# How CI's two pytest-xdist workers share the suite (`--dist loadgroup --no-loadscope-reorder`
+# in pytest.ini): a test file is one unit of work, so its module-scoped fixtures (a trained
+# model, an export, a server) are built once, except the files in SPLIT_FILES, whose tests are
+# long and independent and are units of their own. A worker that finishes a unit takes the next
+# in this order: the longest first (LONGEST_FIRST, measured: the slowest durations of a whole
+# `pytest -n 2` run on CI's 2-core machine), then the other files with slow tests, then the
+# rest, so that no long unit starts last while the other worker sits idle.
+SPLIT_FILES = (
+)
+LONGEST_FIRST = (
+)
+
+
+def _start_rank(item) -> tuple[int, int]:
+    for rank, prefix in enumerate(LONGEST_FIRST):
+        if item.nodeid.startswith(prefix):
+            return 0, rank
+    return (1 if item.get_closest_marker("slow") else 2), 0
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=_start_rank)  # stable: collection order within a rank
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        if path not in SPLIT_FILES and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(path))
