@@ -58,9 +58,20 @@ def free_ports():
 # in this order: the longest first (LONGEST_FIRST, measured: the slowest durations of a whole
 # `pytest -n 2` run on CI's 2-core machine), then the other files with slow tests, then the
 # rest, so that no long unit starts last while the other worker sits idle.
-SPLIT_FILES = (
-)
+SPLIT_FILES = ("tests/colab/test_notebooks.py", "tests/test_docs.py")
+_NOTEBOOK = "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[{}.ipynb]"
+# Minutes each took in a whole run (2026-11-27, the two workers and other work sharing the 2
+# cores), in brackets.
 LONGEST_FIRST = (
+    _NOTEBOOK.format("07_feature_based_classification"),  # [8]
+    "tests/serving/test_memory.py",  # [17 with 50 loads; 20 now]
+    _NOTEBOOK.format("08_serve_hugging_face_model"),  # [7]
+    "tests/tasks/test_classifier_features.py",  # [7]
+    _NOTEBOOK.format("04_question_answering_and_ner"),  # [4]
+    "tests/tasks/test_finetune_multi_worker.py",  # [3]
+    _NOTEBOOK.format("05_sentence_embeddings"),  # [2.5]
+    _NOTEBOOK.format("09_distill_and_serve"),  # [2.5]
+    "tests/test_docs.py::test_document_blocks_run[README.md]",  # [1.5]
 )
 
 

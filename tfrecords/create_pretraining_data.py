@@ -11,10 +11,10 @@ import os
 import sys
 
 try:
-    from keras_bert.pretraining_data import cli
+    from keras_bert.cli import pretraining_data as cli
 except ModuleNotFoundError:  # running from a checkout that is not installed
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from keras_bert.pretraining_data import cli
+    from keras_bert.cli import pretraining_data as cli
 
 
 def main(argv=None) -> int:

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from keras_bert import cli as keras_bert_cli
-from keras_bert.pretraining_data import cli
+from keras_bert.cli import pretraining_data as cli
 from keras_bert.pretraining_data.writer import TEMP_SUFFIX
 from tests.pretraining_data.conftest import SMALL_VOCABULARY, make_corpus
 

@@ -1,8 +1,10 @@
 """Memory over many version pushes: `keras-bert serve` (batching on, polling the base path, under
-gRPC traffic) loads and retires a version 50 times and its RSS stays within 10% of what it was
-after the first load and unload. Before retired versions were garbage-collected explicitly, each load of
-MiniLM kept about 40 MB (a graph is a web of reference cycles that Python frees only in a full
-collection, which a serving process hardly ever triggers).
+gRPC traffic) loads and retires a version 20 times and its RSS stays within 10% of what it was
+after the first load and unload. Before retired versions were garbage-collected explicitly, each
+load of MiniLM kept about 40 MB (a graph is a web of reference cycles that Python frees only in a
+full collection, which a serving process hardly ever triggers): 20 loads would have grown RSS by
+about 760 MB, several times the 10% allowed; a leak of 6 MB a load still shows. (It ran 50 loads,
+17 minutes of CI's 2-core machine, for no more certainty.)
 
 RSS is read once the server has logged the collection after every retirement, not after a fixed
 sleep, which on a loaded CI machine can end before the last retired version is freed (a CI run
@@ -25,7 +27,7 @@ from tests.serving.exports import encoder_export
 from tests.serving.server_helpers import free_port
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LOADS = 50
+LOADS = 20
 
 
 def rss_mb(pid: int) -> float:
@@ -34,7 +36,7 @@ def rss_mb(pid: int) -> float:
 
 
 @pytest.mark.slow
-def test_rss_after_50_loads_and_unloads_stays_within_10_percent(minilm_dir, tmp_path):
+def test_rss_after_20_loads_and_unloads_stays_within_10_percent(minilm_dir, tmp_path):
     source = encoder_export(os.path.join(minilm_dir, "vocab.txt")).version_dir
     base = tmp_path / "encoder"
     shutil.copytree(source, base / "1")

@@ -38,7 +38,8 @@ def test_wheel_installs_no_serving_package_and_serves_from_anywhere(tmp_path):
         top_level = next(archive.read(n).decode().split() for n in names
                          if n.endswith(".dist-info/top_level.txt"))
     for name in ("keras_bert/serving/server.py", "keras_bert/serving/servable.py",
-                 "keras_bert/cli.py", "keras_bert/quickstart.py"):
+                 "keras_bert/cli/__init__.py", "keras_bert/cli/__main__.py",
+                 "keras_bert/quickstart.py"):
         assert name in names, name
     assert top_level == ["keras_bert"]
     assert not [n for n in names if n.split("/")[0] in ("serving", "tests")]
