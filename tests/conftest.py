@@ -82,10 +82,12 @@ def _start_rank(item) -> tuple[int, int]:
     return (1 if item.get_closest_marker("slow") else 2), 0
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_itemcollected(item):
+    # As each test is collected, before xdist names the groups in pytest_collection_modifyitems.
+    path = item.nodeid.split("::")[0]
+    if path not in SPLIT_FILES and not item.get_closest_marker("xdist_group"):
+        item.add_marker(pytest.mark.xdist_group(path))
+
+
 def pytest_collection_modifyitems(config, items):
     items.sort(key=_start_rank)  # stable: collection order within a rank
-    for item in items:
-        path = item.nodeid.split("::")[0]
-        if path not in SPLIT_FILES and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(path))

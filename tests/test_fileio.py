@@ -4,6 +4,7 @@ through tf.io.gfile; every path argument takes a pathlib.Path; outputs appear wh
 """
 
 import doctest
+import json
 import os
 import pathlib
 import re
@@ -226,6 +227,8 @@ def _calls(tmp: pathlib.Path) -> dict:
         "remove": remove,
         "rename": rename,
         "rmtree": rmtree,
+        "write_json": lambda: (fileio.write_json(tmp / "w.json", {"é": [1]}) is None
+                               and json.loads((tmp / "w.json").read_text("utf-8")) == {"é": [1]}),
     }
 
 
