@@ -51,27 +51,20 @@ def free_ports():
 
 
 # ------------------------------------------------------------------------------- test order
-# How CI's two pytest-xdist workers share the suite (`--dist loadgroup --no-loadscope-reorder`
-# in pytest.ini): a test file is one unit of work, so its module-scoped fixtures (a trained
-# model, an export, a server) are built once, except the files in SPLIT_FILES, whose tests are
-# long and independent and are units of their own. A worker that finishes a unit takes the next
-# in this order: the longest first (LONGEST_FIRST, measured: the slowest durations of a whole
-# `pytest -n 2` run on CI's 2-core machine), then the other files with slow tests, then the
-# rest, so that no long unit starts last while the other worker sits idle.
-SPLIT_FILES = ("tests/colab/test_notebooks.py", "tests/test_docs.py")
-_NOTEBOOK = "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[{}.ipynb]"
-# Minutes each took in a whole run (2026-11-27, the two workers and other work sharing the 2
-# cores), in brackets.
+# How CI's two pytest-xdist workers share the suite (`--dist loadfile --no-loadscope-reorder` in
+# pytest.ini): a test file is one unit of work, so its module-scoped fixtures (a trained model,
+# an export, a server) are built once, and a worker that finishes a file takes the next in this
+# order: the longest first (LONGEST_FIRST, measured), then the other files with slow tests, then
+# the rest, so that no long file starts last while the other worker sits idle. (xdist's
+# `loadgroup`, which would let the notebooks run as separate units, grouped nothing with
+# pytest-xdist 3.8 here.) Minutes each took in a whole run on CI's 2-core machine (2026-11-27,
+# the two workers and other work sharing the cores), in brackets.
 LONGEST_FIRST = (
-    _NOTEBOOK.format("07_feature_based_classification"),  # [8]
-    "tests/serving/test_memory.py",  # [17 with 50 loads; 20 now]
-    _NOTEBOOK.format("08_serve_hugging_face_model"),  # [7]
-    "tests/tasks/test_classifier_features.py",  # [7]
-    _NOTEBOOK.format("04_question_answering_and_ner"),  # [4]
+    "tests/colab/test_notebooks.py",  # [26: 07 8, 08 7, 05 7, 09 5.5, 04 3]
+    "tests/serving/test_memory.py",  # [17 with 50 version pushes; 6 with 20]
     "tests/tasks/test_finetune_multi_worker.py",  # [3]
-    _NOTEBOOK.format("05_sentence_embeddings"),  # [2.5]
-    _NOTEBOOK.format("09_distill_and_serve"),  # [2.5]
-    "tests/test_docs.py::test_document_blocks_run[README.md]",  # [1.5]
+    "tests/tasks/test_classifier_features.py",  # [2]
+    "tests/test_docs.py",  # [README 2, serving/README 1]
 )
 
 
@@ -80,13 +73,6 @@ def _start_rank(item) -> tuple[int, int]:
         if item.nodeid.startswith(prefix):
             return 0, rank
     return (1 if item.get_closest_marker("slow") else 2), 0
-
-
-def pytest_itemcollected(item):
-    # As each test is collected, before xdist names the groups in pytest_collection_modifyitems.
-    path = item.nodeid.split("::")[0]
-    if path not in SPLIT_FILES and not item.get_closest_marker("xdist_group"):
-        item.add_marker(pytest.mark.xdist_group(path))
 
 
 def pytest_collection_modifyitems(config, items):
