@@ -300,7 +300,7 @@ class FinetuneSettings:
             raise ValueError(f"warmup_fraction must be in [0, 1], got {self.warmup_fraction}")
 
     def settings(self) -> FinetuneSettings:
-        """Only the recipe's fields (of a subclass such as ``FinetuneConfig``, too)."""
+        """Only the recipe's fields (of a subclass such as ``FinetuneRun``, too)."""
         return FinetuneSettings(**{field.name: getattr(self, field.name)
                                    for field in dataclasses.fields(FinetuneSettings)})
 

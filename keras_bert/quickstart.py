@@ -166,7 +166,7 @@ def run_quickstart(options: QuickstartOptions,
     from keras_bert.tasks.classification.model import BertClassifier
     from keras_bert.tokenization.vocab import save_vocab
     from keras_bert.tokenization.vocab_learning import learn_vocab
-    from keras_bert.pretraining.run import PretrainingConfig, run_pretraining
+    from keras_bert.pretraining.run import PretrainingSettings, run_pretraining
 
     out = options.output_dir
     _prepare_output_dir(out)
@@ -208,7 +208,7 @@ def run_quickstart(options: QuickstartOptions,
     def pretrain_step():
         config = BertConfig.preset("L-2_H-128_A-2", vocab_size=options.vocab_size,
                                    max_position_embeddings=max(128, options.max_seq_length))
-        result = run_pretraining(PretrainingConfig(
+        result = run_pretraining(PretrainingSettings(
             input_files=os.path.join(records, "*.tfrecord"), output_dir=pretrain_dir,
             bert_config=config, max_seq_length=options.max_seq_length,
             max_predictions_per_seq=10, train_batch_size=options.pretrain_batch_size,

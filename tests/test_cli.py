@@ -191,10 +191,10 @@ def test_tensorflow_and_keras_warnings_show_only_with_v(quiet):
             + "import keras, tensorflow as tf\n"
               "keras.layers.Dense(2, input_shape=(3,))\n"  # Keras: prefer an Input object
               "tf.get_logger().warning('TensorFlow says careful')\n"
-              "logging.getLogger('keras_bert.training').warning('we say careful')\n"
+              "logging.getLogger('keras_bert.finetuning').warning('we say careful')\n"
               "import warnings\n"
               "warnings.warn_explicit('we warn too', UserWarning, 'run.py', 1, "
-              "module='keras_bert.training.finetune')\n")
+              "module='keras_bert.finetuning.finetune')\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             cwd=REPO, timeout=300, env={**os.environ, "PYTHONPATH": REPO})
     assert result.returncode == 0, result.stderr[-2000:]

@@ -1,6 +1,6 @@
 """A newcomer's check that each decision has one owner: BERT's fine-tuning defaults (learning rate
 3e-5, batch 32, 3 epochs, 10% warmup, weight decay 0.01) are written once, in
-``config.FinetuneSettings``, and everything else (``compile``, ``fit``, ``FinetuneConfig``,
+``config.FinetuneSettings``, and everything else (``compile``, ``fit``, ``FinetuneRun``,
 ``keras-bert finetune``'s flags) reads them from there."""
 
 import ast
@@ -10,7 +10,7 @@ import pathlib
 from keras_bert.cli import build_parser
 from keras_bert.config import FinetuneSettings
 from keras_bert.models.task import BertTask
-from keras_bert.training.finetune import FinetuneConfig
+from keras_bert.finetuning.finetune import FinetuneRun
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "keras_bert"
 RECIPE = {"learning_rate": 3e-5, "batch_size": 32, "epochs": 3}
@@ -58,7 +58,7 @@ def test_every_door_reads_the_same_defaults():
     settings = FinetuneSettings()
     fit = inspect.signature(BertTask.fit).parameters
     compile_ = inspect.signature(BertTask.compile).parameters
-    config = FinetuneConfig("classification", "ckpt", "train.tsv", None, "out")
+    config = FinetuneRun("classification", "ckpt", "train.tsv", None, "out")
     flags = build_parser("finetune").parse_args(
         ["finetune", "--task", "classification", "--init_checkpoint", "c", "--train_file", "t",
          "--output_dir", "o"])

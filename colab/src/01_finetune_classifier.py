@@ -71,7 +71,7 @@ import numpy as np
 import pandas as pd
 import tensorflow as tf
 
-from keras_bert.training.distribute import get_strategy
+from keras_bert.distribute import get_strategy
 
 strategy = get_strategy()
 print(type(strategy).__name__, "with", strategy.num_replicas_in_sync, "replica(s)")

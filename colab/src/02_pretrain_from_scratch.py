@@ -53,7 +53,7 @@ import os
 
 import tensorflow as tf
 
-from keras_bert.training.distribute import get_strategy
+from keras_bert.distribute import get_strategy
 
 strategy = get_strategy()  # TPUStrategy must be made before other TensorFlow work
 print(type(strategy).__name__, "with", strategy.num_replicas_in_sync, "replica(s)")
@@ -101,10 +101,10 @@ print(summary.instances, "instances in", len(summary.output_files), "files")
 
 # %%
 from keras_bert import BertConfig
-from keras_bert.pretraining.run import PretrainingConfig, run_pretraining
+from keras_bert.pretraining.run import PretrainingSettings, run_pretraining
 
 output_dir = os.path.join(WORK_DIR, "pretraining")
-result = run_pretraining(PretrainingConfig(
+result = run_pretraining(PretrainingSettings(
     input_files=os.path.join(records_dir, "*.tfrecord"), output_dir=output_dir,
     bert_config=BertConfig.preset(PRESET, vocab_size=VOCAB_SIZE),
     max_seq_length=MAX_SEQ_LENGTH, max_predictions_per_seq=MAX_PREDICTIONS_PER_SEQ,

@@ -35,7 +35,7 @@ keras_bert.start_tensorflow_quietly()
 
 import numpy as np
 
-from keras_bert.training.distribute import get_strategy
+from keras_bert.distribute import get_strategy
 
 strategy = get_strategy()
 print(type(strategy).__name__)

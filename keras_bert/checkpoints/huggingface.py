@@ -21,8 +21,8 @@ import numpy as np
 from safetensors.numpy import save as save_safetensors
 
 from keras_bert import fileio
-from keras_bert.checkpoints.heads import (HF_ARCHITECTURES, Head, hf_head,
-                                          sentence_transformers_head)
+from keras_bert.checkpoints.stored_head import (HF_ARCHITECTURES, StoredHead, hf_head,
+                                                sentence_transformers_head)
 from keras_bert.checkpoints import hf_weights
 from keras_bert.checkpoints.hf_weights import has_hf_weights, read_hf_weights
 from keras_bert.checkpoints.tf_h5 import TF_WEIGHT_FILES, has_tf_weights, read_tf_weights
@@ -50,8 +50,8 @@ def is_hf_directory(path: str) -> bool:
                                                       or has_tf_weights(path))
 
 
-def read_hf_directory(path: str) -> tuple[BertConfig, dict[str, np.ndarray], Head | None,
-                                            list[str] | None, bool | None]:
+def read_hf_directory(path: str) -> tuple[BertConfig, dict[str, np.ndarray], StoredHead | None,
+                                          list[str] | None, bool | None]:
     """(config, {key: array} as stored, head, vocabulary tokens, lower_case) of a folder; the
     vocabulary and casing are None where it has no tokenizer files."""
     config_path = join(path, CONFIG_NAME)
@@ -72,7 +72,7 @@ def read_hf_directory(path: str) -> tuple[BertConfig, dict[str, np.ndarray], Hea
     return config, values, head, tokens, lower_case
 
 
-def _sentence_transformers_head(path: str) -> Head | None:
+def _sentence_transformers_head(path: str) -> StoredHead | None:
     modules_path = join(path, MODULES_NAME)
     if not fileio.exists(modules_path):
         return None
@@ -89,7 +89,7 @@ def _sentence_transformers_head(path: str) -> Head | None:
 
 
 def write_hf_directory(directory: str, config: BertConfig, values: Mapping[str, np.ndarray],
-                       head: Head | None, tokens: list[str] | None, lower_case: bool | None,
+                       head: StoredHead | None, tokens: list[str] | None, lower_case: bool | None,
                        seq_length: int | None = None) -> None:
     """Writes config.json (with the head's architecture, ``id2label``/``label2id`` and
     ``problem_type``), model.safetensors, the tokenizer files, and for an embedding head the
@@ -110,13 +110,13 @@ def write_hf_directory(directory: str, config: BertConfig, values: Mapping[str, 
         _write_sentence_transformers_files(directory, config, head, seq_length)
 
 
-def _architecture(head: Head | None) -> str:
+def _architecture(head: StoredHead | None) -> str:
     if head is None or head.task == "embedding":
         return "BertModel"
     return HF_ARCHITECTURES[head.task]
 
 
-def _label_fields(head: Head | None) -> dict[str, Any]:
+def _label_fields(head: StoredHead | None) -> dict[str, Any]:
     """config.json's label fields for a classifier or tagger (transformers derives num_labels
     from id2label)."""
     if head is None or head.num_labels is None or head.task == "multiple_choice":
@@ -129,7 +129,7 @@ def _label_fields(head: Head | None) -> dict[str, Any]:
     return fields
 
 
-def _write_sentence_transformers_files(directory: str, config: BertConfig, head: Head,
+def _write_sentence_transformers_files(directory: str, config: BertConfig, head: StoredHead,
                                        seq_length: int | None) -> None:
     modules = [{"idx": 0, "name": "0", "path": "",
                 "type": "sentence_transformers.models.Transformer"},

@@ -9,7 +9,7 @@ on the way through; embedding tables and Google's cls/seq_relationship/output_we
 ``cls/squad/output_weights`` [2, hidden]) are stored [out, in] too, so a Keras Dense kernel
 ([in, out]) is transposed for both formats.
 
-Task heads by the ``Head.task`` that names them (``checkpoints.heads``): the classifier of
+Task heads by the ``Head.task`` that names them (``checkpoints.stored_head``): the classifier of
 BertForSequenceClassification, BertForTokenClassification and BertForMultipleChoice is
 ``classifier.*`` (run_classifier.py: ``output_weights``/``output_bias``; Google has no tagging or
 multiple-choice script, so those two have no Google names), the span head of
@@ -46,7 +46,7 @@ def _dense(google: str, hf: str, dense: keras.layers.Dense) -> list[WeightName]:
             WeightName(f"{google}/bias", f"{hf}.bias", dense.bias)]
 
 
-# Head.task -> (Google's kernel and bias names or None, HF's key prefix).
+# StoredHead.task -> (Google's kernel and bias names or None, HF's key prefix).
 TASK_HEAD_NAMES = {
     "classification": (("output_weights", "output_bias"), "classifier"),
     "token_classification": (None, "classifier"),

@@ -27,7 +27,7 @@ import numpy as np
 
 from keras_bert import fileio
 from keras_bert.checkpoints import google, huggingface, keras_hub
-from keras_bert.checkpoints.heads import Head, google_head
+from keras_bert.checkpoints.stored_head import StoredHead, google_head
 from keras_bert.checkpoints.names import (WeightName, is_ignored_google_name, is_ignored_hf_key,
                                           normalize_hf_key)
 from keras_bert.config import BertConfig
@@ -58,7 +58,7 @@ class Checkpoint:
         values: the weights: Google TF1 names (``naming == "google"``: Google's and keras-hub's
             checkpoints) or Hugging Face keys with the ``bert.`` prefix removed.
         naming: "google" or "hf".
-        head: the task head it holds (``heads.Head``), or None.
+        head: the task head it holds (``stored_head.StoredHead``), or None.
         vocabulary: its tokens, id 0 first, or None when it has none.
         lower_case: the vocabulary's casing, or None when unknown.
         model: for the ``keras`` format, the saved Keras model itself.
@@ -70,7 +70,7 @@ class Checkpoint:
     config: BertConfig
     values: Mapping[str, np.ndarray]
     naming: str
-    head: Head | None = None
+    head: StoredHead | None = None
     vocabulary: list[str] | None = None
     lower_case: bool | None = None
     model: keras.Model | None = None
@@ -194,9 +194,9 @@ def _read_weights_checkpoint(path: str, detected: str) -> Checkpoint:
         if preset.head is not None:
             values["output_weights"] = preset.head["output_weights"]
             values["output_bias"] = preset.head["output_bias"]
-            head = Head("classification", f"the {preset.task_class} in {path!r}",
-                        num_labels=int(preset.head["num_classes"]),
-                        problem_type="single_label_classification")
+            head = StoredHead("classification", f"the {preset.task_class} in {path!r}",
+                              num_labels=int(preset.head["num_classes"]),
+                              problem_type="single_label_classification")
         return Checkpoint(path, "keras-hub", preset.config, values, "google", head,
                           preset.vocabulary, preset.lower_case)
     config, values, head, tokens, lower_case = huggingface.read_hf_directory(path)

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from keras_bert import fileio
 from keras_bert.checkpoints import google, huggingface
-from keras_bert.checkpoints.heads import Head
+from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.checkpoints.names import (POOLERLESS_TASKS, WeightName, encoder_weight_names,
                                           is_pooler, masked_lm_weight_names,
                                           pretraining_head_weight_names, task_head_weight_names)
@@ -129,7 +129,7 @@ def _vocabulary(model, vocabulary, lower_case):
     return tokens, found if lower_case is None else lower_case
 
 
-def _values(model, encoder, head: Head | None, format: str) -> dict[str, np.ndarray]:
+def _values(model, encoder, head: StoredHead | None, format: str) -> dict[str, np.ndarray]:
     """{name: float32 array} of the model in ``format``'s naming ('google' or 'hf')."""
     weights = encoder_weight_names(encoder)
     head_weights: list[WeightName] = []

@@ -12,8 +12,8 @@ import sys
 import time
 
 from keras_bert.config import DistillationSettings, FinetuneSettings, normalize_bucket_lengths
-from keras_bert.tasks.classification.task import (ClassificationOptions, ClassificationTask,
-                                                  RegressionTask)
+from keras_bert.tasks.classification.task import (ClassificationOptions, ClassificationSpec,
+                                                  RegressionSpec)
 
 STUDENT_DIR = "student"  # OUTPUT_DIR/student: the student, a keras-bert checkpoint
 REPORT_FILE = "distillation_report.json"
@@ -50,7 +50,7 @@ def add_parser(subparsers) -> None:
                        help="this many of the teacher's layers, spread evenly with the top one "
                             "kept, on its embeddings and head")
     which.add_argument("--student", help="a checkpoint with the teacher's vocabulary")
-    ClassificationTask().add_column_arguments(parser)
+    ClassificationSpec().add_column_arguments(parser)
     train = parser.add_argument_group("distillation")
     train.add_argument("--temperature", type=float, default=DistillationSettings.temperature,
                        help="softens both distributions in the KL term (default: %(default)s)")
@@ -95,7 +95,7 @@ def _check_inputs(args: argparse.Namespace) -> None:
     _check_paths(args)
     for flag in ("train_file", "unlabeled_file", "dev_file"):
         if getattr(args, flag):
-            _read(RegressionTask(), getattr(args, flag), _options(args), with_labels=False)
+            _read(RegressionSpec(), getattr(args, flag), _options(args), with_labels=False)
 
 
 def _read(task, path: str, options, with_labels: bool) -> list:
@@ -116,7 +116,7 @@ def run_distill_command(args: argparse.Namespace) -> int:
     import keras
     from keras_bert import fileio
     from keras_bert.checkpoints.saving import save_checkpoint
-    from keras_bert.training.distillation import distill, load_teacher
+    from keras_bert.finetuning.distillation import distill, load_teacher
 
     bucket_lengths = normalize_bucket_lengths(args.bucket_lengths)
     started = time.perf_counter()
@@ -129,7 +129,7 @@ def run_distill_command(args: argparse.Namespace) -> int:
         raise ValueError(f"--teacher {args.teacher!r} takes the features "
                          f"{', '.join(teacher.feature_names)}; keras-bert distill takes "
                          f"text-only classifiers")
-    task = RegressionTask() if teacher.is_regression else ClassificationTask()
+    task = RegressionSpec() if teacher.is_regression else ClassificationSpec()
     options = _options(args)
     train = _read(task, args.train_file, options, with_labels=True)
     unlabeled = (_read(task, args.unlabeled_file, options, with_labels=False)

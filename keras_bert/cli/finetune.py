@@ -16,9 +16,9 @@ import time
 
 from keras_bert.cli.flags import add_lower_case_flag, check_inputs_exist
 from keras_bert.config import FinetuneSettings, normalize_bucket_lengths
-from keras_bert.training.distribute import STRATEGIES
+from keras_bert.distribute import STRATEGIES
 from keras_bert.tasks import get_task, task_names
-from keras_bert.tasks.base import CommonOptions, Task, option_defaults
+from keras_bert.tasks.spec import CommonOptions, TaskSpec, option_defaults
 from keras_bert.tasks.reporting import score_line, score_table
 
 
@@ -108,11 +108,11 @@ def _comma_list(text: str) -> list[str] | None:
 def _seq_length_defaults() -> str:
     """'128' and each task with another default, e.g. '128; squad: 384'."""
     others = [f"{name}: {get_task(name).default_seq_length}" for name in task_names()
-              if get_task(name).default_seq_length != Task.default_seq_length]
-    return "; ".join([str(Task.default_seq_length), *others])
+              if get_task(name).default_seq_length != TaskSpec.default_seq_length]
+    return "; ".join([str(TaskSpec.default_seq_length), *others])
 
 
-def _options_from_flags(task: Task, args: argparse.Namespace) -> CommonOptions:
+def _options_from_flags(task: TaskSpec, args: argparse.Namespace) -> CommonOptions:
     """The task's options from the flags; ValueError naming a flag of another task that was
     given (set to other than its default)."""
     own = option_defaults(task.options_class)
@@ -139,13 +139,13 @@ def check_finetune_inputs(args: argparse.Namespace) -> None:
 
 def run_finetune_command(args: argparse.Namespace) -> int:
     if args.num_cpu_devices:
-        from keras_bert.training.distribute import use_logical_cpu_devices
+        from keras_bert.distribute import use_logical_cpu_devices
         use_logical_cpu_devices(args.num_cpu_devices)
-    from keras_bert.training.finetune import FinetuneConfig, run_finetune
+    from keras_bert.finetuning.finetune import FinetuneRun, run_finetune
     options = _options_from_flags(get_task(args.task), args)
     start = time.monotonic()
     with contextlib.redirect_stdout(sys.stderr):  # Keras' progress; stdout has the result
-        results = run_finetune(FinetuneConfig(
+        results = run_finetune(FinetuneRun(
             task=args.task, init_checkpoint=args.init_checkpoint, train_file=args.train_file,
             dev_file=args.dev_file, output_dir=args.output_dir, options=options,
             learning_rate=args.learning_rate, batch_size=args.batch_size, epochs=args.epochs,
@@ -168,7 +168,7 @@ def _duration(seconds: float) -> str:
 def run_summary(args: argparse.Namespace, results: dict, elapsed_s: float) -> list[str]:
     """What a finished run prints for a person: the time, the dev scores beside their baseline
     and per class, any warning, where the outputs are and the commands that come next."""
-    from keras_bert.training.curves import CURVES_NAME
+    from keras_bert.finetuning.curves import CURVES_NAME
     epochs = len(results["epochs"])
     lines = ["", f"keras-bert finetune: {results['task']} on {results['train_rows']:,} training "
                  f"rows, {epochs} epoch{'s' * (epochs != 1)}, in {_duration(elapsed_s)}"

@@ -17,8 +17,8 @@ import sys
 from keras_bert.cli.flags import check_inputs_exist
 from keras_bert.config import FinetuneSettings
 from keras_bert.tasks import get_task, task_names
-from keras_bert.tasks.base import DEV_PREDICTIONS, Task, write_records
-from keras_bert.tasks.classification.task import ClassificationTask
+from keras_bert.tasks.spec import DEV_PREDICTIONS, TaskSpec, write_records
+from keras_bert.tasks.classification.task import ClassificationSpec
 from keras_bert.tasks.reporting import learning_warning, score_line, score_table
 
 
@@ -78,7 +78,7 @@ def add_parser(subparsers) -> None:
 def _add_common_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch_size", type=int, default=FinetuneSettings.batch_size,
                         help="rows per batch (default: %(default)s)")
-    ClassificationTask().add_column_arguments(parser)
+    ClassificationSpec().add_column_arguments(parser)
 
 
 def _check_local_inputs(args: argparse.Namespace) -> None:
@@ -99,7 +99,7 @@ def _check_predict_inputs(args: argparse.Namespace) -> None:
                          "line, not --input_file")
 
 
-def model_task(model) -> Task:
+def model_task(model) -> TaskSpec:
     """The task whose model ``model`` is (``Task.takes``); ValueError naming the class when
     no task takes it."""
     for name in task_names():
@@ -115,16 +115,16 @@ def _load(args: argparse.Namespace):
     from keras_bert.tasks.checkpoint_models import model_of_checkpoint
     model = model_of_checkpoint(args.model)
     task = model_task(model)
-    defaults = ClassificationTask.options_class()
-    flags = {name: getattr(args, name) for name in ClassificationTask.COLUMN_FLAGS
+    defaults = ClassificationSpec.options_class()
+    flags = {name: getattr(args, name) for name in ClassificationSpec.COLUMN_FLAGS
              if getattr(args, name) != getattr(defaults, name)}
-    if flags and not isinstance(task, ClassificationTask):
+    if flags and not isinstance(task, ClassificationSpec):
         raise ValueError(f"{', '.join('--' + name for name in flags)} apply to classification "
                          f"and regression models; {args.model!r} holds a {task.name} model")
     return model, task, task.options_for(model, task.options_class(**flags))
 
 
-def _read(task: Task, path: str, options, with_labels: bool = True) -> tuple[list, object]:
+def _read(task: TaskSpec, path: str, options, with_labels: bool = True) -> tuple[list, object]:
     """The examples in ``path`` and the options resolved on them; ValueError when it holds
     none."""
     examples = task.read_examples(path, options, with_labels=with_labels)

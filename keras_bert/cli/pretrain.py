@@ -8,7 +8,7 @@ import logging
 
 from keras_bert.cli.flags import add_bool_flag, check_inputs_exist
 from keras_bert.config import BertConfig
-from keras_bert.training.distribute import STRATEGIES
+from keras_bert.distribute import STRATEGIES
 from keras_bert.optimization import OPTIMIZERS
 
 
@@ -132,13 +132,13 @@ def _bert_config(args: argparse.Namespace) -> BertConfig | None:
 
 def run_pretrain(args: argparse.Namespace) -> int:
     # Devices and the strategy must be set up before any other TensorFlow work.
-    from keras_bert.training.distribute import get_strategy, use_logical_cpu_devices
+    from keras_bert.distribute import get_strategy, use_logical_cpu_devices
     if args.num_cpu_devices > 1:
         use_logical_cpu_devices(args.num_cpu_devices)
     strategy = get_strategy(args.strategy, tpu=args.tpu)
-    from keras_bert.pretraining.run import PretrainingConfig, run_pretraining
+    from keras_bert.pretraining.run import PretrainingSettings, run_pretraining
 
-    config = PretrainingConfig(
+    config = PretrainingSettings(
         input_files=args.input_file, output_dir=args.output_dir, bert_config=_bert_config(args),
         init_checkpoint=args.init_checkpoint, max_seq_length=args.max_seq_length,
         max_predictions_per_seq=args.max_predictions_per_seq,

@@ -3,7 +3,7 @@
 from keras_bert.layers.dropout import BertDropout
 from keras_bert.layers.embeddings import BertEmbeddings
 from keras_bert.layers.features import TabularFeatures
-from keras_bert.layers.heads import MaskedLMHead, NextSentenceHead, gather_positions
+from keras_bert.layers.pretraining_heads import MaskedLMHead, NextSentenceHead, gather_positions
 from keras_bert.layers.layer_normalization import BertLayerNormalization
 from keras_bert.layers.pooling import SentencePooling
 from keras_bert.layers.task_heads import ClassificationHead, SpanHead, TokenClassificationHead

@@ -10,7 +10,7 @@ import keras
 from keras import ops
 
 from keras_bert import fileio
-from keras_bert.checkpoints.heads import Head
+from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.checkpoints.names import encoder_weight_names, is_pooler
 from keras_bert.checkpoints.reading import Checkpoint, assign_weights, read_checkpoint
 from keras_bert.config import BertConfig
@@ -203,7 +203,7 @@ class BertEncoder(SavesWhole, keras.Model):
                         checkpoint.head.describe())
         return encoder
 
-    def checkpoint_head(self) -> Head | None:
+    def checkpoint_head(self) -> StoredHead | None:
         """An encoder has no head (``save_checkpoint`` writes BertModel)."""
         return None
 

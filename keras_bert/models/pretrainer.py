@@ -8,7 +8,7 @@ from typing import Any
 import keras
 
 from keras_bert import fileio
-from keras_bert.checkpoints.heads import Head
+from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.checkpoints.names import (encoder_weight_names, is_pooler, masked_lm_weight_names,
                                           next_sentence_weight_names)
 from keras_bert.checkpoints.reading import Checkpoint, assign_weights, read_checkpoint
@@ -120,10 +120,10 @@ class BertPretrainer(SavesWhole, keras.Model):
         assign_weights(weights, checkpoint, cls.__name__, optional=is_pooler)
         return model
 
-    def checkpoint_head(self) -> Head:
+    def checkpoint_head(self) -> StoredHead:
         """The masked-LM and next-sentence heads (``save_checkpoint`` writes BertForPreTraining
         and Google's ``cls/...``)."""
-        return Head("pretraining", "a BertPretrainer")
+        return StoredHead("pretraining", "a BertPretrainer")
 
     def quantize(self, mode=None, **kwargs) -> None:
         """Refused: the masked-LM head's output weights are the encoder's word-embedding table

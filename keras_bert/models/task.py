@@ -17,11 +17,11 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert import fileio
-from keras_bert.checkpoints.heads import Head
+from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.checkpoints.reading import Checkpoint, read_checkpoint
 from keras_bert.models.encoder import SavesWhole, quantization_passes
 from keras_bert.config import FinetuneSettings
-from keras_bert.models.finetuning import FinetuningPlan, split_validation
+from keras_bert.models.finetuning_plan import FinetuningPlan, split_validation
 from keras_bert.models.task_pipeline import PackedRows, is_packed
 from keras_bert.models.task_loading import load_task_model, tokenizer_of
 from keras_bert.models.task_predict import PackFunctions, packed_arrays, predict_by_length
@@ -163,13 +163,13 @@ class BertTask(SavesWhole, keras.Model):
         the model does not have; returns the arguments left to compare one by one."""
         return asked
 
-    def checkpoint_head(self) -> Head | None:
+    def checkpoint_head(self) -> StoredHead | None:
         """The head as checkpoint formats name it (``save_checkpoint``): its task, labels and
         Dense layer; None for a head no format names."""
         return None
 
     @classmethod
-    def head_arguments_of(cls, head: Head) -> dict[str, Any]:
+    def head_arguments_of(cls, head: StoredHead) -> dict[str, Any]:
         """The constructor arguments a checkpoint's head of this class's task fixes (its size,
         names, mode), for ``from_pretrained``."""
         return {}
@@ -255,7 +255,7 @@ class BertTask(SavesWhole, keras.Model):
         over the dataset then yields one epoch of batches (passes 0, 1, 2, ...; see
         ``keras_bert.models.task_pipeline``). A tf.data dataset runs as it is batched (raw
         inputs are packed batch by batch). ``fit`` builds its training data with
-        ``keras_bert.models.finetuning.FinetuningPlan`` instead.
+        ``keras_bert.models.finetuning_plan.FinetuningPlan`` instead.
 
         Args:
             x: raw examples (as the subclass documents), packed id arrays, or a batched
@@ -299,7 +299,7 @@ class BertTask(SavesWhole, keras.Model):
         """``keras.Model.compile`` with BERT's defaults ("auto"): the task's loss and metrics,
         and AdamW with ``learning_rate``, warmup over ``warmup_fraction`` of the steps then
         linear decay, made in ``fit`` once the number of steps is known
-        (``keras_bert.models.finetuning``)."""
+        (``keras_bert.models.finetuning_plan``)."""
         self._compile_kwargs = dict(
             loss=self.default_loss() if loss == "auto" else loss,
             metrics=self.default_metrics() if metrics == "auto" else metrics, **kwargs)
@@ -347,7 +347,7 @@ class BertTask(SavesWhole, keras.Model):
         uninterrupted one would (give ``seed``; None draws one from NumPy's global generator).
         Under TPUStrategy only full batches are used. A tf.data dataset runs as it is batched.
         The recipe (the optimizer made from ``compile``'s settings once the number of steps is
-        known, the epoch's data) is ``keras_bert.models.finetuning.FinetuningPlan``.
+        known, the epoch's data) is ``keras_bert.models.finetuning_plan.FinetuningPlan``.
 
         ``validation_data`` is ``(x, y)``, labelled examples or a dataset, grouped by length
         the same way without shuffling. ``validation_split`` holds out the last share of the

@@ -14,7 +14,7 @@ import inspect
 import logging
 from typing import Any
 
-from keras_bert.checkpoints.heads import Head
+from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.checkpoints.names import (POOLERLESS_TASKS, encoder_weight_names, is_pooler,
                                           task_head_weight_names)
 from keras_bert.checkpoints.reading import Checkpoint, assign_weights, unused_keys
@@ -105,7 +105,7 @@ def given(cls, asked: dict[str, Any]) -> dict[str, Any]:
             if not (value is None and name in absent_if_none)}
 
 
-def merge_head_arguments(cls, head: Head, asked: dict[str, Any], path: str) -> dict[str, Any]:
+def merge_head_arguments(cls, head: StoredHead, asked: dict[str, Any], path: str) -> dict[str, Any]:
     """``asked`` (the given arguments) with the arguments ``cls.head_arguments_of(head)``
     gives; ValueError naming an asked argument that disagrees with the checkpoint's head
     (unless the class lets it override the head's: ``overridable_head_arguments``)."""

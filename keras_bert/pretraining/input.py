@@ -74,7 +74,7 @@ def check_record_lengths(input_files: str | Sequence[str], max_seq_length: int,
             raise ValueError(
                 f"pretraining records in {path} were written with {setting}={found} (feature "
                 f"{name!r} has {found} values) but {setting}={wanted[setting]} was given; "
-                f"pass --{setting} {found} ({setting}={found} in PretrainingConfig)")
+                f"pass --{setting} {found} ({setting}={found} in PretrainingSettings)")
 
 
 def pretraining_dataset(input_files: str | Sequence[str], batch_size: int, max_seq_length: int,

@@ -1,6 +1,6 @@
 """A BERT pretraining run: build under a strategy, train with checkpoints and resume, export.
 
-``run_pretraining(PretrainingConfig(...))`` trains a BertPretrainer on pretraining TFRecords with
+``run_pretraining(PretrainingSettings(...))`` trains a BertPretrainer on pretraining TFRecords with
 the custom loop of ``pretraining_step`` (works on CPU, GPUs, several workers and TPUs). Every
 ``save_checkpoints_steps`` it writes model, optimizer, step and input-iterator state with
 ``tf.train.CheckpointManager`` (the ``checkpoint`` index file is replaced atomically, so a run
@@ -36,9 +36,9 @@ from keras_bert.checkpoints.saving import save_checkpoint
 from keras_bert.fileio import join
 from keras_bert.config import BertConfig
 from keras_bert.models import BertEncoder, BertPretrainer
-from keras_bert.training.distribute import get_strategy, num_local_replicas, worker_role
+from keras_bert.distribute import get_strategy, num_local_replicas, worker_role
 from keras_bert.optimization.optimizers import create_optimizer
-from keras_bert.pretraining.config import MIXED_PRECISION, PretrainingConfig
+from keras_bert.pretraining.settings import MIXED_PRECISION, PretrainingSettings
 from keras_bert.pretraining.input import check_record_lengths, pretraining_dataset
 from keras_bert.pretraining.loss import summarize
 from keras_bert.pretraining.step import make_eval_loop, make_pretraining_train_loop
@@ -71,7 +71,7 @@ def _checkpoint_step(path: str) -> int:
     return int(path.rsplit("-", 1)[1])
 
 
-def _check_same_model(config: PretrainingConfig, saved_path: str) -> None:
+def _check_same_model(config: PretrainingSettings, saved_path: str) -> None:
     """Raises ValueError when resuming a run whose saved architecture differs from ``config``'s."""
     if config.bert_config is None or not fileio.exists(saved_path):
         return
@@ -120,7 +120,7 @@ def _run_bert_config(run_dir: str) -> BertConfig | None:
     return None
 
 
-def _build(config: PretrainingConfig, resuming: bool):
+def _build(config: PretrainingSettings, resuming: bool):
     """The pretrainer, its optimizer and the earlier run's checkpoint to start from (when
     init_checkpoint names one); call under ``strategy.scope()``."""
     dtype = MIXED_PRECISION[config.mixed_precision]
@@ -155,7 +155,7 @@ def _build(config: PretrainingConfig, resuming: bool):
     return model, optimizer, (None if resuming else run_checkpoint)
 
 
-def run_pretraining(config: PretrainingConfig,
+def run_pretraining(config: PretrainingSettings,
                     strategy: tf.distribute.Strategy | None = None) -> PretrainingResult:
     """Pretrains (or resumes pretraining) as ``config`` says; see the module docstring.
 
@@ -170,7 +170,7 @@ def run_pretraining(config: PretrainingConfig,
 
     Example (needs TFRecords, e.g. from ``keras-bert pretraining-data``)::
 
-        result = run_pretraining(PretrainingConfig(
+        result = run_pretraining(PretrainingSettings(
             "data/*.tfrecord", "runs/tiny", BertConfig.preset("L-2_H-128_A-2"),
             train_batch_size=32, num_train_steps=1000, num_warmup_steps=100))
     """

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import keras
 import tensorflow as tf
 
-from keras_bert.training.distribute import num_local_replicas
+from keras_bert.distribute import num_local_replicas
 from keras_bert.pretraining.loss import pretraining_loss, pretraining_loss_sums
 
 SUM_NAMES = ("mlm_loss_sum", "mlm_weight_sum", "mlm_correct_sum", "nsp_loss_sum",

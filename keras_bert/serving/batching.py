@@ -19,7 +19,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from keras_bert.serving.config import BatchingOptions
+from keras_bert.serving.config_files import BatchingOptions
 from keras_bert.serving.errors import (ServingError, Unloaded, failed_precondition,
                                        from_exception, invalid_argument, resource_exhausted,
                                        unavailable)

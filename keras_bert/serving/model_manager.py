@@ -24,7 +24,7 @@ import grpc
 from tensorflow_serving.apis import get_model_status_pb2
 
 from keras_bert import fileio
-from keras_bert.serving import config as config_lib
+from keras_bert.serving import config_files as config_lib
 from keras_bert.serving.errors import (ServingError, failed_precondition, from_exception,
                                        invalid_argument, not_found, permission_denied)
 from keras_bert.serving.servable import Servable, is_version_dir

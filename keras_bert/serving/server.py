@@ -15,7 +15,7 @@ import threading
 
 import tensorflow as tf
 
-from keras_bert.serving import config as config_lib
+from keras_bert.serving import config_files as config_lib
 from keras_bert.serving.batching import BatchScheduler
 from keras_bert.serving.errors import ServingError
 from keras_bert.serving.flags import build_flag_parser

@@ -1,8 +1,8 @@
 """The tasks, one folder each: its reader, features and post-processing, its model, its metric,
 its export signatures and its ``keras-bert finetune`` wiring (``task.py``).
 
-The registry is the folders themselves: a folder with a ``task.py`` that lists ``TASKS`` (Task
-objects, see ``base.py``) is a task of ``keras-bert finetune``. Reading the tasks loads no
+The registry is the folders themselves: a folder with a ``task.py`` that lists ``TASKS`` (TaskSpec
+objects, see ``spec.py``) is a task of ``keras-bert finetune``. Reading the tasks loads no
 TensorFlow (``keras-bert finetune --help`` lists every task's flags): a task folder's
 ``__init__`` loads its public names on first use (``keras_bert.lazy``) and calls
 ``export_with_model``, so that its ``export.py``, which registers the model's export signatures,
@@ -16,7 +16,7 @@ the source.
 ``checkpoint_tasks`` name its head), as ``keras-bert convert``, ``info`` and ``export`` do.
 
 Another installed package adds its tasks with an entry point in the ``keras_bert.tasks`` group
-that names its list of Task objects; in its pyproject.toml:
+that names its list of TaskSpec objects; in its pyproject.toml:
 
     [project.entry-points."keras_bert.tasks"]
     my_tasks = "my_package.task:TASKS"

@@ -9,7 +9,7 @@ import importlib
 import pkgutil
 
 from keras_bert import fileio, tasks
-from keras_bert.checkpoints.heads import Head
+from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.checkpoints.reading import Checkpoint, read_checkpoint
 from keras_bert.checkpoints.saving import save_checkpoint
 from keras_bert.models import BertEncoder, BertPretrainer
@@ -28,7 +28,7 @@ def _task_model_classes() -> tuple[type, ...]:
     return tuple(classes)
 
 
-def model_class_for(head: Head | None) -> type | None:
+def model_class_for(head: StoredHead | None) -> type | None:
     """The task model class that takes a checkpoint's head (``checkpoint_tasks``), or None for
     a head no task model takes (the pretraining heads, or no head)."""
     if head is None:

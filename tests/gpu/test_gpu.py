@@ -175,15 +175,15 @@ def test_fine_tuning_with_xla(device, device_memory, data, preprocessor):
 def test_pretraining_steps(device, device_memory, tmp_path, mixed_precision, jit_compile):
     """80 steps of ``run_pretraining`` on learnable records (tests/training/records.py), under
     the strategy it picks on this machine: OneDeviceStrategy on the one GPU."""
-    from keras_bert.pretraining.run import PretrainingConfig, run_pretraining
-    from keras_bert.training.distribute import get_strategy
+    from keras_bert.pretraining.run import PretrainingSettings, run_pretraining
+    from keras_bert.distribute import get_strategy
     from tests.training.records import VOCAB_SIZE, write_records, write_vocab
 
     strategy = get_strategy()
     if device == "GPU":
         assert isinstance(strategy, tf.distribute.OneDeviceStrategy)
     pattern = write_records(str(tmp_path / "records"))
-    config = PretrainingConfig(
+    config = PretrainingSettings(
         input_files=pattern, output_dir=str(tmp_path / "run"),
         bert_config=BertConfig(vocab_size=VOCAB_SIZE, hidden_size=64, num_hidden_layers=2,
                                num_attention_heads=4, intermediate_size=128,

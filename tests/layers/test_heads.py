@@ -92,7 +92,7 @@ def test_mlm_head_gradients_for_bias_and_tied_table_follow_the_formula(tiny_conf
 
 
 def test_masked_lm_head_config_round_trips_with_its_embedding_table():
-    from keras_bert.layers.heads import MaskedLMHead
+    from keras_bert.layers.pretraining_heads import MaskedLMHead
     table = keras.layers.Embedding(50, 16, name="word_embeddings")
     table.build(None)
     head = MaskedLMHead(table, hidden_act="relu", initializer_range=0.05, layer_norm_eps=1e-6)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from keras_bert.serving.batching import BatchScheduler
-from keras_bert.serving.config import BatchingOptions
+from keras_bert.serving.config_files import BatchingOptions
 from keras_bert.serving.errors import ServingError
 from tests.helpers import wait_until
 

@@ -7,7 +7,7 @@ import re
 from google.protobuf import text_format
 from tensorflow_serving.config import model_server_config_pb2
 
-from keras_bert.serving import config as config_lib
+from keras_bert.serving import config_files as config_lib
 from keras_bert.serving.server import build_flag_parser
 
 CONFIGS = os.path.join(os.path.dirname(__file__), "..", "..", "serving", "configs")

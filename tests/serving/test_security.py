@@ -16,7 +16,7 @@ from google.protobuf import text_format
 from tensorflow_serving.apis import (model_management_pb2, predict_pb2,
                                      prediction_service_pb2_grpc)
 
-from keras_bert.serving import config as config_lib
+from keras_bert.serving import config_files as config_lib
 from keras_bert.serving.server import ModelServer, build_flag_parser
 from tests.serving.server_helpers import free_port, running_server
 from tests.serving.toy_models import write_toy_version

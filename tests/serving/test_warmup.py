@@ -110,7 +110,7 @@ def test_requests_run_exactly_what_the_warmup_ran(tmp_path, monkeypatch):
     Session.run call the replay made (the same feeds in the same order, the same fetches, the
     same shapes), so it finds the executor and kernels that the replay prepared."""
     from keras_bert.serving.batching import BatchScheduler
-    from keras_bert.serving.config import BatchingOptions
+    from keras_bert.serving.config_files import BatchingOptions
     from keras_bert.serving.servable import Servable
     version_dir = write_toy_version(str(tmp_path / "toy"), 1)
     write_warmup(version_dir, [toy_request(rows=1), toy_request(rows=4)])

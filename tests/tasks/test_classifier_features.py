@@ -15,7 +15,7 @@ from keras_bert import BertClassifier, BertPreprocessor
 from keras_bert.tasks.classification import glue
 from keras_bert.tasks.classification import jsonl
 from keras_bert.errors import DataError
-from keras_bert.tasks.examples import TextExample
+from keras_bert.tasks.input_examples import TextExample
 from keras_bert.layers import TabularFeatures
 from tests.tasks.tiny_checkpoint import VOCAB, tiny_encoder
 

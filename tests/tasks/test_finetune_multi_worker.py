@@ -27,7 +27,7 @@ FINETUNE = """
 import sys
 import numpy as np
 from keras_bert.cli import main
-from keras_bert.training import finetune
+from keras_bert.finetuning import finetune
 
 evaluate = finetune.DevEvaluation.on_epoch_end
 
@@ -44,9 +44,9 @@ ONE_STEP = """
 import json, sys
 import numpy as np
 import tensorflow as tf
-from keras_bert.training.distribute import get_strategy
+from keras_bert.distribute import get_strategy
 strategy = get_strategy("multi_worker_mirrored")
-from keras_bert.training.finetune_loop import distribute_global_batches, make_finetune_train_loop
+from keras_bert.finetuning.finetune_loop import distribute_global_batches, make_finetune_train_loop
 from tests.tasks.test_finetune_multi_worker import step_batch, step_model
 
 with strategy.scope():

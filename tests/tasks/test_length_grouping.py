@@ -11,7 +11,7 @@ from keras_bert import (BertClassifier, BertEncoder, BertMultipleChoice, BertPre
 from keras_bert.layers.task_heads import PADDING_LOGIT
 from keras_bert.models.task_pipeline import (MIN_GROUPING_SAVING, BatchPlan, grouping_saving,
                                              length_ladder, resolve_bucket_lengths)
-from keras_bert.tasks.examples import TaggedSentence
+from keras_bert.tasks.input_examples import TaggedSentence
 from keras_bert.tasks.squad.reader import SquadAnswer, SquadExample
 from tests.tasks.tiny_checkpoint import VOCAB, WORDS, tiny_encoder
 
@@ -290,7 +290,7 @@ def test_finetune_and_fit_share_the_default():
 
     from keras_bert.cli import build_parser
     from keras_bert.models.task import BertTask
-    from keras_bert.training.finetune import FinetuneConfig
+    from keras_bert.finetuning.finetune import FinetuneRun
 
     def flag(*flags):
         return build_parser("finetune").parse_args(
@@ -298,7 +298,7 @@ def test_finetune_and_fit_share_the_default():
              "t", "--output_dir", "o", *flags]).bucket_lengths
 
     fit_default = inspect.signature(BertTask.fit).parameters["bucket_lengths"].default
-    assert flag() == FinetuneConfig.bucket_lengths == fit_default == "auto"
+    assert flag() == FinetuneRun.bucket_lengths == fit_default == "auto"
     assert flag("--bucket_lengths", "none") is None
     assert flag("--bucket_lengths", "32,16") == [16, 32]
     assert flag("--bucket_lengths", "16,32,64,128") == [16, 32, 64, 128]

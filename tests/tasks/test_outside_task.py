@@ -25,7 +25,7 @@ import numpy as np
 from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.models.task import BertTask
 from keras_bert.models.task_pipeline import as_string_array
-from keras_bert.tasks.base import CommonOptions, Task, require_vocabulary
+from keras_bert.tasks.spec import CommonOptions, TaskSpec, require_vocabulary
 
 
 @keras.saving.register_keras_serializable(package="toy_tasks")
@@ -58,7 +58,7 @@ class WordCountOptions(CommonOptions):
     tolerance: float = 0.5
 
 
-class WordCountTask(Task):
+class WordCountSpec(TaskSpec):
     name = "word-count"
     primary_metric = "within_tolerance"
     help = "how many words a text has"
@@ -88,7 +88,7 @@ class WordCountTask(Task):
         return {"tolerance": options.tolerance}
 
 
-TASKS = [WordCountTask()]
+TASKS = [WordCountSpec()]
 '''
 
 TEXTS = ["the cat sat", "john lives in paris", "a dog", "mary works in london city",

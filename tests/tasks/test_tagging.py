@@ -11,7 +11,7 @@ from keras_bert import BertPreprocessor, BertTokenClassifier
 from keras_bert.tasks.ner.alignment import (align_words, align_words_windows, entity_spans,
                                      merge_window_tags, stack_tagged, window_word_ranges)
 from keras_bert.errors import DataError
-from keras_bert.tasks.examples import TaggedSentence
+from keras_bert.tasks.input_examples import TaggedSentence
 from keras_bert.tokenization import BertTokenizer
 from keras_bert.tasks.ner.metrics import entity_scores
 from tests.tasks.tiny_checkpoint import VOCAB, tiny_encoder

@@ -11,7 +11,7 @@ from keras_bert import (BertClassifier, BertEmbedder, BertMultipleChoice, BertPr
                         BertQuestionAnswerer)
 from keras_bert.tasks.squad.reader import SquadAnswer, SquadExample
 from keras_bert.errors import DataError
-from keras_bert.tasks.examples import TextExample
+from keras_bert.tasks.input_examples import TextExample
 from keras_bert.tokenization import BertTokenizer
 from tests.tasks.tiny_checkpoint import VOCAB, tiny_encoder
 

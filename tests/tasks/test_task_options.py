@@ -5,10 +5,10 @@ import pytest
 
 from keras_bert.cli import build_parser, main
 from keras_bert.tasks import get_task, task_names
-from keras_bert.tasks.base import CommonOptions, option_defaults
+from keras_bert.tasks.spec import CommonOptions, option_defaults
 from keras_bert.tasks.classification.task import ClassificationOptions
 from keras_bert.tasks.squad.task import SquadOptions
-from keras_bert.training.finetune import _task_options
+from keras_bert.finetuning.finetune import _task_options
 from keras_bert.cli.finetune import _options_from_flags
 from tests.tasks.tiny_checkpoint import tiny_checkpoint
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from keras_bert import (BertClassifier, BertEmbedder, BertMultipleChoice, BertPreprocessor,
                         BertQuestionAnswerer, BertTokenClassifier)
-from keras_bert.tasks.examples import MultipleChoiceExample, TaggedSentence, TextExample
+from keras_bert.tasks.input_examples import MultipleChoiceExample, TaggedSentence, TextExample
 from keras_bert.tasks.squad.reader import SquadAnswer, SquadExample
 from keras_bert.tokenization import BertTokenizer
 from tests.tasks.tiny_checkpoint import VOCAB, tiny_encoder

@@ -14,8 +14,8 @@ from keras_bert import (BertClassifier, BertEmbedder, BertEncoder, BertMultipleC
                         BertPreprocessor, BertQuestionAnswerer, BertTokenClassifier, distill,
                         save_checkpoint)
 from keras_bert.tasks.squad.reader import SquadAnswer, SquadExample
-from keras_bert.training.distillation import (SoftTargetLoss, compare, kept_layers,
-                                              student_of)
+from keras_bert.finetuning.distillation import (SoftTargetLoss, compare, kept_layers,
+                                                student_of)
 from tests.tasks.tiny_checkpoint import VOCAB
 
 TEXTS = ["the movie was good", "a terrible film", "good", "the meal was bad and the film awful",
@@ -288,7 +288,7 @@ def test_compare_reports_accuracy_agreement_and_the_majority_rate(teacher):
 
 MIRRORED = """
 import json, keras
-from keras_bert.training.distribute import use_logical_cpu_devices
+from keras_bert.distribute import use_logical_cpu_devices
 use_logical_cpu_devices(2)
 import tensorflow as tf
 from keras_bert import BertClassifier, BertEncoder, BertPreprocessor, distill

@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert import cli
-from keras_bert.training import distribute
+from keras_bert import distribute
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TIMEOUT_S = 180
@@ -22,7 +22,7 @@ ENVIRONMENT = ("TF_CONFIG", "TPU_NAME", "COLAB_TPU_ADDR")
 
 DESCRIBE = """
 import json, os, sys
-from keras_bert.training.distribute import get_strategy
+from keras_bert.distribute import get_strategy
 
 def describe(strategy):
     try:
@@ -35,7 +35,7 @@ def describe(strategy):
 # Three logical CPUs: auto -> MirroredStrategy over them; forced names still win; and with
 # TPU_NAME set, auto tries the TPU first (the real resolver fails: no such TPU exists here).
 SINGLE_MACHINE = DESCRIBE + """
-from keras_bert.training.distribute import use_logical_cpu_devices
+from keras_bert.distribute import use_logical_cpu_devices
 use_logical_cpu_devices(3)
 result = {str(name): describe(get_strategy(name)) for name in (None, "one_device", "default")}
 os.environ["TPU_NAME"] = sys.argv[1]

@@ -9,10 +9,10 @@ import tensorflow as tf
 
 from keras_bert import BertEncoder, BertPretrainer
 from keras_bert.optimization import optimizers as optimization
-from keras_bert.pretraining import config as pretraining_config
+from keras_bert.pretraining import settings as pretraining_config
 from keras_bert import keras_internals
 from keras_bert.optimization import schedules
-from keras_bert.training import distribute
+from keras_bert import distribute
 from keras_bert.optimization.optimizers import BertAdamW, BertLamb, create_optimizer
 from keras_bert.optimization.schedules import WarmupPolynomialDecay
 

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert import BertConfig, BertEncoder, BertPretrainer
-from keras_bert.pretraining.run import PretrainingConfig, run_pretraining
+from keras_bert.pretraining.run import PretrainingSettings, run_pretraining
 from keras_bert.optimization.optimizers import create_optimizer
 from keras_bert.pretraining.input import pretraining_dataset
 from keras_bert.pretraining.step import make_pretraining_train_loop
@@ -25,7 +25,7 @@ def _config(files, output_dir, **overrides):
         keep_checkpoint_max=2, vocab_file=files["vocab"], eval_input_files=files["pattern"],
         eval_batch_size=8, progress=False)
     values.update(overrides)
-    return PretrainingConfig(**values)
+    return PretrainingSettings(**values)
 
 
 def _scalars(summary_dir):

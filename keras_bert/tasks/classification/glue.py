@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from keras_bert.errors import DataError
 from keras_bert.fileio import read_text_lines
-from keras_bert.tasks.examples import TextExample, check_distinct_columns, require_text
+from keras_bert.tasks.input_examples import TextExample, check_distinct_columns, require_text
 
 
 @dataclasses.dataclass(frozen=True)

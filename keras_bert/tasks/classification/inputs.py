@@ -19,7 +19,7 @@ from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.models.task_pipeline import as_string_array, is_text_arrays
 from keras_bert.models.task_pipeline import is_packed
 from keras_bert.errors import DataError
-from keras_bert.tasks.examples import TextExample, encode_label
+from keras_bert.tasks.input_examples import TextExample, encode_label
 
 TEXT, TEXT_PAIR = "text", "text_pair"  # the text columns of dict, DataFrame and served inputs
 RESERVED_NAMES = frozenset({*INPUT_NAMES, TEXT, TEXT_PAIR})

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from keras_bert.errors import DataError
 from keras_bert.fileio import read_text_lines
-from keras_bert.tasks.examples import TextExample, check_distinct_columns, require_text
+from keras_bert.tasks.input_examples import TextExample, check_distinct_columns, require_text
 
 
 def read_jsonl(path: str, with_labels: bool = True, text_key: str | None = None,

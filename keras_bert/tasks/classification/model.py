@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.config import CLASSIFIER_POOLINGS
-from keras_bert.checkpoints.heads import Head
+from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.layers.features import TabularFeatures
 from keras_bert.layers.pooling import SentencePooling
 from keras_bert.layers.task_heads import ClassificationHead
@@ -180,7 +180,7 @@ class BertClassifier(ExportsRawText, BertTask):
         return asked
 
     # ------------------------------------------------------------------------ checkpoints
-    def checkpoint_head(self) -> Head:
+    def checkpoint_head(self) -> StoredHead:
         """run_classifier.py's and BertForSequenceClassification's head: K logits from the
         pooled output (softmax: single-label; sigmoid: multi-label; K=1: regression). A
         classifier with features or another pooling has no equivalent in those formats."""
@@ -191,12 +191,12 @@ class BertClassifier(ExportsRawText, BertTask):
         problem_type = ("regression" if self.is_regression
                         else "multi_label_classification" if self.activation == "sigmoid"
                         else "single_label_classification")
-        return Head("classification", "a BertClassifier", num_labels=self.num_classes,
-                    label_names=self.label_names, problem_type=problem_type,
-                    layer=self.head.dense, unportable=unportable)
+        return StoredHead("classification", "a BertClassifier", num_labels=self.num_classes,
+                          label_names=self.label_names, problem_type=problem_type,
+                          layer=self.head.dense, unportable=unportable)
 
     @classmethod
-    def head_arguments_of(cls, head: Head) -> dict[str, Any]:
+    def head_arguments_of(cls, head: StoredHead) -> dict[str, Any]:
         """A checkpoint's classifier fixes ``num_classes``, the label names it has, and the
         mode: softmax probabilities (single-label), sigmoid (multi-label: each class
         independent), or a score (regression)."""

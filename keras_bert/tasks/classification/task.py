@@ -10,11 +10,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from keras_bert.config import CLASSIFIER_POOLINGS
-from keras_bert.tasks.base import (DEV_PREDICTIONS, CommonOptions, Task, collected_label_names,
+from keras_bert.tasks.spec import (DEV_PREDICTIONS, CommonOptions, TaskSpec, collected_label_names,
                                    packed_length, RecordsFile, require_vocabulary)
 from keras_bert.tasks.classification import glue, jsonl
 from keras_bert.tasks.classification.metrics import classification_scores, regression_scores
-from keras_bert.tasks.examples import TextExample
+from keras_bert.tasks.input_examples import TextExample
 
 
 def _name_list(text: str) -> list[str]:
@@ -52,7 +52,7 @@ class ClassificationOptions(CommonOptions):
         return [*self.numeric_features, *self.categorical_features]
 
 
-class ClassificationTask(Task):
+class ClassificationSpec(TaskSpec):
     name = "classification"
     primary_metric = "accuracy"
     help = "one label per text or text pair (GLUE layouts, TSV/CSV with a header, JSONL)"
@@ -198,7 +198,7 @@ class ClassificationTask(Task):
         return records
 
 
-class RegressionTask(ClassificationTask):
+class RegressionSpec(ClassificationSpec):
     name = "regression"
     primary_metric = "pearson"
     help = "one score per text or text pair (STS-B layout, TSV/CSV, JSONL)"
@@ -211,4 +211,4 @@ class RegressionTask(ClassificationTask):
         return type(model).__name__ == "BertClassifier" and model.is_regression
 
 
-TASKS = [ClassificationTask(), RegressionTask()]
+TASKS = [ClassificationSpec(), RegressionSpec()]

@@ -11,7 +11,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_bert.checkpoints.heads import Head
+from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.layers.pooling import SentencePooling
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization.packing import INPUT_NAMES
@@ -115,17 +115,17 @@ class BertEmbedder(ExportsRawText, BertTask):
     uses_pooler = False
     overridable_head_arguments = ("pooling", "normalize")
 
-    def checkpoint_head(self) -> Head:
+    def checkpoint_head(self) -> StoredHead:
         """The sentence-transformers pooling (and Normalize) of this embedding."""
         unportable = None
         if self.pooling not in ("cls", "mean"):
             unportable = (f"a BertEmbedder with {self.pooling} pooling has no "
                           f"sentence-transformers equivalent (cls or mean)")
-        return Head("embedding", "a BertEmbedder", pooling=self.pooling,
-                    normalize=self.normalize, unportable=unportable)
+        return StoredHead("embedding", "a BertEmbedder", pooling=self.pooling,
+                          normalize=self.normalize, unportable=unportable)
 
     @classmethod
-    def head_arguments_of(cls, head: Head) -> dict[str, Any]:
+    def head_arguments_of(cls, head: StoredHead) -> dict[str, Any]:
         """A sentence-transformers folder fixes the pooling and the normalisation."""
         return {"pooling": head.pooling, "normalize": head.normalize}
 

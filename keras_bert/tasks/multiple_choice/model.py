@@ -11,8 +11,8 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from keras_bert.tasks.examples import MultipleChoiceExample
-from keras_bert.checkpoints.heads import Head
+from keras_bert.tasks.input_examples import MultipleChoiceExample
+from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.layers.task_heads import ClassificationHead
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization.packing import INPUT_NAMES
@@ -77,10 +77,10 @@ class BertMultipleChoice(ExportsRawText, BertTask):
         self.num_choices = num_choices
         self.dropout = dropout
 
-    def checkpoint_head(self) -> Head:
+    def checkpoint_head(self) -> StoredHead:
         """BertForMultipleChoice's head: one score per (context, choice) from the pooled
         output."""
-        return Head("multiple_choice", "a BertMultipleChoice", layer=self.head.dense)
+        return StoredHead("multiple_choice", "a BertMultipleChoice", layer=self.head.dense)
 
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy()

@@ -8,7 +8,7 @@ import json
 
 from keras_bert.errors import DataError
 from keras_bert.fileio import read_text_lines
-from keras_bert.tasks.examples import MultipleChoiceExample, require_text
+from keras_bert.tasks.input_examples import MultipleChoiceExample, require_text
 
 SWAG_ENDINGS = ("ending0", "ending1", "ending2", "ending3")
 

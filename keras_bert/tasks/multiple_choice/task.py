@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from keras_bert.tasks.base import (DEV_PREDICTIONS, CommonOptions, Task, argmax_accuracy,
+from keras_bert.tasks.spec import (DEV_PREDICTIONS, CommonOptions, TaskSpec, argmax_accuracy,
                                    RecordsFile, require_vocabulary)
 from keras_bert.tasks.multiple_choice.reader import read_multiple_choice
 
 
-class MultipleChoiceTask(Task):
+class MultipleChoiceSpec(TaskSpec):
     name = "multiple-choice"
     primary_metric = "accuracy"
     help = "pick the right continuation among N (SWAG CSV, JSONL)"
@@ -55,4 +55,4 @@ def _records(examples, outputs: np.ndarray) -> list[dict]:
     return records
 
 
-TASKS = [MultipleChoiceTask()]
+TASKS = [MultipleChoiceSpec()]

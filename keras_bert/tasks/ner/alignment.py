@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from keras_bert.errors import DataError
-from keras_bert.tasks.examples import encode_label
+from keras_bert.tasks.input_examples import encode_label
 from keras_bert.tokenization.packing import INPUT_NAMES
 
 logger = logging.getLogger(__name__)

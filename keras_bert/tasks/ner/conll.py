@@ -8,7 +8,7 @@ import re
 from keras_bert.fileio import atomic_write
 from keras_bert.errors import DataError
 from keras_bert.fileio import read_text_lines
-from keras_bert.tasks.examples import TaggedSentence
+from keras_bert.tasks.input_examples import TaggedSentence
 
 # O, or a chunk prefix (IOB1, IOB2/BIO, IOBES) and an entity type: B-PER, I-LOC, E-ORG, S-MISC.
 _TAG = re.compile(r"^(O|[BIES]-\S+)$")

@@ -13,8 +13,8 @@ from keras import ops
 
 from keras_bert.tasks.ner.alignment import (IGNORED_LABEL, TaggedFeature, align_words_windows,
                                      entity_spans, merge_window_tags, stack_tagged)
-from keras_bert.tasks.examples import TaggedSentence
-from keras_bert.checkpoints.heads import Head
+from keras_bert.tasks.input_examples import TaggedSentence
+from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.layers.task_heads import TokenClassificationHead
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization.packing import INPUT_NAMES
@@ -105,14 +105,14 @@ class BertTokenClassifier(ExportsRawText, BertTask):
             raise ValueError(f"window_stride must be at least 1, got {window_stride}")
         self.window_stride = window_stride
 
-    def checkpoint_head(self) -> Head:
+    def checkpoint_head(self) -> StoredHead:
         """BertForTokenClassification's head: a tag's logit at every position."""
-        return Head("token_classification", "a BertTokenClassifier",
-                    num_labels=len(self.label_names), label_names=self.label_names,
-                    layer=self.head.dense)
+        return StoredHead("token_classification", "a BertTokenClassifier",
+                          num_labels=len(self.label_names), label_names=self.label_names,
+                          layer=self.head.dense)
 
     @classmethod
-    def head_arguments_of(cls, head: Head) -> dict[str, Any]:
+    def head_arguments_of(cls, head: StoredHead) -> dict[str, Any]:
         """A checkpoint's tagger fixes the tags (``id2label``; LABEL_0... where it names none)."""
         names = head.label_names or [f"LABEL_{i}" for i in range(head.num_labels)]
         if not head.label_names:

@@ -3,13 +3,13 @@ word's first WordPiece, scored with conlleval's entity-level F1."""
 
 from __future__ import annotations
 
-from keras_bert.tasks.base import CommonOptions, Task, collected_label_names, require_vocabulary
+from keras_bert.tasks.spec import CommonOptions, TaskSpec, collected_label_names, require_vocabulary
 from keras_bert.tasks.ner.alignment import entity_spans
 from keras_bert.tasks.ner.conll import read_conll, write_conll
 from keras_bert.tasks.ner.metrics import entity_scores
 
 
-class NerTask(Task):
+class NerSpec(TaskSpec):
     name = "ner"
     primary_metric = "f1"
     help = "a tag per word (CoNLL-2003 files), scored by entity"
@@ -60,4 +60,4 @@ class NerTask(Task):
         return records
 
 
-TASKS = [NerTask()]
+TASKS = [NerSpec()]

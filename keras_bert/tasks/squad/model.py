@@ -12,7 +12,7 @@ import numpy as np
 from keras_bert.tasks.squad.reader import SquadExample
 from keras_bert.tasks.squad.answers import postprocess_squad
 from keras_bert.tasks.squad.features import make_squad_features, stack_features
-from keras_bert.checkpoints.heads import Head
+from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.layers.task_heads import PADDING_LOGIT, SpanHead
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization.packing import INPUT_NAMES
@@ -101,9 +101,9 @@ class BertQuestionAnswerer(ExportsRawText, BertTask):
         return make_squad_features(examples, self.tokenizer, self.seq_length, self.doc_stride,
                                    self.max_query_length)
 
-    def checkpoint_head(self) -> Head:
+    def checkpoint_head(self) -> StoredHead:
         """run_squad.py's and BertForQuestionAnswering's span head: start and end logits."""
-        return Head("question_answering", "a BertQuestionAnswerer", layer=self.head.dense)
+        return StoredHead("question_answering", "a BertQuestionAnswerer", layer=self.head.dense)
 
     def to_arrays(self, x, y=None):
         """Questions as packed windows of their contexts (see ``BertTask.to_arrays``).

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from keras_bert.tasks.base import CommonOptions, Task, packed_length, require_vocabulary
+from keras_bert.tasks.spec import CommonOptions, TaskSpec, packed_length, require_vocabulary
 from keras_bert.tasks.squad.answers import nbest_to_json
 from keras_bert.tasks.squad.metrics import squad_scores
 from keras_bert.tasks.squad.reader import read_squad
@@ -33,7 +33,7 @@ class SquadOptions(CommonOptions):
     null_score_diff_threshold: float = 0.0
 
 
-class SquadTask(Task):
+class SquadSpec(TaskSpec):
     name = "squad"
     primary_metric = "f1"
     default_seq_length = 384
@@ -115,4 +115,4 @@ class SquadTask(Task):
         return {"squad_version_2": bool(options.version_2_with_negative)}
 
 
-TASKS = [SquadTask()]
+TASKS = [SquadSpec()]

@@ -13,7 +13,7 @@ MIXED_PRECISION = {None: None, "none": None, "bf16": "mixed_bfloat16",
 
 
 @dataclasses.dataclass
-class PretrainingConfig:
+class PretrainingSettings:
     """Settings of a pretraining run (defaults: the paper's, at sequence length 128).
 
     Args:
@@ -55,8 +55,8 @@ class PretrainingConfig:
         progress: show a progress bar (steps/s, ETA).
 
     Example:
-    >>> config = PretrainingConfig("data/*.tfrecord", "runs/tiny",
-    ...                            BertConfig.preset("L-2_H-128_A-2"))
+    >>> config = PretrainingSettings("data/*.tfrecord", "runs/tiny",
+    ...                              BertConfig.preset("L-2_H-128_A-2"))
     >>> config.validate(num_replicas=8)
     >>> config.train_batch_size // 8, config.learning_rate, config.num_warmup_steps
     (32, 0.0001, 10000)

@@ -4,7 +4,7 @@ settings into what a run needs: the dataset of each epoch, the number of steps, 
 warmup-then-linear-decay schedule, and the callback that tells the data which epoch runs.
 
 ``BertTask.compile``/``fit`` (the Keras API) and both paths of ``keras-bert finetune``
-(``model.fit``, and the multi-worker loop) build one; ``FinetuneConfig``, ``compile`` and the
+(``model.fit``, and the multi-worker loop) build one; ``FinetuneRun``, ``compile`` and the
 command line take their defaults from ``keras_bert.config.FinetuneSettings`` (pure Python, so
 that ``keras-bert finetune --help`` shows them without loading TensorFlow).
 """

@@ -23,7 +23,7 @@ RESUMED_SETTINGS = ("task", "init_checkpoint", "train_file", "dev_file", "learni
 
 
 def run_settings(config) -> dict:
-    """The settings of ``config`` (a ``FinetuneConfig``) that a resumed run must share."""
+    """The settings of ``config`` (a ``FinetuneRun``) that a resumed run must share."""
     settings = {name: getattr(config, name) for name in RESUMED_SETTINGS}
     settings["options"] = dataclasses.asdict(config.options)
     return json.loads(json.dumps(settings))  # lists, not tuples, as read back

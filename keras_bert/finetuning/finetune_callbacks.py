@@ -17,7 +17,7 @@ import tensorflow as tf
 from keras_bert import fileio
 from keras_bert.checkpoints.saving import save_checkpoint
 from keras_bert.fileio import join
-from keras_bert.tasks.base import CommonOptions, Task
+from keras_bert.tasks.spec import CommonOptions, TaskSpec
 from keras_bert.tasks.reporting import score_line
 
 logger = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ class DevEvaluation(keras.callbacks.Callback):
     mean of the epoch so far), which the run's curves plot.
     """
 
-    def __init__(self, task: Task, options: CommonOptions, examples, output_dir: str,
+    def __init__(self, task: TaskSpec, options: CommonOptions, examples, output_dir: str,
                  batch_size: int, write_outputs: bool = True):
         super().__init__()
         self.task, self.options, self.examples = task, options, examples

@@ -36,18 +36,18 @@ import tensorflow as tf
 from keras_bert import fileio
 from keras_bert.fileio import join
 from keras_bert.config import FinetuneSettings
-from keras_bert.models.finetuning import FinetuningPlan
+from keras_bert.models.finetuning_plan import FinetuningPlan
 from keras_bert.tasks import get_task
-from keras_bert.tasks.base import CommonOptions, Task
+from keras_bert.tasks.spec import CommonOptions, TaskSpec
 from keras_bert.tokenization.pretrained_vocab import pretrained_seq_length
 from keras_bert.tasks.reporting import learning_warning
-from keras_bert.training.curves import CURVES_NAME, plot_training_curves
-from keras_bert.training.distribute import get_strategy, worker_role
-from keras_bert.training.finetune_callbacks import (BEST_MODEL_DIR, DevEvaluation,
-                                                    EpochCheckpoint)
-from keras_bert.training.finetune_loop import distribute_global_batches, fit_distributed
-from keras_bert.training.run_records import (CHECKPOINT_DIR, RESULTS_NAME, check_same_run,
-                                             finished_run, write_run_settings)
+from keras_bert.finetuning.curves import CURVES_NAME, plot_training_curves
+from keras_bert.distribute import get_strategy, worker_role
+from keras_bert.finetuning.finetune_callbacks import (BEST_MODEL_DIR, DevEvaluation,
+                                                      EpochCheckpoint)
+from keras_bert.finetuning.finetune_loop import distribute_global_batches, fit_distributed
+from keras_bert.finetuning.run_records import (CHECKPOINT_DIR, RESULTS_NAME, check_same_run,
+                                               finished_run, write_run_settings)
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ logger = logging.getLogger(__name__)
 # reported 2,000-review run learn (issue 41), the top of what BERT's authors searched and more.
 HIGHER_LEARNING_RATE = 1e-4
 @dataclasses.dataclass
-class FinetuneConfig(FinetuneSettings):
+class FinetuneRun(FinetuneSettings):
     """Everything a fine-tuning run needs; the recipe's fields (``learning_rate``,
     ``batch_size``, ``epochs``, ``warmup_fraction``, ``weight_decay``, ``bucket_lengths``) are
     ``FinetuneSettings``', with BERT's defaults, given by keyword.
@@ -69,7 +69,7 @@ class FinetuneConfig(FinetuneSettings):
         output_dir: where the results go (local or gs://).
         options: the task's settings, an instance of its ``options_class`` (labels and
             seq_length, which every task has, and its own; None: its defaults).
-        strategy, tpu: see ``keras_bert.training.distribute.get_strategy``.
+        strategy, tpu: see ``keras_bert.distribute.get_strategy``.
         seed: shuffling and initialization seed; epoch e's batches depend on (seed, e) only.
         overwrite: start afresh, discarding an earlier run in output_dir (finished or
             interrupted); without it an interrupted run resumes and a finished one is kept.
@@ -81,8 +81,8 @@ class FinetuneConfig(FinetuneSettings):
 
     Example:
     >>> from keras_bert.tasks.classification.task import ClassificationOptions
-    >>> config = FinetuneConfig("classification", "uncased_L-12_H-768_A-12", "train.tsv",
-    ...                         "dev.tsv", "out", ClassificationOptions(data_format="mrpc"))
+    >>> config = FinetuneRun("classification", "uncased_L-12_H-768_A-12", "train.tsv",
+    ...                      "dev.tsv", "out", ClassificationOptions(data_format="mrpc"))
     >>> config.learning_rate, config.batch_size, config.epochs, config.warmup_fraction
     (3e-05, 32, 3, 0.1)
     """
@@ -100,7 +100,7 @@ class FinetuneConfig(FinetuneSettings):
     lower_case: bool | None = None
 
 
-def _task_options(task: Task, options: CommonOptions | None) -> CommonOptions:
+def _task_options(task: TaskSpec, options: CommonOptions | None) -> CommonOptions:
     """``options`` as the task's own (None: its defaults); ValueError when they are another
     task's."""
     if options is None:
@@ -111,7 +111,7 @@ def _task_options(task: Task, options: CommonOptions | None) -> CommonOptions:
     return options
 
 
-def _learning_hint(config: FinetuneConfig) -> str:
+def _learning_hint(config: FinetuneRun) -> str:
     """What to try when a run learned nothing: more epochs, a higher learning rate."""
     hints = [f"more epochs (--epochs {max(3, 2 * config.epochs)})"]
     if config.learning_rate < HIGHER_LEARNING_RATE:
@@ -119,7 +119,7 @@ def _learning_hint(config: FinetuneConfig) -> str:
     return "try " + " or ".join(hints)
 
 
-def run_finetune(config: FinetuneConfig) -> dict:
+def run_finetune(config: FinetuneRun) -> dict:
     """Fine-tunes, evaluates after every epoch, keeps the best model; returns the results.
 
     Rerun on the same ``output_dir``, an interrupted run resumes at the epoch it was in, and a
@@ -223,7 +223,7 @@ def _check_same_epoch(strategy: tf.distribute.Strategy, epoch: int, checkpoint_d
 
 
 def _fit_multi_worker(model, strategy: tf.distribute.Strategy,
-                      train_data: tf.distribute.DistributedDataset, config: FinetuneConfig,
+                      train_data: tf.distribute.DistributedDataset, config: FinetuneRun,
                       evaluation: DevEvaluation, checkpoint: EpochCheckpoint,
                       plan: FinetuningPlan, initial_epoch: int, progress: bool) -> None:
     """``model.fit`` for MultiWorkerMirroredStrategy, with ``evaluation`` and ``checkpoint``

@@ -390,7 +390,7 @@ def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
 
     Example:
     >>> import keras_bert
-    >>> from keras_bert.training.distillation import kept_layers
+    >>> from keras_bert.finetuning.distillation import kept_layers
     >>> kept_layers(12, 4)
     [2, 5, 8, 11]
     """

@@ -18,7 +18,7 @@ from typing import Any
 import keras
 import numpy as np
 
-# What a head does (Head.task).
+# What a head does (StoredHead.task).
 TASKS = ("pretraining", "masked_lm", "classification", "token_classification",
          "question_answering", "multiple_choice", "embedding")
 # Hugging Face's model classes and ours, by task (the class transformers' auto classes build).
@@ -38,7 +38,7 @@ SENTENCE_POOLINGS = ("mean", "cls")
 
 
 @dataclasses.dataclass
-class Head:
+class StoredHead:
     """A task head: the task, its output size and names, and where it was found.
 
     Attributes:
@@ -96,7 +96,7 @@ def is_placeholder_labels(names: Sequence[str]) -> bool:
 
 
 def hf_head(hf_config: Mapping[str, Any], values: Mapping[str, np.ndarray], where: str
-            ) -> Head | None:
+            ) -> StoredHead | None:
     """The head of a Hugging Face folder: from config.json's ``architectures`` when it names a
     BERT task class, else from the weights' keys; None for a bare encoder.
 
@@ -126,7 +126,7 @@ def hf_head(hf_config: Mapping[str, Any], values: Mapping[str, np.ndarray], wher
         source = f"the cls.* weights in {where}"
     else:
         return None
-    head = Head(task, source)
+    head = StoredHead(task, source)
     if task in ("classification", "token_classification", "multiple_choice"):
         weight = values.get("classifier.weight")
         if weight is None:
@@ -159,7 +159,7 @@ def hf_head(hf_config: Mapping[str, Any], values: Mapping[str, np.ndarray], wher
 
 def sentence_transformers_head(modules: Sequence[Mapping[str, Any]],
                                pooling_config: Mapping[str, Any] | None, where: str
-                               ) -> Head | None:
+                               ) -> StoredHead | None:
     """The embedding head of a sentence-transformers folder: its Pooling module's mode and
     whether a Normalize module follows (None: no Pooling module).
 
@@ -188,23 +188,24 @@ def sentence_transformers_head(modules: Sequence[Mapping[str, Any]],
     if unsupported:
         raise ValueError(f"{where}: modules.json has {', '.join(unsupported)} after the "
                          f"pooling; BertEmbedder runs the encoder, pooling and Normalize only")
-    return Head("embedding", f"the sentence-transformers modules in {where}", pooling=modes[0],
-                normalize="Normalize" in after)
+    return StoredHead("embedding", f"the sentence-transformers modules in {where}",
+                      pooling=modes[0], normalize="Normalize" in after)
 
 
-def google_head(values: Mapping[str, np.ndarray], where: str) -> Head | None:
+def google_head(values: Mapping[str, np.ndarray], where: str) -> StoredHead | None:
     """The head of a Google TF1 checkpoint, by its variables (run_classifier.py, run_squad.py,
     run_pretraining.py)."""
     if "output_weights" in values:
         rows = int(_shape(values, "output_weights")[0])
-        return Head("classification", f"run_classifier.py's output_weights in {where}",
-                    num_labels=rows,
-                    problem_type="regression" if rows == 1 else "single_label_classification")
+        return StoredHead("classification", f"run_classifier.py's output_weights in {where}",
+                          num_labels=rows,
+                          problem_type="regression" if rows == 1 else "single_label_classification")
     if "cls/squad/output_weights" in values:
-        return Head("question_answering", f"run_squad.py's cls/squad/output_weights in {where}")
+        return StoredHead("question_answering",
+                          f"run_squad.py's cls/squad/output_weights in {where}")
     if "cls/predictions/output_bias" in values:
         task = "pretraining" if "cls/seq_relationship/output_weights" in values else "masked_lm"
-        return Head(task, f"the cls/predictions weights in {where}")
+        return StoredHead(task, f"the cls/predictions weights in {where}")
     return None
 
 

@@ -1,4 +1,4 @@
-"""What a fine-tuning task is: the ``Task`` interface that ``keras-bert finetune`` runs (its
+"""What a fine-tuning task is: the ``TaskSpec`` interface that ``keras-bert finetune`` runs (its
 options and flags, read the files, name the labels, build the model on a pretrained encoder, score
 the dev set) and ``CommonOptions``, the settings every task has. Each task implements it in its
 own folder (``tasks/<name>/task.py``), or in another package (see ``keras_bert.tasks``)."""
@@ -16,7 +16,7 @@ import numpy as np
 
 from keras_bert.errors import DataError
 from keras_bert.fileio import atomic_write
-from keras_bert.tasks.examples import label_names_of
+from keras_bert.tasks.input_examples import label_names_of
 
 
 @dataclasses.dataclass
@@ -41,7 +41,7 @@ def option_defaults(options_class: type) -> dict[str, Any]:
             else field.default_factory() for field in dataclasses.fields(options_class)}
 
 
-class Task:
+class TaskSpec:
     """A fine-tuning task. Subclasses set ``name`` and ``primary_metric`` (it picks the best
     epoch) and implement ``read_examples``, ``build_model`` and ``evaluate``. A task with
     settings of its own sets ``options_class`` to a dataclass that extends CommonOptions and
