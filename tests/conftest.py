@@ -62,7 +62,7 @@ def free_ports():
 LONGEST_FIRST = (
     "tests/colab/test_notebooks.py",  # [26: 07 8, 08 7, 05 7, 09 5.5, 04 3]
     "tests/serving/test_memory.py",  # [17 with 50 version pushes; 4.4 with 20, idle]
-    "tests/tasks/test_finetune_multi_worker.py",  # [4.6 idle]
+    "tests/finetuning/test_multi_worker.py",  # [4.6 idle]
     "tests/tasks/test_classifier_features.py",  # [2]
     "tests/test_docs.py",  # [README 2, serving/README 1]
 )

@@ -178,7 +178,7 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
             False pads every text to seq_length (static shapes, e.g. for XLA or TPUs).
         mixed_precision: ``"bf16"`` exports a model that keeps float32 weights and outputs but
             computes in bfloat16 (GPUs, CPUs with AVX512_BF16 or AMX; MiniLM's pooled output
-            moves by less than 0.05, tests/test_export.py); None (default): float32.
+            moves by less than 0.05, tests/export/test_saved_model.py); None (default): float32.
         quantize: ``"int8"`` exports the encoder's dense layers as int8 matmuls and its word
             embeddings as int8 (``export.int8``; a third of the float32 size or less), for
             CPUs whose TensorFlow runs oneDNN's int8 kernel (x86-64 builds; checked first).

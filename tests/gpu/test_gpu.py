@@ -33,7 +33,7 @@ SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 # 10-bit mantissas, float32 sums), so a tiny model's probabilities on the GPU differ from the
 # same model's on a CPU by about 1e-4; this bound leaves room for that and nothing more.
 TF32_ATOL = 2e-3
-# int8 against float32 probabilities (tests/test_export_int8.py's bound).
+# int8 against float32 probabilities (tests/export/test_int8.py's bound).
 INT8_ATOL = 0.05
 
 
@@ -173,11 +173,11 @@ def test_fine_tuning_with_xla(device, device_memory, data, preprocessor):
 # ================================================================================ pretraining
 @pytest.mark.parametrize("mixed_precision, jit_compile", [("fp16", True), ("bf16", False)])
 def test_pretraining_steps(device, device_memory, tmp_path, mixed_precision, jit_compile):
-    """80 steps of ``run_pretraining`` on learnable records (tests/training/records.py), under
+    """80 steps of ``run_pretraining`` on learnable records (tests/pretraining/records.py), under
     the strategy it picks on this machine: OneDeviceStrategy on the one GPU."""
     from keras_bert.pretraining.run import PretrainingSettings, run_pretraining
     from keras_bert.distribute import get_strategy
-    from tests.training.records import VOCAB_SIZE, write_records, write_vocab
+    from tests.pretraining.records import VOCAB_SIZE, write_records, write_vocab
 
     strategy = get_strategy()
     if device == "GPU":

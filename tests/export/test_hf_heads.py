@@ -15,7 +15,7 @@ from keras_bert.cli import main
 from keras_bert.tasks.checkpoint_models import model_of_checkpoint
 from tests.serving.graph_mode import GraphModeModel
 
-HF = pathlib.Path(__file__).resolve().parent / "fixtures" / "hf_heads"
+HF = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "hf_heads"
 
 
 def expected(folder) -> dict:

@@ -1,6 +1,6 @@
 """An int8 TF Hub encoder: export_tf_hub of a model after ``quantize("int8")`` (or with
 ``quantize="int8"``) runs oneDNN's int8 matmul in the encoder, loaded as TF Hub users load it
-(tests/tf_hub_consumer.py: hub.load and hub.KerasLayer, no keras_bert) and as TF Serving does;
+(tests/export/tf_hub_consumer.py: hub.load and hub.KerasLayer, no keras_bert) and as TF Serving does;
 its outputs are the Keras int8 model's, within int8's accuracy of float32. What cannot be
 exported (an int8 BertPretrainer's mlm, a TensorFlow without the kernel) is refused before
 anything is written; a float32 model exports as before."""
@@ -21,8 +21,8 @@ from keras_bert.checkpoints.saving import save_checkpoint
 from keras_bert.tokenization.preprocessor import BertPreprocessor
 from tests.serving.exports import SEQ_LENGTH, tiny_encoder
 from tests.serving.graph_mode import GraphModeModel
-from tests.test_export_int8 import cosines
-from tests.test_export_tf_hub import TEXTS, consume
+from tests.export.test_int8 import cosines
+from tests.export.test_tf_hub import TEXTS, consume
 
 FLOATS = dict(atol=1e-5, rtol=0)
 

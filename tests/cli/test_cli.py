@@ -12,7 +12,7 @@ import pytest
 
 from keras_bert import cli, tf_startup
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KERAS_BERT = [sys.executable, "-m", "keras_bert.cli"]
 
 

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.tasks.test_finetune_cli import ROWS, write_jsonl
+from tests.cli.test_finetune import ROWS, write_jsonl
 from tests.tasks.tiny_checkpoint import tiny_checkpoint
 
 pytestmark = pytest.mark.slow  # minutes of real training, notebooks or subprocess workers
@@ -47,7 +47,7 @@ import tensorflow as tf
 from keras_bert.distribute import get_strategy
 strategy = get_strategy("multi_worker_mirrored")
 from keras_bert.finetuning.finetune_loop import distribute_global_batches, make_finetune_train_loop
-from tests.tasks.test_finetune_multi_worker import step_batch, step_model
+from tests.finetuning.test_multi_worker import step_batch, step_model
 
 with strategy.scope():
     model = step_model()
@@ -253,7 +253,7 @@ def test_two_workers_finetune_ner_in_sync(tmp_path, checkpoint, free_ports):
 
 
 def test_two_workers_finetune_squad_in_sync(tmp_path, checkpoint, free_ports):
-    from tests.tasks.test_finetune_cli import squad_json
+    from tests.cli.test_finetune import squad_json
 
     context = "john lives in paris . mary works in london . the dog sat down . the cat ran away ."
     qas = [{"id": "where", "question": "where does john live ?",

@@ -1,5 +1,5 @@
 """TF Hub's split export, used as TensorFlow's tutorials use Google's pairs: a process that cannot
-import keras_bert (tests/tf_hub_consumer.py: tensorflow_hub, tf-keras) runs every call of the
+import keras_bert (tests/export/tf_hub_consumer.py: tensorflow_hub, tf-keras) runs every call of the
 API on the pair, and the results are compared here with keras_bert's own tokenizer and models:
 ids exactly, floats within 1e-5."""
 
@@ -38,7 +38,7 @@ def exported(minilm_dir, tmp_path_factory):
 
 
 def consume(hub_dir, out, mode, ids=None):
-    """Runs tests/tf_hub_consumer.py; returns (arrays, facts)."""
+    """Runs tests/export/tf_hub_consumer.py; returns (arrays, facts)."""
     if ids is not None:
         np.savez(out + ".in.npz", **ids)
     subprocess.run([sys.executable, CONSUMER, hub_dir, out, mode, *TEXTS], check=True,

@@ -10,8 +10,8 @@ import pytest
 import tensorflow as tf
 
 from keras_bert import cli
-from tests.training.records import VOCAB_SIZE, write_records
-from tests.training.test_pretrain import _scalars
+from tests.pretraining.records import VOCAB_SIZE, write_records
+from tests.pretraining.test_pretrain import _scalars
 
 pytestmark = pytest.mark.slow  # minutes of real training, notebooks or subprocess workers
 

@@ -13,7 +13,7 @@ import pytest
 from keras_bert.cli import main
 from tests.serving.graph_mode import GraphModeModel
 
-FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
+FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures"
 HF = FIXTURES / "hf_heads"
 TRANSFORMERS = json.loads((FIXTURES / "transformers_tf" / "signatures.json").read_text())
 # The hf_heads folder of each TF class, and the outputs transformers computed there.

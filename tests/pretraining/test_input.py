@@ -12,7 +12,7 @@ import tensorflow as tf
 from keras_bert.pretraining.dynamic_masking import DynamicMasker
 from keras_bert.pretraining.schema import parse_pretraining_example
 from keras_bert.pretraining.input import pretraining_dataset
-from tests.training.records import MASK_ID, write_records
+from tests.pretraining.records import MASK_ID, write_records
 
 
 def _dataset(files, batch_size=4, **kwargs):

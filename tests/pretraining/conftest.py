@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.training.records import VOCAB_SIZE, write_records, write_vocab
+from tests.pretraining.records import VOCAB_SIZE, write_records, write_vocab
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,7 @@
 tensorflow-text, tensorflow-hub and tf-keras (``TF_USE_LEGACY_KERAS=1``), and no keras_bert
 (importing it fails here). Run as a script by tests/test_export_tf_hub*.py:
 
-    python tests/tf_hub_consumer.py HUB_DIR OUT MODE [TEXT ...]
+    python tests/export/tf_hub_consumer.py HUB_DIR OUT MODE [TEXT ...]
 
 It writes what it saw to OUT.npz (arrays) and OUT.json (ids, names, counts) for the tests to
 compare with keras_bert's own tokenizer and models. MODE ``no-text`` loads the encoder only,

@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.tasks.test_finetune_cli import write_jsonl
+from tests.cli.test_finetune import write_jsonl
 from tests.tasks.tiny_checkpoint import WORDS, tiny_checkpoint
 
 pytestmark = pytest.mark.slow  # a dozen `keras-bert finetune` processes

@@ -13,7 +13,7 @@ from keras_bert.pretraining.run import PretrainingSettings, run_pretraining
 from keras_bert.optimization.optimizers import create_optimizer
 from keras_bert.pretraining.input import pretraining_dataset
 from keras_bert.pretraining.step import make_pretraining_train_loop
-from tests.training.records import write_records
+from tests.pretraining.records import write_records
 
 
 def _config(files, output_dir, **overrides):

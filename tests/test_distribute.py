@@ -16,7 +16,7 @@ import tensorflow as tf
 from keras_bert import cli
 from keras_bert import distribute
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT_S = 180
 ENVIRONMENT = ("TF_CONFIG", "TPU_NAME", "COLAB_TPU_ADDR")
 

@@ -17,7 +17,7 @@ from keras_bert.layers.int8 import is_int8
 from tests.serving.exports import TEXTS, tiny_encoder
 from tests.serving.graph_mode import GraphModeModel, saved_model_cli_run
 from tests.tasks.docstring_sentences import docstring_sentences
-from tests.test_export_int8 import cosines, saved_bytes
+from tests.export.test_int8 import cosines, saved_bytes
 
 SEQ_LENGTH = 24
 
