@@ -184,3 +184,81 @@ def test_a_circle_through_a_function_level_import_fails():
     finally:
         first.unlink()
         second.unlink()
+
+
+# What stays dynamic: ARCHITECTURE.md's table lists every load made at run time.
+ARCHITECTURE = ROOT.parent / "ARCHITECTURE.md"
+DYNAMIC_CALLS = {"import_module", "register_post_import_hook", "iter_modules", "entry_points",
+                 "__import__"}
+
+
+def dynamic_table() -> dict[tuple[str, str], str]:
+    """{(path under the repo, function or "<module>"): what it loads} from ARCHITECTURE.md's
+    "What stays dynamic" table."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    section = text.split("## What stays dynamic", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].startswith("`keras_bert/"):
+            path, function = cells[0].replace("`", "").split()
+            rows[(path, function)] = cells[2].strip("`")
+    return rows
+
+
+def dynamic_sites(paths=None) -> set[tuple[str, str]]:
+    """(path, enclosing top-level function or class, or "<module>") of every dynamic load."""
+    found = set()
+    for path in paths or ROOT.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        relative = str(path.relative_to(ROOT.parent))
+        for top in tree.body:
+            where = top.name if isinstance(top, (ast.FunctionDef, ast.ClassDef)) else "<module>"
+            for node in ast.walk(top):
+                if not isinstance(node, ast.Call):
+                    continue
+                name = (node.func.attr if isinstance(node.func, ast.Attribute)
+                        else getattr(node.func, "id", ""))
+                reads_source = (name == "parse" and isinstance(node.func, ast.Attribute)
+                                and getattr(node.func.value, "id", "") == "ast")
+                if name in DYNAMIC_CALLS or reads_source:
+                    found.add((relative, where))
+    return found
+
+
+def test_every_dynamic_load_is_listed_with_its_reason():
+    table, found = dynamic_table(), dynamic_sites()
+    unlisted = sorted(found - set(table))
+    gone = sorted(set(table) - found)
+    assert not unlisted, (f"dynamic loads missing from ARCHITECTURE.md's 'What stays dynamic' "
+                          f"table: {unlisted}")
+    assert not gone, f"ARCHITECTURE.md lists dynamic loads the code no longer makes: {gone}"
+
+
+def test_an_unlisted_dynamic_load_fails():
+    """The check itself: a models module that imports by name is caught."""
+    probe = ROOT / "models" / "_dynamic_probe.py"
+    probe.write_text("import importlib\n\ndef late():\n"
+                     "    return importlib.import_module('keras_bert.tasks')\n")
+    try:
+        assert ("keras_bert/models/_dynamic_probe.py", "late") in dynamic_sites([probe])
+        assert ("keras_bert/models/_dynamic_probe.py", "late") not in dynamic_table()
+    finally:
+        probe.unlink()
+
+
+def test_dynamic_loads_point_down():
+    """Each listed load's target, taken as an import of its site (every folder a ``*`` may
+    stand for), sits in the site's layer or below; the package's ``__init__`` is the facade
+    over all of them, and a CLI module may load anything."""
+    wrong = []
+    for (path, function), target in dynamic_table().items():
+        site = module_name(ROOT.parent / path)
+        if site == "keras_bert" or is_cli(site) or not target.startswith("keras_bert."):
+            continue
+        prefix = target.split("*")[0].rstrip(".")
+        targets = [module_name(p) for p in MODULES if module_name(p).startswith(prefix)]
+        assert targets, f"ARCHITECTURE.md: {path} {function} loads {target}, which matches nothing"
+        wrong += [f"{path} {function} loads {module}, a higher layer" for module in targets
+                  if not is_cli(module) and rank(module) > rank(site)]
+    assert not wrong, "\n".join(wrong)
