@@ -23,7 +23,7 @@ from keras_bert.models.encoder import SavesWhole, quantization_passes
 from keras_bert.config import FinetuneSettings
 from keras_bert.models.finetuning_plan import FinetuningPlan, split_validation
 from keras_bert.models.task_pipeline import PackedRows, is_packed
-from keras_bert.models.task_loading import load_task_model, tokenizer_of
+from keras_bert.models.task_loading import TaskLoading, tokenizer_of
 from keras_bert.models.task_predict import PackFunctions, packed_arrays, predict_by_length
 
 logger = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 RECIPE = FinetuneSettings()  # BERT's fine-tuning defaults, as compile and fit take them
 
 
-class BertTask(SavesWhole, keras.Model):
+class BertTask(TaskLoading, SavesWhole, keras.Model):
     """Base class of the task models: encoder + head as a functional model, plus a preprocessor.
 
     Subclasses build their functional graph, call ``super().__init__(inputs=..., outputs=...,
@@ -156,7 +156,7 @@ class BertTask(SavesWhole, keras.Model):
         asked = {name: kwargs.pop(name, None) for name in (*positional, "lower_case")}
         dtype = kwargs.pop("dtype", None)
         asked.update(kwargs)
-        return load_task_model(cls, checkpoint, asked, dtype)
+        return cls._load_checkpoint(checkpoint, asked, dtype)
 
     def check_saved_arguments(self, path: str, asked: dict[str, Any]) -> dict[str, Any]:
         """For ``from_pretrained`` on this saved model: ValueError for an asked argument that

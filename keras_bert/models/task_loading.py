@@ -1,5 +1,6 @@
-"""``BertTask.from_pretrained``: a task model from any checkpoint (``checkpoints.reading``), with
-the checkpoint's head when it holds one for the task, or the task model saved there as it is.
+"""``BertTask.from_pretrained``'s steps (``TaskLoading``, a base of ``BertTask``): a task model
+from any checkpoint (``checkpoints.reading``), with the checkpoint's head when it holds one for
+the task, or the task model saved there as it is.
 
 A head for the class's task (``checkpoint_tasks``) gives the constructor its sizes and names
 (``head_arguments``: a Hugging Face classifier's ``num_labels``, ``id2label`` and
@@ -27,125 +28,156 @@ logger = logging.getLogger(__name__)
 _ABSENT = object()
 
 
-def load_task_model(cls, checkpoint: Checkpoint, asked: dict[str, Any], dtype=None):
-    """``cls`` (a BertTask subclass) from a checkpoint already read.
+class TaskLoading:
+    """``BertTask``'s loading: the steps of ``from_checkpoint``, as class methods that a task
+    model class may override (``head_arguments_of``, ``check_saved_arguments`` and the class
+    attributes ``checkpoint_tasks``, ``head_arguments``, ``overridable_head_arguments`` and
+    ``default_seq_length`` live on ``BertTask``)."""
 
-    Args:
-        cls: the task model class.
-        checkpoint: the read checkpoint (``read_checkpoint``).
-        asked: ``from_pretrained``'s arguments by name (None asks for nothing): the class's
-            ``head_arguments``, ``seq_length``, ``lower_case`` and any constructor argument.
-        dtype: the encoder's dtype policy (a checkpoint's weights only).
-    """
-    path = checkpoint.path
-    saved = checkpoint.model
-    if isinstance(saved, cls):
-        return keep_saved(saved, path, asked)
-    head = checkpoint.head
-    taken = head is not None and head.task in cls.checkpoint_tasks
-    arguments = {name: value for name, value in given(cls, asked).items()
-                 if name not in ("seq_length", "lower_case")}
-    if taken:
-        arguments = merge_head_arguments(cls, head, arguments, path)
-    elif head is not None:
-        logger.info("%s holds %s; the %s takes its encoder and a new head", path,
-                    head.describe(), cls.__name__)
-    else:
-        logger.info("%s holds no head for a %s; it starts with a new one", path, cls.__name__)
-    required = inspect.signature(cls.__init__).parameters
-    for name in cls.head_arguments:
-        if name not in arguments and required[name].default is inspect.Parameter.empty:
-            raise ValueError(f"{name} is required for a new {cls.__name__} ({path!r} holds no "
-                             f"head to take it from)")
-    encoder = (encoder_of_saved(checkpoint, dtype) if saved is not None
-               else BertEncoder.from_bert_config(checkpoint.config, dtype=dtype))
-    preprocessor = _preprocessor(cls, checkpoint, getattr(saved, "preprocessor", None),
-                                 default_seq_length(cls, checkpoint, asked.get("seq_length")),
-                                 asked.get("lower_case"))
-    model = cls(encoder, preprocessor=preprocessor, **arguments)
-    if saved is None:
-        weights = encoder_weight_names(encoder)
-        layer = model.checkpoint_head().layer if taken else None
-        if layer is not None:
-            weights += task_head_weight_names(head.task, layer)
-        pooler_optional = (not model.uses_pooler
-                           or (head is not None and head.task in POOLERLESS_TASKS))
-        assign_weights(weights, checkpoint, cls.__name__,
-                       optional=is_pooler if pooler_optional else lambda weight: False)
-        if head is None:
-            unused = unused_keys(checkpoint, weights)
-            if unused:
-                logger.warning("%s: %d variables not used by the %s: %s", path, len(unused),
-                               cls.__name__, ", ".join(unused[:20]) +
-                               (" ..." if len(unused) > 20 else ""))
-    return model
+    @classmethod
+    def _load_checkpoint(cls, checkpoint: Checkpoint, asked: dict[str, Any], dtype=None):
+        """The class's model from a checkpoint already read (``from_checkpoint``'s body).
 
-
-def default_seq_length(cls, checkpoint, asked: int | None) -> int:
-    """The packed length: the one asked for, else the one the checkpoint's author meant
-    (``Checkpoint.seq_length``: a sentence-transformers folder's ``max_seq_length``), else the
-    class's ``default_seq_length``; at most the encoder's positions."""
-    positions = checkpoint.config.max_position_embeddings
-    if asked is not None:
-        return asked
-    if checkpoint.seq_length is not None:
-        logger.info("%s says to read it at %d tokens (sentence-transformers' max_seq_length); "
-                    "seq_length=N asks for another length", checkpoint.path,
-                    checkpoint.seq_length)
-        return min(checkpoint.seq_length, positions)
-    return min(cls.default_seq_length, positions)
-
-
-def given(cls, asked: dict[str, Any]) -> dict[str, Any]:
-    """The arguments of ``asked`` that were given: all but a None for the class's
-    ``head_arguments``, ``seq_length`` and ``lower_case``, where None means "the checkpoint's"
-    (any other argument given as None asks for None, e.g. ``activation=None``: logits)."""
-    absent_if_none = (*cls.head_arguments, "seq_length", "lower_case")
-    return {name: value for name, value in asked.items()
-            if not (value is None and name in absent_if_none)}
-
-
-def merge_head_arguments(cls, head: StoredHead, asked: dict[str, Any], path: str) -> dict[str, Any]:
-    """``asked`` (the given arguments) with the arguments ``cls.head_arguments_of(head)``
-    gives; ValueError naming an asked argument that disagrees with the checkpoint's head
-    (unless the class lets it override the head's: ``overridable_head_arguments``)."""
-    found = cls.head_arguments_of(head)
-    for name, value in list(found.items()):
-        if name not in asked or _comparable(asked[name]) == _comparable(value):
-            continue
-        given_value = asked[name]
-        if name in cls.overridable_head_arguments:
-            logger.info("%s holds %s; the %s takes %s=%r instead", path, head.describe(),
-                        cls.__name__, name, given_value)
-            del found[name]
+        Args:
+            checkpoint: the read checkpoint (``read_checkpoint``).
+            asked: ``from_pretrained``'s arguments by name (None asks for nothing): the class's
+                ``head_arguments``, ``seq_length``, ``lower_case`` and any constructor argument.
+            dtype: the encoder's dtype policy (a checkpoint's weights only).
+        """
+        path = checkpoint.path
+        saved = checkpoint.model
+        if isinstance(saved, cls):
+            return saved._kept_as_saved(path, asked)
+        head = checkpoint.head
+        taken = head is not None and head.task in cls.checkpoint_tasks
+        arguments = {name: value for name, value in cls._given_arguments(asked).items()
+                     if name not in ("seq_length", "lower_case")}
+        if taken:
+            arguments = cls._merge_head_arguments(head, arguments, path)
+        elif head is not None:
+            logger.info("%s holds %s; the %s takes its encoder and a new head", path,
+                        head.describe(), cls.__name__)
         else:
-            raise ValueError(
-                f"{path!r} holds {head.describe()}, but the {cls.__name__} was asked for "
-                f"{name}={given_value!r} (the checkpoint's: {value!r}); leave {name} out to take "
-                f"the checkpoint's head, or build a new one on its encoder "
-                f"({cls.__name__}(BertEncoder.from_pretrained(path), ...))")
-    return {**asked, **found}
+            logger.info("%s holds no head for a %s; it starts with a new one", path, cls.__name__)
+        required = inspect.signature(cls.__init__).parameters
+        for name in cls.head_arguments:
+            if name not in arguments and required[name].default is inspect.Parameter.empty:
+                raise ValueError(f"{name} is required for a new {cls.__name__} ({path!r} holds no "
+                                 f"head to take it from)")
+        encoder = (encoder_of_saved(checkpoint, dtype) if saved is not None
+                   else BertEncoder.from_bert_config(checkpoint.config, dtype=dtype))
+        preprocessor = cls._preprocessor_from(
+            checkpoint, getattr(saved, "preprocessor", None),
+            cls._seq_length_from(checkpoint, asked.get("seq_length")), asked.get("lower_case"))
+        model = cls(encoder, preprocessor=preprocessor, **arguments)
+        if saved is None:
+            weights = encoder_weight_names(encoder)
+            layer = model.checkpoint_head().layer if taken else None
+            if layer is not None:
+                weights += task_head_weight_names(head.task, layer)
+            pooler_optional = (not model.uses_pooler
+                               or (head is not None and head.task in POOLERLESS_TASKS))
+            assign_weights(weights, checkpoint, cls.__name__,
+                           optional=is_pooler if pooler_optional else lambda weight: False)
+            if head is None:
+                unused = unused_keys(checkpoint, weights)
+                if unused:
+                    logger.warning("%s: %d variables not used by the %s: %s", path, len(unused),
+                                   cls.__name__, ", ".join(unused[:20]) +
+                                   (" ..." if len(unused) > 20 else ""))
+        return model
 
+    @classmethod
+    def _seq_length_from(cls, checkpoint: Checkpoint, asked: int | None) -> int:
+        """The packed length: the one asked for, else the one the checkpoint's author meant
+        (``Checkpoint.seq_length``: a sentence-transformers folder's ``max_seq_length``), else the
+        class's ``default_seq_length``; at most the encoder's positions."""
+        positions = checkpoint.config.max_position_embeddings
+        if asked is not None:
+            return asked
+        if checkpoint.seq_length is not None:
+            logger.info("%s says to read it at %d tokens (sentence-transformers' max_seq_length); "
+                        "seq_length=N asks for another length", checkpoint.path,
+                        checkpoint.seq_length)
+            return min(checkpoint.seq_length, positions)
+        return min(cls.default_seq_length, positions)
 
-def _preprocessor(cls, checkpoint, saved_preprocessor, seq_length: int,
-                  lower_case: bool | None):
-    """The saved model's preprocessor, or one from the checkpoint's vocabulary, with
-    ``seq_length`` and (when given) ``lower_case``; None, with a warning, without a
-    vocabulary."""
-    preprocessor = saved_preprocessor
-    if preprocessor is None and checkpoint.vocabulary is not None:
-        preprocessor = BertPreprocessor.from_checkpoint(checkpoint, lower_case, seq_length)
-    if preprocessor is None:
-        logger.warning("%s has no vocabulary (vocab.txt or tokenizer.json); the %s takes packed "
-                       "ids only (pass preprocessor=BertPreprocessor(vocab_file, ...) for raw "
-                       "text)", checkpoint.path, cls.__name__)
-        return None
-    if lower_case is not None and lower_case != preprocessor.lower_case:
-        preprocessor = BertPreprocessor(vocabulary=list(preprocessor.vocabulary),
-                                        lower_case=lower_case, seq_length=seq_length)
-    if preprocessor.seq_length != seq_length:
-        preprocessor = preprocessor.with_seq_length(seq_length)
-    return preprocessor
+    @classmethod
+    def _given_arguments(cls, asked: dict[str, Any]) -> dict[str, Any]:
+        """The arguments of ``asked`` that were given: all but a None for the class's
+        ``head_arguments``, ``seq_length`` and ``lower_case``, where None means "the checkpoint's"
+        (any other argument given as None asks for None, e.g. ``activation=None``: logits)."""
+        absent_if_none = (*cls.head_arguments, "seq_length", "lower_case")
+        return {name: value for name, value in asked.items()
+                if not (value is None and name in absent_if_none)}
+
+    @classmethod
+    def _merge_head_arguments(cls, head: StoredHead, asked: dict[str, Any], path: str
+                             ) -> dict[str, Any]:
+        """``asked`` (the given arguments) with the arguments ``cls.head_arguments_of(head)``
+        gives; ValueError naming an asked argument that disagrees with the checkpoint's head
+        (unless the class lets it override the head's: ``overridable_head_arguments``)."""
+        found = cls.head_arguments_of(head)
+        for name, value in list(found.items()):
+            if name not in asked or _comparable(asked[name]) == _comparable(value):
+                continue
+            given_value = asked[name]
+            if name in cls.overridable_head_arguments:
+                logger.info("%s holds %s; the %s takes %s=%r instead", path, head.describe(),
+                            cls.__name__, name, given_value)
+                del found[name]
+            else:
+                raise ValueError(
+                    f"{path!r} holds {head.describe()}, but the {cls.__name__} was asked for "
+                    f"{name}={given_value!r} (the checkpoint's: {value!r}); leave {name} out to "
+                    f"take the checkpoint's head, or build a new one on its encoder "
+                    f"({cls.__name__}(BertEncoder.from_pretrained(path), ...))")
+        return {**asked, **found}
+
+    @classmethod
+    def _preprocessor_from(cls, checkpoint: Checkpoint, saved_preprocessor, seq_length: int,
+                          lower_case: bool | None):
+        """The saved model's preprocessor, or one from the checkpoint's vocabulary, with
+        ``seq_length`` and (when given) ``lower_case``; None, with a warning, without a
+        vocabulary."""
+        preprocessor = saved_preprocessor
+        if preprocessor is None and checkpoint.vocabulary is not None:
+            preprocessor = BertPreprocessor.from_checkpoint(checkpoint, lower_case, seq_length)
+        if preprocessor is None:
+            logger.warning("%s has no vocabulary (vocab.txt or tokenizer.json); the %s takes "
+                           "packed ids only (pass preprocessor=BertPreprocessor(vocab_file, ...) "
+                           "for raw text)", checkpoint.path, cls.__name__)
+            return None
+        if lower_case is not None and lower_case != preprocessor.lower_case:
+            preprocessor = BertPreprocessor(vocabulary=list(preprocessor.vocabulary),
+                                            lower_case=lower_case, seq_length=seq_length)
+        if preprocessor.seq_length != seq_length:
+            preprocessor = preprocessor.with_seq_length(seq_length)
+        return preprocessor
+
+    def _kept_as_saved(self, path: str, asked: dict[str, Any]):
+        """This model, saved at ``path``, which ``from_pretrained`` returns as it is, or
+        ValueError naming each argument that asks for something else (``given_arguments``: None
+        asks for nothing for the head arguments, ``seq_length`` and ``lower_case``).
+        ``seq_length`` and ``lower_case`` are the preprocessor's; the class may check more
+        (``check_saved_arguments``)."""
+        asked = self.check_saved_arguments(path, self._given_arguments(asked))
+        preprocessor = getattr(self, "preprocessor", None)
+        current_of = {"seq_length": getattr(preprocessor, "seq_length", None),
+                      "lower_case": getattr(preprocessor, "lower_case", None)}
+        wrong = []
+        for name, value in asked.items():
+            current = current_of[name] if name in current_of else getattr(self, name, _ABSENT)
+            if current is _ABSENT:
+                wrong.append(f"{name}={value!r} (a setting of a new model)")
+            elif _comparable(current) != _comparable(value):
+                wrong.append(f"{name}={value!r} (the saved model has {current!r})")
+        if wrong:
+            raise ValueError(f"{path!r} holds a saved {type(self).__name__}, which from_pretrained "
+                             f"loads as it is, but was asked for {', '.join(wrong)}; to change it, "
+                             f"build a new model on its encoder "
+                             f"({type(self).__name__}(model.encoder, ...))")
+        return self
 
 
 def tokenizer_of(preprocessor, owner: str) -> BertTokenizer:
@@ -156,31 +188,6 @@ def tokenizer_of(preprocessor, owner: str) -> BertTokenizer:
                          f"with from_pretrained(...) or pass preprocessor=BertPreprocessor(...)")
     return BertTokenizer(vocabulary=list(preprocessor.vocabulary),
                          lower_case=preprocessor.lower_case)
-
-
-def keep_saved(saved, path: str, asked: dict[str, Any]):
-    """``saved`` (the task model saved at ``path``), which ``from_pretrained`` returns as it is,
-    or ValueError naming each argument that asks for something else (``given``: None asks
-    for nothing for the head arguments, ``seq_length`` and ``lower_case``).
-    ``seq_length`` and ``lower_case`` are the preprocessor's; the class may check more
-    (``check_saved_arguments``)."""
-    asked = saved.check_saved_arguments(path, given(type(saved), asked))
-    preprocessor = getattr(saved, "preprocessor", None)
-    current_of = {"seq_length": getattr(preprocessor, "seq_length", None),
-                  "lower_case": getattr(preprocessor, "lower_case", None)}
-    wrong = []
-    for name, value in asked.items():
-        current = current_of[name] if name in current_of else getattr(saved, name, _ABSENT)
-        if current is _ABSENT:
-            wrong.append(f"{name}={value!r} (a setting of a new model)")
-        elif _comparable(current) != _comparable(value):
-            wrong.append(f"{name}={value!r} (the saved model has {current!r})")
-    if wrong:
-        raise ValueError(f"{path!r} holds a saved {type(saved).__name__}, which from_pretrained "
-                         f"loads as it is, but was asked for {', '.join(wrong)}; to change it, "
-                         f"build a new model on its encoder ({type(saved).__name__}(model.encoder,"
-                         f" ...))")
-    return saved
 
 
 def _comparable(value):
