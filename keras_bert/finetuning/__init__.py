@@ -1,6 +1,4 @@
-"""Running training: the tf.distribute strategy (TPU, workers, GPUs, CPU) and the fine-tuning run
-behind ``keras-bert finetune`` (its tasks come from keras_bert.tasks)."""
-
-from keras_bert.distribute import STRATEGIES, get_strategy, use_logical_cpu_devices
-
-__all__ = ["STRATEGIES", "get_strategy", "use_logical_cpu_devices"]
+"""Fine-tuning runs: ``keras-bert finetune``'s run (``finetune.run_finetune``, its tasks from
+keras_bert.tasks, its strategy from keras_bert.distribute), the multi-worker loop, the per-epoch
+dev evaluation and resume checkpoint, the training curves, and distillation
+(``distillation.distill``)."""
