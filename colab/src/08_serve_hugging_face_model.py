@@ -143,16 +143,30 @@ server_command = ["tensorflow_model_server"] if IN_COLAB else keras_bert_command
 server = subprocess.Popen(server_command + [f"--port={grpc_port}", f"--rest_api_port={rest_port}",
                                             f"--model_config_file={config_path}"])
 
+import urllib.request
+
+def wait_until_available(model_name, timeout=300):
+    """Polls TF Serving's REST model status until the model's version is AVAILABLE."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(
+                    f"http://127.0.0.1:{rest_port}/v1/models/{model_name}", timeout=5) as reply:
+                states = [v["state"] for v in json.loads(reply.read())["model_version_status"]]
+            if "AVAILABLE" in states:
+                return
+        except OSError:
+            pass  # the server is still starting
+        time.sleep(1)
+    raise RuntimeError(f"{model_name} was not served within {timeout} s")
+
 def ask(model_name):
     """keras-bert predict's JSON lines for TEXTS, once the model is loaded."""
-    for attempt in range(180):
-        result = subprocess.run(keras_bert_command + [
-            "predict", "--server", f"127.0.0.1:{grpc_port}", "--model", model_name, *TEXTS],
-            capture_output=True, text=True)
-        if result.returncode == 0:
-            return [json.loads(line) for line in result.stdout.splitlines()]
-        time.sleep(1)
-    raise RuntimeError(result.stderr)
+    wait_until_available(model_name)
+    result = subprocess.run(keras_bert_command + [
+        "predict", "--server", f"127.0.0.1:{grpc_port}", "--model", model_name, *TEXTS],
+        capture_output=True, text=True, check=True)
+    return [json.loads(line) for line in result.stdout.splitlines()]
 
 served = ask("hf_sentiment")
 served_int8 = ask("hf_sentiment_int8")
