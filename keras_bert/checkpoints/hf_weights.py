@@ -6,7 +6,10 @@ that bfloat16 tensors read too (NumPy has no bfloat16: they become float32). A p
 is PyTorch's zip serialization: ``<archive>/data.pkl`` is a pickle whose tensors point at raw
 storages ``<archive>/data/<key>``. It is unpickled by an unpickler that knows only the few
 globals a state dict uses and refuses every other one, so reading a file never runs its code.
-PyTorch's legacy (pre-1.6, not zip) format is refused with a ValueError.
+PyTorch's legacy (pre-1.6, not zip) format is refused with a ValueError. A model.safetensors
+that transformers' TensorFlow classes wrote (``save_pretrained(safe_serialization=True)``; its
+metadata says ``{"format": "tf"}``) holds TF's weight names: they are read under the Hugging
+Face keys (``tf_names``), as tf_model.h5's are.
 
 Example:
 >>> import os, tempfile
@@ -33,6 +36,7 @@ from typing import Any, Callable
 import numpy as np
 
 from keras_bert import fileio
+from keras_bert.checkpoints.tf_names import hf_key, names_to_hf
 from keras_bert.fileio import join
 
 logger = logging.getLogger(__name__)
@@ -104,12 +108,14 @@ def _read_weight_file(path: str) -> dict[str, np.ndarray]:
 
 def read_sharded(directory: fileio.PathLike, index_path: str,
                  read_shard: Callable[[str], dict[str, np.ndarray]] | None = None,
-                 stored_name: Callable[[str], str] = lambda key: key) -> dict[str, np.ndarray]:
+                 stored_name: Callable[[str], str] | None = None) -> dict[str, np.ndarray]:
     """The union of the shards an index's ``weight_map`` names (the index format of
     transformers' sharded safetensors, pytorch_model.bin and tf_model.h5 files alike); each
     shard, read by ``read_shard``, must hold the keys the index gives it, as ``stored_name``
-    spells them in the shard."""
+    spells them in the shard (by default the key itself, or its Hugging Face key for a TF name:
+    a TF model's safetensors shards come back under Hugging Face keys)."""
     read_shard = read_shard or _read_weight_file
+    stored_name = stored_name or (lambda key: hf_key(key)[0] if "/" in key else key)
     with fileio.open_file(index_path, "rb") as f:
         try:
             weight_map = json.loads(f.read())["weight_map"]
@@ -161,7 +167,7 @@ def _parse_safetensors(data: bytes, path: str) -> dict[str, np.ndarray]:
         raise bad(f"its header is not JSON ({error})") from None
     if not isinstance(header, dict):
         raise bad("its header is not a JSON object")
-    header.pop("__metadata__", None)
+    metadata = header.pop("__metadata__", None)
     body = memoryview(data)[8 + header_size:]
     values = {}
     for key, entry in header.items():
@@ -187,6 +193,9 @@ def _parse_safetensors(data: bytes, path: str) -> dict[str, np.ndarray]:
                       f"data ({len(body)} bytes)")
         flat = np.frombuffer(body, dtype=stored, count=count, offset=begin)
         values[key] = _to_native(flat, "bfloat16" if dtype == "BF16" else stored).reshape(shape)
+    if isinstance(metadata, dict) and metadata.get("format") == "tf":
+        # save_pretrained(safe_serialization=True) from transformers' TF classes: TF's names
+        return names_to_hf(values, path)
     return values
 
 

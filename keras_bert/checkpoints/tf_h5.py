@@ -14,18 +14,8 @@ for an HDF5 object header is split in chunks (``layer_names0``, ``layer_names1``
 writes it. TFBertForPreTraining and TFBertForMaskedLM store the word embeddings twice (under
 ``bert`` and again under ``mlm___cls``, whose decoder they are): the copies must agree.
 
-Names become keys by transformers' own rule (``convert_tf_weight_name_to_pt_weight_name``), see
-``hf_key``: the model's name (the first part) and ``:0`` go, a scope ``x___y`` is ``y``
-(``mlm___cls`` -> ``cls``), ``_._`` separates a list index (``layer_._0`` -> ``layer.0``), and
-the last part ``kernel``, ``embeddings`` or ``gamma`` is ``weight``, ``beta`` is ``bias``. A
-Keras Dense kernel is [in, out] and a PyTorch Linear weight [out, in], so a 2-D ``kernel`` is
-transposed. The keys then go through ``names`` as a PyTorch folder's do.
-
-Example:
->>> hf_key("bert/encoder/layer_._0/attention/self/query/kernel:0")
-('bert.encoder.layer.0.attention.self.query.weight', True)
->>> hf_key("mlm___cls/predictions/transform/LayerNorm/gamma:0")
-('cls.predictions.transform.LayerNorm.weight', False)
+Names become keys by transformers' own rule (``tf_names.hf_key``); the keys then go through
+``names`` as a PyTorch folder's do.
 """
 
 from __future__ import annotations
@@ -38,6 +28,7 @@ import numpy as np
 
 from keras_bert import fileio
 from keras_bert.checkpoints.hf_weights import read_sharded
+from keras_bert.checkpoints.tf_names import names_to_hf
 from keras_bert.fileio import join
 
 logger = logging.getLogger(__name__)
@@ -52,28 +43,11 @@ _RESAVE = "download or save it again"
 
 class _Bad(ValueError):
     """A file that is not what save_pretrained writes; the message names it."""
-_NAMES = {"kernel": "weight", "embeddings": "weight", "gamma": "weight", "beta": "bias"}
 
 
 def has_tf_weights(directory: fileio.PathLike) -> bool:
     """Whether ``directory`` holds one of TF_WEIGHT_FILES."""
     return any(fileio.exists(join(directory, name)) for name in TF_WEIGHT_FILES)
-
-
-def hf_key(tf_name: str) -> tuple[str, bool]:
-    """The Hugging Face key of a TensorFlow weight name, and whether its value is transposed
-    there (a Dense kernel: transposed when it is 2-D).
-
-    Args:
-        tf_name: the name without the model's, as a shard stores it
-            (``bert/encoder/layer_._0/output/dense/kernel:0``, ``mlm___cls/predictions/bias:0``).
-    """
-    name = tf_name[:-2] if tf_name.endswith(":0") else tf_name
-    parts = [part.split("___")[-1] for part in name.split("/") if part]
-    parts = [piece for part in parts for piece in part.split("_._") if piece]
-    last = parts[-1]
-    parts[-1] = _NAMES.get(last, last)
-    return ".".join(parts), last == "kernel"
 
 
 def read_tf_weights(directory: fileio.PathLike) -> dict[str, np.ndarray]:
@@ -107,26 +81,9 @@ def read_tf_weights(directory: fileio.PathLike) -> dict[str, np.ndarray]:
                                       _strip_model_name)
             else:
                 stored = _read_h5(path, sharded=False)
-            return _to_hf(stored, path)
+            return names_to_hf(stored, path)
     raise FileNotFoundError(f"{fileio.local_path(directory)!r} has no transformers TensorFlow "
                             f"weights: expected one of {', '.join(TF_WEIGHT_FILES)}")
-
-
-def _to_hf(stored: dict[str, np.ndarray], path: str) -> dict[str, np.ndarray]:
-    values: dict[str, np.ndarray] = {}
-    origin: dict[str, str] = {}
-    for name, value in stored.items():
-        key, transposed = hf_key(name)
-        if transposed and value.ndim == 2:
-            value = value.T
-        value = np.ascontiguousarray(value)
-        if key in values:
-            if values[key].shape != value.shape or not np.array_equal(values[key], value):
-                raise ValueError(f"{path!r} holds {origin[key]!r} and {name!r}, which are both "
-                                 f"{key!r} but differ; {_RESAVE}")
-            continue
-        values[key], origin[key] = value, name
-    return values
 
 
 def _strip_model_name(name: str) -> str:
@@ -197,4 +154,4 @@ def _attribute(node, name: str) -> list[str] | None:
 
 
 __all__ = ["TF_WEIGHT_FILES", "TF_WEIGHTS_INDEX_NAME", "TF_WEIGHTS_NAME", "has_tf_weights",
-           "hf_key", "read_tf_weights"]
+           "read_tf_weights"]

@@ -43,6 +43,7 @@ def _load_tf_h5():
 
 
 tf_h5 = _load_tf_h5()
+tf_names = sys.modules["keras_bert.checkpoints.tf_names"]
 
 
 def expected(folder: str) -> dict:
@@ -91,6 +92,7 @@ def test_the_reader_imports_no_tensorflow_keras_or_torch():
 
 def test_the_module_examples_run():
     assert doctest.testmod(tf_h5, raise_on_error=False).failed == 0
+    assert doctest.testmod(tf_names, raise_on_error=False).failed == 0
 
 
 @pytest.mark.parametrize("name,key,transposed", [
@@ -111,7 +113,7 @@ def test_the_module_examples_run():
     ("nsp___cls/seq_relationship/kernel:0", "cls.seq_relationship.weight", True),
 ])
 def test_tf_names_become_transformers_pytorch_keys(name, key, transposed):
-    assert tf_h5.hf_key(name) == (key, transposed)
+    assert tf_names.hf_key(name) == (key, transposed)
 
 
 def _layerless(keys) -> set[str]:
@@ -154,12 +156,15 @@ def test_a_sharded_folder_reads_every_shard():
 
 
 # ------------------------------------------------------------------- each head, its task model
-def test_a_sequence_classifier_loads_with_its_labels_and_gives_tf_logits():
-    model = BertClassifier.from_pretrained(TF / "seq_cls", seq_length=32)
+@pytest.mark.parametrize("folder", ["seq_cls", "seq_cls_safetensors"])
+def test_a_sequence_classifier_loads_with_its_labels_and_gives_tf_logits(folder):
+    """tf_model.h5, and the model.safetensors with TF's names that the same model wrote with
+    save_pretrained(safe_serialization=True)."""
+    model = BertClassifier.from_pretrained(TF / folder, seq_length=32)
     assert model.num_classes == 3 and model.label_names == ["neg", "neu", "pos"]
     assert model.checkpoint_head().problem_type == "single_label_classification"
     np.testing.assert_allclose(model.head.dense.bias.numpy(), [1, 2, 3])
-    reference = expected("seq_cls")
+    reference = expected(folder)
     for prefix in ("", "pair_"):
         np.testing.assert_allclose(model.predict(ids(reference, prefix), verbose=0),
                                    softmax(reference[prefix + "logits"]), **TOL)
@@ -381,3 +386,40 @@ def test_damaged_and_missing_shards_are_refused_naming_them(tmp_path, capsys):
     with pytest.raises(ValueError, match=r"says 'tf_model-00001-of-00003\.h5' holds "
                                          r"\['classifier/kernel:0'\], but it does not"):
         read_checkpoint(folder)
+
+
+# ------------------------------------------------------------------- TF names in safetensors
+def test_tf_safetensors_read_as_the_same_models_tf_model_h5():
+    from keras_bert.checkpoints.hf_weights import read_hf_weights
+    from_h5 = tf_h5.read_tf_weights(TF / "seq_cls")
+    from_safetensors = read_hf_weights(TF / "seq_cls_safetensors")
+    assert sorted(from_safetensors) == sorted(from_h5)
+    for key, value in from_h5.items():
+        np.testing.assert_array_equal(from_safetensors[key], value, err_msg=key)
+
+
+def test_tf_safetensors_shards_read_under_their_index(tmp_path):
+    """Shards of TF-named safetensors and an index of TF names (transformers' layout for a TF
+    model saved with safe_serialization=True past max_shard_size) read as one folder."""
+    from safetensors.numpy import load_file, save_file
+
+    from keras_bert.checkpoints.hf_weights import read_hf_weights
+    stored = load_file(str(TF / "seq_cls_safetensors" / "model.safetensors"))
+    names = sorted(stored)
+    shards = {"model-00001-of-00002.safetensors": names[::2],
+              "model-00002-of-00002.safetensors": names[1::2]}
+    folder = tmp_path / "sharded"
+    shutil.copytree(TF / "seq_cls_safetensors", folder)
+    (folder / "model.safetensors").unlink()
+    for shard, shard_names in shards.items():
+        save_file({n: stored[n] for n in shard_names}, str(folder / shard),
+                  metadata={"format": "tf"})
+    (folder / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {}, "weight_map": {n: s for s, ns in shards.items() for n in ns}}))
+    values = read_hf_weights(folder)
+    reference = tf_h5.read_tf_weights(TF / "seq_cls")
+    assert sorted(values) == sorted(reference)
+    np.testing.assert_array_equal(values["classifier.weight"], reference["classifier.weight"])
+    model = BertClassifier.from_pretrained(folder, seq_length=32)
+    np.testing.assert_allclose(model.predict(ids(expected("seq_cls")), verbose=0),
+                               softmax(expected("seq_cls")["logits"]), **TOL)
