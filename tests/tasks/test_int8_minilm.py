@@ -35,15 +35,23 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.corrcoef(np.argsort(np.argsort(a)), np.argsort(np.argsort(b)))[0, 1])
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("calibrated", [False, True], ids=["row-ranges", "calibrated"])
-def test_int8_sentence_embeddings_stay_close_to_float32(minilm_dir, tmp_path, calibrated):
+@pytest.fixture(scope="module")
+def embedded_sentences(minilm_dir):
+    """MiniLM's sentence embedder, 400 sentences with their float32 embeddings, and 300 other
+    sentences (the calibrated export's static ranges come from these)."""
     sentences = docstring_sentences(700)
-    # Calibrated exports: static ranges from 300 other sentences than the 400 measured.
-    texts, calibration = sentences[:400], (sentences[400:] if calibrated else None)
     embedder = BertEmbedder.from_pretrained(minilm_dir, seq_length=128, pooling="mean",
                                             normalize=True)
-    reference = embedder.embed(texts)
+    texts = sentences[:400]
+    return embedder, texts, embedder.embed(texts), sentences[400:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("calibrated", [False, True], ids=["row-ranges", "calibrated"])
+def test_int8_sentence_embeddings_stay_close_to_float32(embedded_sentences, tmp_path,
+                                                        calibrated):
+    embedder, texts, reference, other_sentences = embedded_sentences
+    calibration = other_sentences if calibrated else None
     got = served(export_model(embedder, str(tmp_path), "minilm", quantize="int8",
                               calibration_texts=calibration), "embedding", texts)
     cosine = (got * reference).sum(1)  # both L2-normalized
@@ -59,12 +67,11 @@ def test_int8_sentence_embeddings_stay_close_to_float32(minilm_dir, tmp_path, ca
     assert cosine.min() < 0.99999, "int8 changed nothing: is the export really int8?"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("calibrated", [False, True], ids=["row-ranges", "calibrated"])
-def test_int8_classifier_agrees_with_float32_on_real_sentences(minilm_dir, tmp_path,
-                                                                calibrated):
+@pytest.fixture(scope="module")
+def topic_classifier(minilm_dir):
     """A topic classifier (which group of modules a docstring sentence comes from), fine-tuned
-    on 640 sentences, labels 1,000 others; calibrated on 300 of its training sentences."""
+    once on 640 sentences; with its 1,000 test sentences and its float32 probabilities on them,
+    and its training sentences."""
     rows = topic_sentences()
     test, train = rows[:1000], rows[1000:1640]
     keras.utils.set_random_seed(0)
@@ -76,7 +83,17 @@ def test_int8_classifier_agrees_with_float32_on_real_sentences(minilm_dir, tmp_p
     texts = [s for s, _ in test]
     reference = classifier.predict(texts, batch_size=BATCH, verbose=0)
     assert np.mean(reference.argmax(1) == [label for _, label in test]) > 0.4  # chance: 0.3
-    calibration = [s for s, _ in train[:300]] if calibrated else None
+    return classifier, texts, reference, [s for s, _ in train]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("calibrated", [False, True], ids=["row-ranges", "calibrated"])
+def test_int8_classifier_agrees_with_float32_on_real_sentences(topic_classifier, tmp_path,
+                                                                calibrated):
+    """The topic classifier's 1,000 test labels, int8 against float32; calibrated on 300 of its
+    training sentences."""
+    classifier, texts, reference, train_texts = topic_classifier
+    calibration = train_texts[:300] if calibrated else None
     got = served(export_model(classifier, str(tmp_path), "topics", quantize="int8",
                               calibration_texts=calibration), "probabilities", texts)
     agreement = np.mean(got.argmax(1) == reference.argmax(1))
