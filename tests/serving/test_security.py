@@ -92,10 +92,12 @@ def test_a_config_file_reread_by_polling_adds_its_roots(models):
                 time.sleep(0.1)
         assert str((models / "elsewhere").resolve()) in server.manager.roots
         assert predict(stubs.prediction, "evil") == 3
-        # Now the RPC may name that directory too.
-        stubs.model.HandleReloadConfigRequest(reload_request(
+        # Now the RPC may name that directory too: it is not refused (PERMISSION_DENIED above).
+        # What it loads is not asked for afterwards: the poller puts the file's config back
+        # within 0.2 s, as TF Serving's does (a CI run under load lost "toy" that way).
+        response = stubs.model.HandleReloadConfigRequest(reload_request(
             evil=models / "elsewhere" / "evil", toy=models / "models" / "toy"), timeout=60)
-        assert predict(stubs.prediction, "toy") == 1
+        assert response.status.error_code == 0, response.status.error_message
 
 
 def test_remote_roots_compare_by_prefix():
