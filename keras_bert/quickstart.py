@@ -231,7 +231,7 @@ def run_quickstart(options: QuickstartOptions,
         classifier = BertClassifier.from_pretrained(
             init, num_classes=2, seq_length=options.finetune_seq_length,
             label_names=["negative", "positive"])
-        classifier.compile(learning_rate=1e-4)
+        classifier.compile()  # the default rate (config.FinetuneSettings: 1e-4)
         classifier.fit(train_x, train_y, batch_size=16, epochs=options.finetune_epochs)
         probabilities = classifier.predict(dev_x, verbose=0)
         predicted = np.asarray(["negative", "positive"])[probabilities.argmax(-1)]

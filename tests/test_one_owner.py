@@ -1,5 +1,5 @@
-"""A newcomer's check that each decision has one owner: BERT's fine-tuning defaults (learning rate
-3e-5, batch 32, 3 epochs, 10% warmup, weight decay 0.01) are written once, in
+"""A newcomer's check that each decision has one owner: the fine-tuning defaults (learning rate
+1e-4, batch 32, 3 epochs, 10% warmup, weight decay 0.01) are written once, in
 ``config.FinetuneSettings``, and everything else (``compile``, ``fit``, ``FinetuneRun``,
 ``keras-bert finetune``'s flags) reads them from there."""
 
@@ -13,7 +13,7 @@ from keras_bert.models.task import BertTask
 from keras_bert.finetuning.finetune import FinetuneRun
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "keras_bert"
-RECIPE = {"learning_rate": 3e-5, "batch_size": 32, "epochs": 3}
+RECIPE = {"learning_rate": 1e-4, "batch_size": 32, "epochs": 3}
 # Pretraining has its own recipe (the paper's: lr 1e-4, batch 256), in its own config.
 OTHER_RECIPES = ("pretraining", "pretraining_data")
 
@@ -69,3 +69,15 @@ def test_every_door_reads_the_same_defaults():
         assert getattr(config, name) == getattr(flags, name) == getattr(settings, name), name
     assert fit["epochs"].default == settings.epochs
     assert fit["bucket_lengths"].default == config.bucket_lengths == flags.bucket_lengths
+
+
+def test_a_run_that_learned_nothing_is_told_the_default_rate():
+    """The hint after a run that learned nothing reads the rate from the owner: a run below it
+    is told to try it, a run at it is told to train longer."""
+    from keras_bert.finetuning.finetune import _learning_hint
+    below = FinetuneRun("classification", "ckpt", "train.tsv", None, "out", learning_rate=3e-5,
+                        epochs=1)
+    assert _learning_hint(below) == ("try more epochs (--epochs 3) or a higher learning rate "
+                                     f"(--learning_rate {FinetuneSettings().learning_rate:g})")
+    at_default = FinetuneRun("classification", "ckpt", "train.tsv", None, "out", epochs=3)
+    assert _learning_hint(at_default) == "try more epochs (--epochs 6)"

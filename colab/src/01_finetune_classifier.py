@@ -50,7 +50,7 @@ SEQ_LENGTH = 256
 POOLING = "mean"
 BATCH_SIZE = 32
 EPOCHS = 3
-LEARNING_RATE = 5e-5
+LEARNING_RATE = 1e-4  # keras-bert's default (config.FinetuneSettings)
 SEED = 1
 
 # %% [markdown]

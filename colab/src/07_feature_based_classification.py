@@ -49,7 +49,7 @@ CV_FOLDS = 5
 FINETUNE_NUM_TRAIN = None
 BATCH_SIZE = 32
 EPOCHS = 3
-LEARNING_RATE = 5e-5
+LEARNING_RATE = 1e-4  # keras-bert's default (config.FinetuneSettings)
 SEED = 1
 
 # %%

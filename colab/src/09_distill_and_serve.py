@@ -36,7 +36,7 @@ NUM_TEST = 1000
 SEQ_LENGTH = 128
 BATCH_SIZE = 32
 EPOCHS = 3
-LEARNING_RATE = 5e-5
+LEARNING_RATE = 1e-4  # keras-bert's default (config.FinetuneSettings)
 STUDENT_LAYERS = [3, 2]
 SEED = 1
 

@@ -10,6 +10,7 @@ from keras_bert.cli.flags import add_bool_flag, check_inputs_exist
 from keras_bert.config import BertConfig
 from keras_bert.distribute import STRATEGIES
 from keras_bert.optimization import OPTIMIZERS
+from keras_bert.pretraining.settings import PretrainingSettings
 
 
 def add_parser(subparsers) -> None:
@@ -55,13 +56,14 @@ def add_parser(subparsers) -> None:
                       help="shuffling, masking and initialization seed (default: %(default)s)")
 
     train = parser.add_argument_group("optimization")
-    train.add_argument("--train_batch_size", type=int, default=256,
+    train.add_argument("--train_batch_size", type=int, default=PretrainingSettings.train_batch_size,
                        help="global examples per update (all replicas, all accumulation steps)")
-    train.add_argument("--num_train_steps", type=int, default=1_000_000,
+    train.add_argument("--num_train_steps", type=int, default=PretrainingSettings.num_train_steps,
                        help="optimizer updates in all (default: %(default)s)")
-    train.add_argument("--num_warmup_steps", type=int, default=10_000,
+    train.add_argument("--num_warmup_steps", type=int,
+                       default=PretrainingSettings.num_warmup_steps,
                        help="linear warmup steps, then linear decay to 0 (default: %(default)s)")
-    train.add_argument("--learning_rate", type=float, default=1e-4,
+    train.add_argument("--learning_rate", type=float, default=PretrainingSettings.learning_rate,
                        help="peak learning rate (default: %(default)s)")
     train.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw",
                        help="adamw: Google's AdamWeightDecay; lamb: for large batches "

@@ -51,9 +51,6 @@ from keras_bert.finetuning.run_records import (CHECKPOINT_DIR, RESULTS_NAME, che
 
 logger = logging.getLogger(__name__)
 
-# What a run that learned nothing is told to try, beside more epochs: the rate that made the
-# reported 2,000-review run learn (issue 41), the top of what BERT's authors searched and more.
-HIGHER_LEARNING_RATE = 1e-4
 @dataclasses.dataclass
 class FinetuneRun(FinetuneSettings):
     """Everything a fine-tuning run needs; the recipe's fields (``learning_rate``,
@@ -84,7 +81,7 @@ class FinetuneRun(FinetuneSettings):
     >>> config = FinetuneRun("classification", "uncased_L-12_H-768_A-12", "train.tsv",
     ...                      "dev.tsv", "out", ClassificationOptions(data_format="mrpc"))
     >>> config.learning_rate, config.batch_size, config.epochs, config.warmup_fraction
-    (3e-05, 32, 3, 0.1)
+    (0.0001, 32, 3, 0.1)
     """
     task: str
     init_checkpoint: str
@@ -114,8 +111,9 @@ def _task_options(task: TaskSpec, options: CommonOptions | None) -> CommonOption
 def _learning_hint(config: FinetuneRun) -> str:
     """What to try when a run learned nothing: more epochs, a higher learning rate."""
     hints = [f"more epochs (--epochs {max(3, 2 * config.epochs)})"]
-    if config.learning_rate < HIGHER_LEARNING_RATE:
-        hints.append(f"a higher learning rate (--learning_rate {HIGHER_LEARNING_RATE:g})")
+    default = FinetuneSettings.learning_rate  # the rate that made short runs learn (config.py)
+    if config.learning_rate < default:
+        hints.append(f"a higher learning rate (--learning_rate {default:g})")
     return "try " + " or ".join(hints)
 
 

@@ -40,9 +40,9 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
     ``head_arguments`` and ``default_seq_length`` for ``from_pretrained``, which they inherit.
 
     ``compile()`` without an optimizer uses BERT's: AdamW (weight decay 0.01, not on LayerNorm
-    and biases), lr 3e-5 with 10% linear warmup then linear decay to 0, clipped at global norm
-    1.0; the number of steps is known only in ``fit``, so the optimizer is made there.
-    ``fit`` defaults to batch 32 and 3 epochs.
+    and biases), the peak rate ``config.FinetuneSettings.learning_rate`` (1e-4) with 10% linear
+    warmup then linear decay to 0, clipped at global norm 1.0; the number of steps is known only
+    in ``fit``, so the optimizer is made there. ``fit`` defaults to batch 32 and 3 epochs.
 
     Attributes:
         encoder: the BertEncoder.

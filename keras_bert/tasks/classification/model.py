@@ -24,8 +24,8 @@ from keras_bert.tasks.classification.inputs import (RESERVED_NAMES, TEXT, TEXT_P
                                                     ClassifierInputs)
 POOLINGS = CLASSIFIER_POOLINGS
 # With features, the new layers after the encoder learn this many times faster than the encoder
-# (3e-5 -> 9e-4): at BERT's rate, a fresh hidden layer barely moves in a few epochs and cannot
-# learn how the text and the features interact.
+# (at the paper's 3e-5: 9e-4): at BERT's rates, a fresh hidden layer barely moves in a few
+# epochs and cannot learn how the text and the features interact.
 FEATURE_LEARNING_RATE_MULTIPLIER = 30.0
 
 
