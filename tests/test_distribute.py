@@ -5,7 +5,6 @@ subprocesses with timeouts; TPUs are tried against addresses where nobody listen
 """
 
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -13,7 +12,6 @@ import sys
 import pytest
 import tensorflow as tf
 
-from keras_bert import cli
 from keras_bert import distribute
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -139,21 +137,6 @@ def test_auto_tries_the_tpu_at_the_address_in_the_environment(clean_environment,
         distribute.get_strategy(None, tpu="my-tpu")
     assert requested == [f"grpc://127.0.0.1:{colab_port}", f"grpc://127.0.0.1:{name_port}",
                          "my-tpu"]
-
-
-@pytest.mark.slow
-def test_the_strategy_flag_forces_the_strategy(pretraining_files, tmp_path, clean_environment,
-                                              caplog, capsys):
-    caplog.set_level(logging.INFO, logger="keras_bert")
-    assert cli.main([
-        "pretrain", "--input_file", pretraining_files["pattern"], "--output_dir", str(tmp_path),
-        "--bert_config_file", pretraining_files["config"][0.0], "--max_seq_length", "32",
-        "--max_predictions_per_seq", "5", "--train_batch_size", "8", "--num_train_steps", "2",
-        "--num_warmup_steps", "0", "--steps_per_loop", "2", "--no_export", "--no_progress",
-        "--strategy", "one_device", "--jit_compile"]) == 0
-    assert "using the one_device strategy (OneDeviceStrategy) with 1 replica(s)" in caplog.text
-    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["step"] == 2
-    assert json.loads((tmp_path / "pretraining_config.json").read_text())["jit_compile"] is True
 
 
 def test_get_strategy_names_and_tf_config(monkeypatch):

@@ -1,6 +1,7 @@
 """A pretraining run in process: it learns, logs, keeps K checkpoints, evaluates, exports."""
 
 import json
+import logging
 import os
 
 import keras
@@ -9,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert import BertConfig, BertEncoder, BertPretrainer
+from keras_bert import cli
 from keras_bert.pretraining.run import PretrainingSettings, run_pretraining
 from keras_bert.optimization.optimizers import create_optimizer
 from keras_bert.pretraining.input import pretraining_dataset
@@ -202,3 +204,20 @@ def test_settings_that_cannot_work_are_rejected_with_the_fix(pretraining_files, 
                                          "max_seq_length=16 .* pass --max_seq_length 16"):
         run_pretraining(_config(pretraining_files, tmp_path / "eval", eval_input_files=short))
     assert not (tmp_path / "long").exists() and not (tmp_path / "eval").exists()
+
+
+@pytest.mark.slow
+def test_the_strategy_flag_forces_the_strategy(pretraining_files, tmp_path, monkeypatch, caplog,
+                                              capsys):
+    for name in ("TF_CONFIG", "TPU_NAME", "COLAB_TPU_ADDR"):  # what would choose another strategy
+        monkeypatch.delenv(name, raising=False)
+    caplog.set_level(logging.INFO, logger="keras_bert")
+    assert cli.main([
+        "pretrain", "--input_file", pretraining_files["pattern"], "--output_dir", str(tmp_path),
+        "--bert_config_file", pretraining_files["config"][0.0], "--max_seq_length", "32",
+        "--max_predictions_per_seq", "5", "--train_batch_size", "8", "--num_train_steps", "2",
+        "--num_warmup_steps", "0", "--steps_per_loop", "2", "--no_export", "--no_progress",
+        "--strategy", "one_device", "--jit_compile"]) == 0
+    assert "using the one_device strategy (OneDeviceStrategy) with 1 replica(s)" in caplog.text
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["step"] == 2
+    assert json.loads((tmp_path / "pretraining_config.json").read_text())["jit_compile"] is True
