@@ -29,6 +29,7 @@ import csv
 import dataclasses
 import io
 import json
+import logging
 import os
 import re
 import shutil
@@ -50,6 +51,7 @@ _FENCE = re.compile(r"^(```+|~~~+)\s*([\w+-]*)\s*$")
 _COMMENT = re.compile(r"^\s*<!--(.*)-->\s*$")
 _MARKER = re.compile(r"^\s*<!--\s*doc-test:(.*?)-->\s*$")
 _QUOTED = r'"((?:[^"\\]|\\.)*)"'
+log = logging.getLogger(__name__)  # each block's seconds (pytest --log-cli-level=INFO shows them)
 
 
 # ------------------------------------------------------------------ stand-in files (FIXTURES)
@@ -359,11 +361,13 @@ def run_blocks(blocks: list[Block], workdir: str) -> list[str]:
             if block.background_until is not None:
                 background.append(_start_background(block, code, workdir))
                 continue
+            start = time.monotonic()
             try:
                 result = subprocess.run(_command(block, code), cwd=workdir, env=_environment(),
                                         capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 raise DocError(f"{block.where}: timed out after {BLOCK_TIMEOUT_S} s") from None
+            log.info("%s: %.1f s", block.where, time.monotonic() - start)
             output = result.stdout + result.stderr
             if result.returncode != 0:
                 raise DocError(f"{block.where}: the {RUNNERS[block.language]} block exited "
