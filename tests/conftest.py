@@ -57,18 +57,19 @@ def free_ports():
 # order: the longest first (LONGEST_FIRST, measured), then the other files with slow tests, then
 # the rest, so that no long file starts last while the other worker sits idle. (xdist's
 # `loadgroup`, which would let the notebooks run as separate units, grouped nothing with
-# pytest-xdist 3.8 here.) Minutes each file took in a whole run on the 2-core machine
-# (2026-11-27, `--durations`, the two workers and other work sharing the cores), in brackets.
+# pytest-xdist 3.8 here.) Seconds each file took in a clean-clone `.ci/run` on the idle 2-core
+# machine (2026-11-28, `--durations`, 2,078 s in all), in brackets.
 LONGEST_FIRST = (
-    "tests/colab/test_notebooks.py",  # [30: 09 9.5, 07 6, 04 4, 01 3.5, 06 2.5, 08 2, 03 1.5]
-    "tests/test_docs.py",  # [25: README 21, serving/README 3]
-    "tests/tasks/test_int8_minilm.py",  # [12 before the classifier was fine-tuned once]
-    "tests/test_gpu_check.py",  # [8: the GPU tests, notebook 02 and throughput on the CPU]
-    "tests/serving/test_memory.py",  # [7.5]
-    "tests/tasks/test_features_minilm.py",  # [6]
-    "tests/tasks/test_length_grouping_minilm.py",  # [6]
-    "tests/finetuning/test_multi_worker.py",  # [5]
-    "tests/tasks/test_classifier_features.py",  # [2]
+    "tests/colab/test_notebooks.py",  # [724: 09 266, 07 139, 04 82, 01 80, 06 55, 08 42, 03 36]
+    "tests/test_docs.py",  # [484: README 426, serving/README 58]
+    "tests/tasks/test_int8_minilm.py",  # [223]
+    "tests/test_gpu_check.py",  # [222: the GPU tests, notebook 02 and throughput on the CPU]
+    "tests/export/test_int8.py",  # [221]
+    "tests/tasks/test_features_minilm.py",  # [166]
+    "tests/tasks/test_length_grouping_minilm.py",  # [126]
+    "tests/export/test_int8_calibrated.py",  # [123]
+    "tests/serving/test_memory.py",  # [106]
+    "tests/finetuning/test_multi_worker.py",  # [86]
 )
 
 
