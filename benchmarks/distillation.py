@@ -45,7 +45,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks.accuracy import LOADERS, accuracy, subsample  # noqa: E402
+from benchmarks.accuracy import (  # noqa: E402
+    LOADERS, accuracy, subsample, unlabeled_tweets)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_JSON = os.path.join(REPO_ROOT, "benchmarks", "data", "distillation.json")
@@ -53,6 +54,8 @@ STUDENT_LAYERS = (3, 2)
 BATCH = 64
 CALIBRATION_TEXTS = 300
 ROUNDS = 3
+# Datasets with texts beyond their training and test sets, for --unlabeled.
+UNLABELED = {"tweets": unlabeled_tweets}
 
 
 def _threads(count: int) -> None:
@@ -102,7 +105,9 @@ def train_worker(job: dict[str, Any]) -> dict[str, Any]:
             keras.utils.set_random_seed(seed)
             rate = {} if job["distill_learning_rate"] is None else {
                 "learning_rate": job["distill_learning_rate"]}
-            return keras_bert.distill(fine_tuned, data["train_texts"], train_labels,
+            extra = data["unlabeled_texts"]  # the teacher labels them
+            return keras_bert.distill(fine_tuned, data["train_texts"] + extra,
+                                      train_labels + [None] * len(extra),
                                       num_layers=layers, epochs=job["epochs"], seed=seed,
                                       verbose=2, **rate)
 
@@ -231,8 +236,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     jobs = []
     for name, dataset in datasets.items():
         data_path = os.path.join(workdir, f"{name}.data.json")
+        unlabeled = UNLABELED[name](args.unlabeled) if args.unlabeled else []
         with open(data_path, "w", encoding="utf-8") as f:
-            json.dump(dataclasses.asdict(dataset), f)
+            json.dump(dict(dataclasses.asdict(dataset), unlabeled_texts=unlabeled), f)
         for seed in args.seeds:
             jobs.append((f"train-{name}-{seed}", dict(
                 mode="train", data=data_path, seed=seed, epochs=args.epochs,
@@ -343,6 +349,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="the teacher's and the labels-only students' rate")
     parser.add_argument("--distill_learning_rate", type=float,
                         help="the distilled students' rate (default: distill's own)")
+    parser.add_argument("--unlabeled", type=int, default=0, metavar="N",
+                        help="give the distilled students N more texts without labels (tweets "
+                             "only: the ones its training and test sets leave out)")
     parser.add_argument("--train_limit", type=int)
     parser.add_argument("--test_limit", type=int)
     parser.add_argument("--parallel", type=int, default=1)
@@ -354,6 +363,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="128 / 64 rows, 1 epoch")
     parser.add_argument("--json", default=DEFAULT_JSON)
     args = parser.parse_args(argv)
+    without = [name for name in args.datasets if name not in UNLABELED]
+    if args.unlabeled and without:
+        parser.error(f"--unlabeled: {', '.join(without)} has no texts beyond its training and "
+                     f"test sets (only {', '.join(UNLABELED)} has)")
     if args.quick:
         args.train_limit, args.test_limit, args.epochs = 128, 64, 1
         args.seeds = args.seeds[:1]
