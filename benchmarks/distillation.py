@@ -363,6 +363,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="128 / 64 rows, 1 epoch")
     parser.add_argument("--json", default=DEFAULT_JSON)
     args = parser.parse_args(argv)
+    if args.unlabeled < 0:
+        parser.error(f"--unlabeled: {args.unlabeled} texts; give 0 or more")
     without = [name for name in args.datasets if name not in UNLABELED]
     if args.unlabeled and without:
         parser.error(f"--unlabeled: {', '.join(without)} has no texts beyond its training and "
