@@ -367,8 +367,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error(f"--unlabeled: {args.unlabeled} texts; give 0 or more")
     without = [name for name in args.datasets if name not in UNLABELED]
     if args.unlabeled and without:
-        parser.error(f"--unlabeled: {', '.join(without)} has no texts beyond its training and "
-                     f"test sets (only {', '.join(UNLABELED)} has)")
+        parser.error(f"--unlabeled: no texts beyond the training and test sets in "
+                     f"{', '.join(without)} (only {', '.join(UNLABELED)} has them)")
     if args.quick:
         args.train_limit, args.test_limit, args.epochs = 128, 64, 1
         args.seeds = args.seeds[:1]
