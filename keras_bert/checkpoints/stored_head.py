@@ -73,7 +73,9 @@ class StoredHead:
             size = f" ({self.num_labels} label{'s' if self.num_labels != 1 else ''}{names})"
         if self.task == "embedding":
             size = f" ({self.pooling} pooling{', normalised' if self.normalize else ''})"
-        return f"a {self.task.replace('_', ' ')} head{size} from {self.source}"
+        task = self.task.replace('_', ' ')
+        article = "an" if task[0] in "aeiou" else "a"
+        return f"{article} {task} head{size} from {self.source}"
 
 
 def label_names_from_id2label(id2label: Mapping[Any, Any], where: str) -> list[str]:

@@ -45,10 +45,13 @@ def plot_training_curves(path: PathLike, epochs: Sequence[dict], steps: Sequence
     loss_axes.legend()
     numbers = [e["epoch"] for e in epochs]
     dev = [e["dev"] for e in epochs if "dev" in e]
+    titles = []
     if any("accuracy" in e for e in epochs):
+        titles.append("training accuracy")
         score_axes.plot(numbers, [e.get("accuracy") for e in epochs], "o-",
                         label="training accuracy")
     if dev:
+        titles.append(f"dev {metric}")
         score_axes.plot([e["epoch"] for e in epochs if "dev" in e], [d[metric] for d in dev],
                         "o-", label=f"dev {metric}")
         if "majority_rate" in dev[-1] and metric == "accuracy":
@@ -58,7 +61,7 @@ def plot_training_curves(path: PathLike, epochs: Sequence[dict], steps: Sequence
                                else "always the most frequent")
     score_axes.set_xlabel("epoch")
     score_axes.set_xticks(numbers)
-    score_axes.set_title(f"dev {metric}" if dev else "training accuracy")
+    score_axes.set_title(" and ".join(titles))
     if score_axes.get_legend_handles_labels()[0]:
         score_axes.legend()
     figure.tight_layout()

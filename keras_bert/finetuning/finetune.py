@@ -172,9 +172,9 @@ def run_finetune(config: FinetuneRun) -> dict:
     if initial_epoch:
         logger.info("resuming the run in %s after epoch %d of %d", config.output_dir,
                     initial_epoch, config.epochs)
-    logger.info("fine-tuning %s on %d training rows (%s), %d epochs of %d steps",
+    logger.info("fine-tuning %s on %d training rows (%s), %d epoch%s of %d steps",
                 config.task, plan.rows, type(strategy).__name__, config.epochs,
-                plan.steps_per_epoch)
+                "s" * (config.epochs != 1), plan.steps_per_epoch)
     if is_chief:
         fileio.makedirs(checkpoint_dir)
         write_run_settings(config, checkpoint_dir)
