@@ -12,7 +12,24 @@ CURVES_NAME = "training_curves.png"  # in a fine-tuning run's output_dir
 
 def plot_training_curves(path: PathLike, epochs: Sequence[dict], steps: Sequence[Sequence[float]],
                          metric: str) -> None:
-    """Writes the curves to ``path`` (PNG, atomically).
+    """Writes ``training_curves_figure(epochs, steps, metric)`` to ``path`` (PNG, atomically).
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "curves.png")
+    >>> plot_training_curves(path, [{"epoch": 1, "loss": 0.6, "dev": {"accuracy": 0.7}}],
+    ...                      [[1, 0.7], [2, 0.6]], "accuracy")
+    >>> open(path, "rb").read(4)
+    b'\\x89PNG'
+    """
+    figure = training_curves_figure(epochs, steps, metric)
+    with atomic_write(path, "wb") as f:
+        figure.savefig(f, format="png")
+
+
+def training_curves_figure(epochs: Sequence[dict], steps: Sequence[Sequence[float]],
+                           metric: str):
+    """A matplotlib Figure of two panels: the training loss, and the accuracy and dev score per
+    epoch beside the majority-class line.
 
     Args:
         epochs: per epoch, Keras' logs (``loss``, and ``accuracy`` where compiled) and ``dev``,
@@ -21,13 +38,6 @@ def plot_training_curves(path: PathLike, epochs: Sequence[dict], steps: Sequence
             running mean of the epoch so far); empty: the epochs' losses alone.
         metric: the dev score to plot (the task's primary metric); its baseline
             (``majority_rate``) is drawn where the scores have one.
-
-    >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "curves.png")
-    >>> plot_training_curves(path, [{"epoch": 1, "loss": 0.6, "dev": {"accuracy": 0.7}}],
-    ...                      [[1, 0.7], [2, 0.6]], "accuracy")
-    >>> open(path, "rb").read(4)
-    b'\\x89PNG'
     """
     from matplotlib.figure import Figure  # no pyplot: no GUI backend, no global state
 
@@ -65,5 +75,4 @@ def plot_training_curves(path: PathLike, epochs: Sequence[dict], steps: Sequence
     if score_axes.get_legend_handles_labels()[0]:
         score_axes.legend()
     figure.tight_layout()
-    with atomic_write(path, "wb") as f:
-        figure.savefig(f, format="png")
+    return figure
