@@ -137,6 +137,27 @@ test_accuracy = float(np.mean(predicted == truth))
 print(f"test accuracy {test_accuracy:.1%}, always {majority_label!r} {majority_rate:.1%}")
 
 # %% [markdown]
+# The curves: the training loss and accuracy of each epoch, the test accuracy after the last,
+# and the line to beat (always the majority label). `keras-bert finetune` writes the same plot,
+# with a dev score after every epoch, as `training_curves.png` in its output folder.
+
+# %%
+import io
+
+from IPython.display import Image, display
+
+from keras_bert.finetuning.curves import training_curves_figure
+
+epochs = [{"epoch": epoch + 1, "loss": loss, "accuracy": accuracy}
+          for epoch, (loss, accuracy) in enumerate(zip(history.history["loss"],
+                                                       history.history["accuracy"]))]
+epochs[-1]["dev"] = {"accuracy": test_accuracy, "majority_rate": majority_rate,
+                     "majority_label": majority_label}
+curves_png = io.BytesIO()
+training_curves_figure(epochs, [], "accuracy", held_out="test").savefig(curves_png, format="png")
+display(Image(data=curves_png.getvalue()))
+
+# %% [markdown]
 # Where the errors are: the confusion matrix (rows: the true label) and each label's accuracy.
 
 # %%

@@ -27,7 +27,7 @@ def plot_training_curves(path: PathLike, epochs: Sequence[dict], steps: Sequence
 
 
 def training_curves_figure(epochs: Sequence[dict], steps: Sequence[Sequence[float]],
-                           metric: str):
+                           metric: str, held_out: str = "dev"):
     """A matplotlib Figure of two panels: the training loss, and the accuracy and dev score per
     epoch beside the majority-class line.
 
@@ -38,6 +38,7 @@ def training_curves_figure(epochs: Sequence[dict], steps: Sequence[Sequence[floa
             running mean of the epoch so far); empty: the epochs' losses alone.
         metric: the dev score to plot (the task's primary metric); its baseline
             (``majority_rate``) is drawn where the scores have one.
+        held_out: what the scores under ``dev`` were measured on, as the plot names it.
     """
     from matplotlib.figure import Figure  # no pyplot: no GUI backend, no global state
 
@@ -61,9 +62,9 @@ def training_curves_figure(epochs: Sequence[dict], steps: Sequence[Sequence[floa
         score_axes.plot(numbers, [e.get("accuracy") for e in epochs], "o-",
                         label="training accuracy")
     if dev:
-        titles.append(f"dev {metric}")
+        titles.append(f"{held_out} {metric}")
         score_axes.plot([e["epoch"] for e in epochs if "dev" in e], [d[metric] for d in dev],
-                        "o-", label=f"dev {metric}")
+                        "o-", label=f"{held_out} {metric}")
         if "majority_rate" in dev[-1] and metric == "accuracy":
             label = dev[-1].get("majority_label")
             score_axes.axhline(dev[-1]["majority_rate"], color="gray", linestyle="--",

@@ -30,7 +30,8 @@ CI_RUNS = {
         "majority_label=majority_label, test_size=len(test_y), train_size=len(train_y), "
         "per_label_accuracy=per_label_accuracy, shape=list(probabilities.shape), "
         "saved=os.path.exists(saved_path), "
-        "predicted=[label_names[int(row.argmax())] for row in probabilities])"),
+        "predicted=[label_names[int(row.argmax())] for row in probabilities], "
+        "curves_png=curves_png.getvalue()[:8].hex())"),
     "02_pretrain_from_scratch.ipynb": (
         dict(CORPUS_DOCUMENTS=30, VOCAB_SIZE=1200, PRESET="L-2_H-128_A-2", MAX_SEQ_LENGTH=64,
              MAX_PREDICTIONS_PER_SEQ=10, DUPE_FACTOR=1, BATCH_SIZE=16, TRAIN_STEPS=20,
@@ -206,6 +207,7 @@ MARGIN = 0.06
 
 def check_01_finetune_classifier(result):
     assert result["train_size"] == 320 and result["test_size"] == 500
+    assert bytes.fromhex(result["curves_png"]) == b"\x89PNG\r\n\x1a\n"  # the curves shown
     assert result["majority_label"] == "great"
     assert result["majority_rate"] == pytest.approx(FINE_FOOD_TEST_500_MAJORITY)
     assert result["test_accuracy"] >= result["majority_rate"] + MARGIN, result

@@ -34,3 +34,9 @@ def test_a_metric_other_than_accuracy_has_no_majority_line():
     assert score.get_title() == "dev f1"
     assert set(lines) == {"dev f1"}
     assert list(loss.get_lines()[0].get_ydata()) == [0.4, 0.3]  # the epochs' losses alone
+
+
+def test_the_held_out_set_is_named_as_given():
+    _, score, lines = _panels(training_curves_figure(EPOCHS, STEPS, "accuracy", held_out="test"))
+    assert score.get_title() == "training accuracy and test accuracy"
+    assert "test accuracy" in lines
