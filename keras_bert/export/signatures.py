@@ -21,7 +21,7 @@ import tensorflow as tf
 from keras_bert.config import SERVING_DEFAULTS
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization.packing import INPUT_NAMES
-from keras_bert.models.task_predict import CHUNK_PAD_MULTIPLE, SMALL_CALL_CHUNK_ROWS
+from keras_bert.models.task_predict import in_length_chunks
 from keras_bert.tokenization.preprocessor import trim_to_longest
 
 IDS_SIGNATURE = "serve_ids"
@@ -137,82 +137,6 @@ def pack(preprocessor, raw: RawText, dynamic_padding: bool = True) -> dict[str, 
     packed = preprocessor(raw.text if raw.text_pair is None else [raw.text, raw.text_pair])
     packed = trim_to_longest(packed) if dynamic_padding else packed
     return {**packed, **(raw.features or {})}
-
-
-# Rows per chunk when a raw-text batch runs sorted by length: the chunks predict runs a small
-# input in, so that predict and the export compute the same padding.
-LENGTH_CHUNK_ROWS = SMALL_CALL_CHUNK_ROWS
-
-
-def in_length_chunks(outputs_fn, packed: dict[str, tf.Tensor],
-                     chunk_rows: int = LENGTH_CHUNK_ROWS,
-                     fill: dict[str, float] | None = None) -> dict[str, tf.Tensor]:
-    """``outputs_fn(packed)`` for a batch, computed on its rows sorted by length in chunks of
-    ``chunk_rows``, each padded only to its own longest row (``CHUNK_PAD_MULTIPLE``); results in
-    the batch's order.
-
-    A served batch gathers requests of any length, and padding all of them to the longest costs
-    what that one costs per row. Run sorted in chunks, a batch of short and long texts costs
-    about what the texts cost. Outputs with a sequence axis (axis 1 of unknown size) are padded
-    to the batch's packed length with ``fill``'s value for them, else zeros ("" / False), as
-    ``predict`` pads them (``BertTask.sequence_padding``).
-
-    Args:
-        outputs_fn: packed ids {name: int32 [rows, length]} -> {output: [rows, ...]}.
-        packed: the batch's packed ids, [batch, length] each (and any features, [batch]
-            each, which go with their rows).
-        chunk_rows: rows per chunk.
-        fill: {output name: the value of its padded positions}.
-    """
-    mask = packed["input_mask"]
-    rows, length = tf.shape(mask)[0], tf.shape(mask)[1]
-    order = tf.argsort(tf.reduce_sum(mask, axis=1), stable=True)
-    ordered = {name: tf.gather(value, order) for name, value in packed.items()}
-
-    def chunk_outputs(index):
-        start = index * chunk_rows
-        chunk = {name: value[start:start + chunk_rows] for name, value in ordered.items()}
-        ids = trim_to_longest({name: chunk[name] for name in INPUT_NAMES}, CHUNK_PAD_MULTIPLE)
-        outputs = outputs_fn({**chunk, **ids})
-        padded = {}
-        for name, value in outputs.items():
-            if value.shape.rank >= 2 and value.shape[1] is None:  # a sequence axis
-                tail = [[0, 0]] * (value.shape.rank - 2)
-                value = tf.pad(value, [[0, 0], [0, length - tf.shape(value)[1]]] + tail,
-                               constant_values=(fill or {}).get(name, 0))
-            padded[name] = value
-        return padded
-
-    # Two chunks per step, independent of each other: with two or more inter-op threads (TF
-    # Serving's default: one per core) they run at the same time, so that the small matmuls
-    # TensorFlow runs on one thread each do not leave the other cores idle. The second chunk of
-    # the last step is empty (0 rows in, 0 rows out) when the chunks are odd in number; a batch
-    # of one chunk skips the second (an empty model call costs ~1.5 ms at BERT-base).
-    first = chunk_outputs(0)  # also the outputs' dtypes and shapes
-
-    def no_rows(value):
-        dims = [length if axis == 1 and size is None else size
-                for axis, size in enumerate(value.shape)][1:]
-        return value[:0] if None in dims else tf.zeros([0, *dims], value.dtype)
-
-    second = tf.cond(rows > chunk_rows, lambda: chunk_outputs(1),
-                     lambda: {name: no_rows(value) for name, value in first.items()})
-    arrays = {name: tf.TensorArray(value.dtype, size=0, dynamic_size=True, infer_shape=False)
-              .write(0, value).write(1, second[name]) for name, value in first.items()}
-
-    def body(index, arrays):
-        pair = [chunk_outputs(index), chunk_outputs(index + 1)]
-        return index + 2, {name: arrays[name].write(index, pair[0][name])
-                           .write(index + 1, pair[1][name]) for name in arrays}
-
-    chunks = (rows + chunk_rows - 1) // chunk_rows
-    _, arrays = tf.while_loop(lambda index, _: index < chunks, body, (2, arrays))
-    inverse = tf.math.invert_permutation(order)
-    results = {}
-    for name, array in arrays.items():
-        results[name] = tf.gather(array.concat(), inverse)
-        results[name].set_shape([None] + first[name].shape[1:])
-    return results
 
 
 def logits_model(model):

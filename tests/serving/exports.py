@@ -57,7 +57,7 @@ def keras_encoder_outputs(export: Export, texts=TEXTS) -> dict:
     sequence_output = np.asarray(outputs["sequence_output"])
     # The signature runs rows sorted by length in chunks, each cut to its own longest row, and
     # pads the positions past a chunk's longest row with zeros.
-    from keras_bert.export.signatures import LENGTH_CHUNK_ROWS
+    from keras_bert.models.task_predict import LENGTH_CHUNK_ROWS
     text_sequence_output = sequence_output[:, :length].copy()
     order = np.argsort(mask.sum(1), kind="stable")
     for start in range(0, len(order), LENGTH_CHUNK_ROWS):

@@ -1,5 +1,6 @@
 """``predict`` on in-memory inputs (issue 21, item 5): small calls tokenize with a traced function
-kept between calls and run in sorted chunks of 8 rows; larger inputs keep batches of batch_size.
+kept between calls and run in sorted chunks of 8 rows inside one traced call (issue 38); larger
+inputs keep batches of batch_size.
 Every path must give the outputs of Keras' predict on the task's tf.data pipeline (every row
 padded to seq_length, in the caller's order), and tracing must not grow with the calls."""
 
@@ -113,15 +114,40 @@ def test_rows_run_sorted_in_chunks_then_in_batches_of_batch_size():
         return predict_on_batch(batch)
 
     classifier.predict_on_batch = recording
-    classifier.predict(sentences(20), verbose=0)  # one batch: chunks of 8 rows
-    assert [len(lengths) for lengths in calls] == [8, 8, 4]
-    calls.clear()
+    classifier.predict(sentences(20), verbose=0)  # one batch: one traced call of its chunks
+    assert calls == []
+    assert len(classifier._pack_functions.chunked) == 1
     classifier.predict(sentences(100), verbose=0)  # batches of 32, as before
     assert [len(lengths) for lengths in calls] == [32, 32, 32, 4]
     ordered = np.concatenate(calls)
     assert (np.diff(ordered) >= 0).all()  # sorted by length over the whole input
     with pytest.raises(ValueError, match="BertClassifier.predict got no examples"):
         classifier.predict([], verbose=0)
+
+    # Choices have an axis more than the traced call takes: predict_on_batch runs each chunk.
+    chooser = BertMultipleChoice(tiny_encoder(), num_choices=3, preprocessor=preprocessor())
+    calls.clear()
+    chooser_predict_on_batch = chooser.predict_on_batch
+
+    def recording_choices(batch):
+        calls.append(batch["input_mask"])
+        return chooser_predict_on_batch(batch)
+
+    chooser.predict_on_batch = recording_choices
+    chooser.predict([(context, sentences(3, seed=1)) for context in sentences(20)], verbose=0)
+    assert [len(mask) for mask in calls] == [8, 8, 4]
+
+
+def test_the_traced_call_follows_quantize():
+    # Keras drops its predict function when the model's layers change (quantize, compile); the
+    # kept small-input call is traced again with it, so an int8 model runs its int8 layers.
+    classifier = BertClassifier(tiny_encoder(), 3, preprocessor=preprocessor())
+    texts = sentences(20)
+    float32 = classifier.predict(texts, verbose=0)
+    classifier.quantize("int8")
+    int8 = classifier.predict(texts, verbose=0)
+    assert not np.allclose(int8, float32, atol=1e-6)
+    np.testing.assert_allclose(int8, padded_predict(classifier, texts), atol=1e-5)
 
 
 def test_tracing_is_bounded_and_follows_the_vocabulary():
@@ -137,6 +163,8 @@ def test_tracing_is_bounded_and_follows_the_vocabulary():
     for count in (1, 3, 8, 32, 33, 300, 1, 7):
         classifier.predict(sentences(count, seed=count), verbose=0)
     assert len(traces) == 1  # one trace for texts of any count and length
+    small_call, = classifier._pack_functions.chunked.values()
+    assert small_call.experimental_get_tracing_count() == 1  # and one of the small-input call
     pairs = list(zip(sentences(5), sentences(5, seed=1)))
     classifier.predict(pairs, verbose=0)
     classifier.predict(pairs[:2], verbose=0)
