@@ -41,8 +41,9 @@ import subprocess
 import sys
 import time
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ONNX_PYTHON = os.path.join(REPO_ROOT, "benchmarks", ".venvs", "onnx", "bin", "python")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks.int8 import ONNX_PYTHON, REPO_ROOT, ask, write_onnx  # noqa: E402
+
 MODELS = ("teacher", "distilled-3", "distilled-2")
 CONTENDERS = ("ours-export", "ours-predict", "ort-int8")
 POLICIES = ("arrival", "sorted")
@@ -124,12 +125,8 @@ class OrtInt8:
 
     @staticmethod
     def _export(hf: str, directory: str) -> None:
-        import onnx
         import torch
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-        from onnxruntime.transformers import optimizer
         from transformers import BertForSequenceClassification
-        os.makedirs(directory, exist_ok=True)
         model = BertForSequenceClassification.from_pretrained(
             hf, attn_implementation="eager").eval()
 
@@ -142,26 +139,8 @@ class OrtInt8:
                 return self.model(input_ids=input_ids, attention_mask=attention_mask,
                                   token_type_ids=token_type_ids).logits
 
-        ids = torch.ones(2, 16, dtype=torch.int64)
-        raw = os.path.join(directory, "model-raw.onnx")
-        axes = {0: "batch", 1: "sequence"}
-        with torch.no_grad():
-            torch.onnx.export(Positional().eval(), (ids, ids, torch.zeros_like(ids)), raw,
-                              input_names=["input_ids", "attention_mask", "token_type_ids"],
-                              output_names=["logits"],
-                              dynamic_axes={"input_ids": axes, "attention_mask": axes,
-                                            "token_type_ids": axes, "logits": {0: "batch"}},
-                              opset_version=17, dynamo=False)
-        fused = optimizer.optimize_model(raw, model_type="bert",
-                                         num_heads=model.config.num_attention_heads,
-                                         hidden_size=model.config.hidden_size)
-        fp32 = os.path.join(directory, "model-fp32.onnx")
-        fused.save_model_to_file(fp32)
-        # The optimizer's fused ops (Attention, SkipLayerNormalization) have no shape inference
-        # in onnx; their outputs are float32.
-        quantize_dynamic(fp32, os.path.join(directory, "model-int8.onnx"),
-                         weight_type=QuantType.QInt8,
-                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+        write_onnx(Positional().eval(), model.config, directory, "model",
+                   {"logits": {0: "batch"}})
 
     def run(self, batch: list[str]) -> list[int]:
         encoded = self.tokenizer(batch, padding=True, truncation=True,
@@ -211,17 +190,6 @@ def start(contender: str, job: dict, workdir: str, stem: str) -> subprocess.Pope
     return subprocess.Popen([python, os.path.abspath(__file__), "--worker", job_path],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
                             env=environment, cwd=REPO_ROOT)
-
-
-def ask(worker: subprocess.Popen, line: str | None = None) -> dict:
-    if line is not None:
-        worker.stdin.write(line + "\n")
-        worker.stdin.flush()
-    reply = worker.stdout.readline()
-    if not reply:
-        raise RuntimeError(f"worker {worker.args[-1]} stopped (exit code {worker.wait()}); "
-                           f"see its .log beside it")
-    return json.loads(reply)
 
 
 def main() -> None:

@@ -72,6 +72,39 @@ def directory_megabytes(path: str) -> float:
                for root, _, names in os.walk(path) for name in names) / 1e6
 
 
+def write_onnx(module, config, directory: str, stem: str, outputs: dict) -> None:
+    """Writes DIRECTORY/STEM-fp32.onnx and STEM-int8.onnx from a torch module that takes
+    input_ids, attention_mask and token_type_ids by position: torch.onnx.export with dynamic
+    batch and sequence axes, onnxruntime.transformers' BERT optimizer (fused attention and
+    layer norms), then quantize_dynamic with QInt8 weights (the usual path). ``outputs``:
+    {output name: its dynamic axes}; ``config``: the transformers config (heads, width)."""
+    import onnx
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.transformers import optimizer
+    os.makedirs(directory, exist_ok=True)
+    ids = torch.ones(2, 16, dtype=torch.int64)
+    raw = os.path.join(directory, f"{stem}-raw.onnx")
+    axes = {0: "batch", 1: "sequence"}
+    with torch.no_grad():
+        torch.onnx.export(module, (ids, ids, torch.zeros_like(ids)), raw,
+                          input_names=["input_ids", "attention_mask", "token_type_ids"],
+                          output_names=list(outputs),
+                          dynamic_axes={"input_ids": axes, "attention_mask": axes,
+                                        "token_type_ids": axes, **outputs},
+                          opset_version=17, dynamo=False)
+    fused = optimizer.optimize_model(raw, model_type="bert",
+                                     num_heads=config.num_attention_heads,
+                                     hidden_size=config.hidden_size)
+    fp32 = os.path.join(directory, f"{stem}-fp32.onnx")
+    fused.save_model_to_file(fp32)
+    # The fused ops of the optimizer (Attention, SkipLayerNormalization) have no shape
+    # inference in onnx; their outputs are float32.
+    quantize_dynamic(fp32, os.path.join(directory, f"{stem}-int8.onnx"),
+                     weight_type=QuantType.QInt8,
+                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+
+
 # ----------------------------------------------------------------------------------- workers
 class OursWorker:
     """Our export of a BERT-base classifier, run by TensorFlow's graph-mode loader."""
@@ -141,12 +174,8 @@ class OrtWorker:
 
     @staticmethod
     def _export(directory: str) -> None:
-        import onnx
         import torch
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-        from onnxruntime.transformers import optimizer
         from transformers import BertConfig, BertModel
-        os.makedirs(directory, exist_ok=True)
         torch.manual_seed(0)
         bert = BertModel(BertConfig(attn_implementation="eager")).eval()  # BERT-base
 
@@ -160,26 +189,9 @@ class OrtWorker:
                                     token_type_ids=token_type_ids)
                 return outputs.last_hidden_state, outputs.pooler_output
 
-        model = Positional().eval()
-        ids = torch.ones(2, 16, dtype=torch.int64)
-        raw = os.path.join(directory, "bert-raw.onnx")
-        axes = {0: "batch", 1: "sequence"}
-        with torch.no_grad():
-            torch.onnx.export(model, (ids, ids, torch.zeros_like(ids)), raw,
-                              input_names=["input_ids", "attention_mask", "token_type_ids"],
-                              output_names=["last_hidden_state", "pooler_output"],
-                              dynamic_axes={"input_ids": axes, "attention_mask": axes,
-                                            "token_type_ids": axes, "last_hidden_state": axes,
-                                            "pooler_output": {0: "batch"}},
-                              opset_version=17, dynamo=False)
-        optimized = optimizer.optimize_model(raw, model_type="bert", num_heads=12,
-                                             hidden_size=768)
-        optimized.save_model_to_file(os.path.join(directory, "bert-fp32.onnx"))
-        # The fused ops of the optimizer (Attention, SkipLayerNormalization) have no shape
-        # inference in onnx; their outputs are float32.
-        quantize_dynamic(os.path.join(directory, "bert-fp32.onnx"),
-                         os.path.join(directory, "bert-int8.onnx"), weight_type=QuantType.QInt8,
-                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+        write_onnx(Positional().eval(), bert.config, directory, "bert",
+                   {"last_hidden_state": {0: "batch", 1: "sequence"},
+                    "pooler_output": {0: "batch"}})
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
