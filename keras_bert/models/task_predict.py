@@ -127,10 +127,10 @@ def chunked_outputs(model: keras.Model, packed: dict[str, np.ndarray]):
     distribution strategy), and ``predict_on_batch`` runs each chunk instead.
 
     Eight ``predict_on_batch`` calls cost about 1 ms each on top of the model (a 2-layer MiniLM
-    student spends 9 ms on 8 texts of 32 tokens): one traced call of all of them gave it 1.13x
-    the texts per CPU-second on batches of 64 tweets (benchmarks/README.md). The function is
-    traced again whenever Keras' own predict function is (after ``compile`` or ``quantize``),
-    so it always runs the model's current layers.
+    student spends 9 ms on 8 texts of 32 tokens): one traced call of all of them gave it 1.13x to
+    1.15x the texts per CPU-second on batches of 64 tweets (benchmarks/README.md, "Against ONNX
+    Runtime int8"). The function is traced again whenever Keras' own predict function is (after
+    ``compile`` or ``quantize``), so it always runs the model's current layers.
     """
     cache = getattr(model, "_pack_functions", None)
     if (cache is None or tf.distribute.has_strategy()
