@@ -123,8 +123,9 @@ def chunked_outputs(model: keras.Model, packed: dict[str, np.ndarray]):
     """``model``'s outputs on ``packed`` (at most one batch, as ``packed_arrays`` gives it) from
     one call of a traced function that runs ``in_length_chunks``, as numpy arrays in
     ``model.output``'s structure, a sequence axis padded back to the packed length; None where
-    that call does not apply (a model without ``PackFunctions``, inputs with a choice axis, or a
-    distribution strategy), and ``predict_on_batch`` runs each chunk instead.
+    that call does not apply (a model without ``PackFunctions``, inputs with a choice axis, a
+    distribution strategy, or ``run_eagerly``), and ``predict_on_batch`` runs each chunk
+    instead.
 
     Eight ``predict_on_batch`` calls cost about 1 ms each on top of the model (a 2-layer MiniLM
     student spends 9 ms on 8 texts of 32 tokens): one traced call of all of them gave it 1.13x to
@@ -133,7 +134,7 @@ def chunked_outputs(model: keras.Model, packed: dict[str, np.ndarray]):
     ``compile`` or ``quantize``), so it always runs the model's current layers.
     """
     cache = getattr(model, "_pack_functions", None)
-    if (cache is None or tf.distribute.has_strategy()
+    if (cache is None or model.run_eagerly or tf.distribute.has_strategy()
             or model.distribute_strategy is not tf.distribute.get_strategy()
             or any(packed[name].ndim != 2 for name in INPUT_NAMES if name in packed)):
         return None

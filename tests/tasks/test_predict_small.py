@@ -117,6 +117,11 @@ def test_rows_run_sorted_in_chunks_then_in_batches_of_batch_size():
     classifier.predict(sentences(20), verbose=0)  # one batch: one traced call of its chunks
     assert calls == []
     assert len(classifier._pack_functions.chunked) == 1
+    classifier.run_eagerly = True  # debugging: Keras' own call for each chunk of 8 rows
+    classifier.predict(sentences(20), verbose=0)
+    assert [len(lengths) for lengths in calls] == [8, 8, 4]
+    classifier.run_eagerly = False
+    calls.clear()
     classifier.predict(sentences(100), verbose=0)  # batches of 32, as before
     assert [len(lengths) for lengths in calls] == [32, 32, 32, 4]
     ordered = np.concatenate(calls)
