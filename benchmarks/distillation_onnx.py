@@ -212,7 +212,11 @@ def main() -> None:
         return
     if not args.workdir:
         parser.error("--workdir is required: benchmarks/distillation.py's work directory")
-    with open(os.path.join(args.workdir, f"{args.dataset}.data.json"), encoding="utf-8") as f:
+    data_path = os.path.join(args.workdir, f"{args.dataset}.data.json")
+    if not os.path.exists(data_path):
+        parser.error(f"{data_path} does not exist: run benchmarks/distillation.py --datasets "
+                     f"{args.dataset} --workdir {args.workdir} first")
+    with open(data_path, encoding="utf-8") as f:
         data = json.load(f)
     texts, labels = data["test_texts"], data["test_labels"]
     calibration = random.Random(args.seed).sample(
