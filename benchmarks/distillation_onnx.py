@@ -7,7 +7,8 @@ out, tokenization included, through three contenders:
   ours-export   our int8 export (export_model(quantize="int8", calibration_texts=<the 300
                 training texts distillation.py calibrates with>)), run as TF Serving runs it:
                 tf.compat.v1 loader + Session.run of serving_default
-  ours-predict  in-process: BertClassifier.from_pretrained, quantize("int8"), predict(batch)
+  ours-predict  in-process: BertClassifier.from_pretrained, quantize("int8",
+                calibration_texts=<the same 300 texts>), predict(batch)
   ort-int8      the same model written as a Hugging Face folder (save_checkpoint(format="hf")),
                 loaded by transformers' BertForSequenceClassification, exported to ONNX
                 (torch.onnx.export, dynamic axes), fused by onnxruntime.transformers' BERT
@@ -99,7 +100,7 @@ class OursPredict:
         tf.config.threading.set_inter_op_parallelism_threads(1)
         import keras_bert
         self.model = keras_bert.BertClassifier.from_pretrained(job["source"])
-        self.model.quantize("int8")
+        self.model.quantize("int8", calibration_texts=job["calibration"])
 
     def run(self, batch: list[str]) -> list[int]:
         return self.model.predict(batch, batch_size=BATCH, verbose=0).argmax(-1).tolist()
@@ -239,7 +240,7 @@ def main() -> None:
     for model in args.models:  # one at a time: exports and ONNX files are built once
         for contender in args.contenders:
             worker_job = {"texts": texts, "plans": plans, "threads": args.threads,
-                          "seq_length": prepared["seq_length"],
+                          "seq_length": prepared["seq_length"], "calibration": calibration,
                           "directory": os.path.join(out, model),
                           "source": os.path.join(job["models_dir"], model)}
             workers[model, contender] = start(contender, worker_job, out, f"{model}-{contender}")

@@ -8,7 +8,7 @@ Every contender turns batches of raw text into a BERT-base classifier's or encod
   ours-bf16   the same exported with mixed_precision="bf16"
   ours-int8   the same exported with quantize="int8"
   ours-int8cal  the same exported with quantize="int8" and calibration_texts (300 other
-              sentences of the corpus: static input ranges, export/int8.calibrate)
+              sentences of the corpus: static input ranges, models/int8_calibration)
   ort-fp32    ONNX Runtime: transformers.BertModel (random weights) exported to ONNX with dynamic
               axes, transformer-optimized; batches tokenized by BertTokenizerFast and padded to
               their longest text

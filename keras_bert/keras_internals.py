@@ -16,7 +16,10 @@ Nor for what the int8 path of quantized models (``layers/int8.py``) needs:
 - every layer of a model, nested ones included, as ``Model.quantize`` visits them:
   ``sublayers``;
 - each layer's own policy where a model was rebuilt from a ``DTypePolicyMap`` (how a quantized
-  encoder's config brings its int8 layers back): ``resolve_policy_maps``.
+  encoder's config brings its int8 layers back): ``resolve_policy_maps``;
+- new variables on a layer already built (Keras locks a layer's state once built, and its own
+  ``quantize`` unlocks it the same way), for the static int8 input scales that calibration
+  adds: ``adding_state``.
 
 Everything private is read here and nowhere else; tests/test_keras_internals.py runs
 each against the installed Keras (names present, called by ``apply``, slots equal to the
@@ -26,6 +29,8 @@ inference. Written against Keras 3.15.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import keras
 
@@ -39,6 +44,8 @@ INT8_READS = ("kernel_scale", "inputs_quantizer", "_flatten_layers")
 # Where a layer keeps its dtype policy (what Layer.dtype_policy returns): resolve_policy_maps
 # writes it.
 POLICY_ATTRIBUTE = "_dtype_policy"
+# Where a layer tracks its variables and sublayers (locked once built): adding_state unlocks it.
+TRACKER_ATTRIBUTE = "_tracker"
 # The activation quantizer that int8_dense_weights accepts: Keras' default for int8 Dense,
 # one symmetric scale per row, 127 / max |row|.
 INT8_ROW_RANGE = (-127, 127)
@@ -99,6 +106,20 @@ def resolve_policy_maps(model: keras.layers.Layer) -> None:
         policy = getattr(layer, POLICY_ATTRIBUTE)
         if isinstance(policy, keras.dtype_policies.DTypePolicyMap) and layer.path:
             setattr(layer, POLICY_ATTRIBUTE, policy[layer.path])
+
+
+@contextlib.contextmanager
+def adding_state(layer: keras.layers.Layer):
+    """Within it, ``layer`` (built, so locked) may take new variables (``add_weight``); it is
+    locked again afterwards if it was before."""
+    tracker = getattr(layer, TRACKER_ATTRIBUTE)
+    locked = tracker.locked
+    tracker.unlock()
+    try:
+        yield
+    finally:
+        if locked:
+            tracker.lock()
 
 
 class OptimizerHooks:

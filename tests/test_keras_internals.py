@@ -176,3 +176,15 @@ def test_resolve_policy_maps_gives_each_layer_its_entry_and_int8_layers_save(tmp
     assert loaded.get_layer("quantized").kernel.dtype == "int8"
     for got, expected in zip(loaded(x), model(x)):
         np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
+def test_adding_state_lets_a_built_layer_take_a_variable_and_locks_it_again():
+    dense = keras.layers.Dense(2)
+    dense.build((None, 3))
+    with pytest.raises(ValueError, match="already built"):
+        dense.add_weight(shape=(3,), name="scale")
+    with keras_internals.adding_state(dense):
+        scale = dense.add_weight(shape=(3,), initializer="ones", trainable=False, name="scale")
+    assert scale in dense.non_trainable_weights and len(dense.weights) == 3
+    with pytest.raises(ValueError, match="already built"):
+        dense.add_weight(shape=(3,), name="another")

@@ -94,6 +94,11 @@ def save_checkpoint(model, path: fileio.PathLike, format: str = "keras", *,
                 f"its int8 kernels would be written as if they were float32. Save it as a "
                 f"'keras' checkpoint, which keeps int8, or save the float32 model before "
                 f"quantize(\"int8\").")
+        if encoder.static_int8_ranges:
+            raise ValueError(
+                f"{name} was calibrated for int8 (static input ranges: its kernels hold W / c), "
+                f"and {format!r} checkpoints hold the float32 function's weights. Save it as a "
+                f"'keras' checkpoint, or save the float32 model before calibrating it.")
         values = _values(model, encoder, head, format)
     fileio.check_writable_location(path)
     try:

@@ -85,7 +85,8 @@ def run_export(args: argparse.Namespace) -> int:
         if args.tf_hub:
             raise ValueError("--calibration_file does not apply to --tf_hub (TF Hub int8 "
                              "encoders find each row's range per call)")
-        from keras_bert.export.int8 import check_calibration_texts, read_calibration_file
+        from keras_bert.export.int8 import read_calibration_file
+        from keras_bert.models.int8_calibration import check_calibration_texts
         calibration_texts = check_calibration_texts(read_calibration_file(args.calibration_file),
                                                     args.calibration_file)
     checkpoint = read_checkpoint(args.checkpoint)  # read once: the model and its vocabulary

@@ -3,6 +3,7 @@ with raw-text and packed-id signatures, TF Hub's attributes, and only servable o
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import tempfile
@@ -186,7 +187,7 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
             quantized so exports as int8 either way.
         calibration_texts: with ``quantize="int8"``, a few hundred sample texts (strings,
             like the ones to be served): the int8 layers but each block's output get static
-            per-channel input ranges from them (``export.int8.calibrate``), which runs faster
+            per-channel input ranges from them (``models.int8_calibration``), which runs faster
             than finding each row's range per call. None (default): per-row ranges.
         serving_default: what ``serving_default`` takes: "text" (default: raw text), or
             "transformers": the ids and outputs of transformers 4.x's TF classes
@@ -233,12 +234,11 @@ def write_saved_model(model, directory: str, *, overwrite: bool = False, preproc
     preprocessor = resolve_preprocessor(model, preprocessor, vocab_file, lower_case, seq_length)
     if mixed_precision is not None:
         model = with_compute_dtype(model, mixed_precision)
-    original = model
     model, quantized = int8.export_variant(model, quantize, calibration_texts, preprocessor)
-    if model is not original and not isinstance(model, BertEncoder):
-        int8.fuse_qkv(model)
+    task_int8 = quantized and not isinstance(model, BertEncoder)
+    side_by_side = int8.qkv_side_by_side(model) if task_int8 else contextlib.nullcontext()
     name = type(model).__name__
-    with tempfile.TemporaryDirectory(prefix="keras_bert_export-") as scratch:
+    with side_by_side, tempfile.TemporaryDirectory(prefix="keras_bert_export-") as scratch:
         vocab_path = os.path.join(scratch, vocab_lib.VOCAB_FILENAME)
         vocab_lib.save_vocab(list(preprocessor.vocabulary), vocab_path)
         functions = signatures.build_signatures(model, preprocessor, text_pair, dynamic_padding,

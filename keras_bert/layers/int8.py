@@ -15,7 +15,8 @@ The same graph is what an int8 export saves (``export/int8.py``), and a ``.keras
 quantized model holds Keras' own int8 weights, so it loads with ``keras.saving.load_model`` and
 runs this path again.
 
-Static input ranges (an export calibrated on sample texts, ``export/int8.calibrate``): query,
+Static input ranges (a model calibrated on sample texts by ``quantize("int8",
+calibration_texts=...)`` or a calibrated int8 export: ``models/int8_calibration.py``): query,
 key and value, the attention output and the intermediate layer get a per-channel input scale c
 [in] = 127 / (the channel's largest |x| on the calibration texts), and each one's float kernel
 is multiplied row-wise by 1 / c before quantizing, so that ``(x * c) @ (W / c) == x @ W``. Its
@@ -265,8 +266,8 @@ def apply_dense_together(denses, inputs, training=None, input_scale=None,
                   for dense in denses]
         bias = tf.concat([tf.cast(b, tf.float32) for b in biases], axis=0)
     if input_scale is not None:
-        outputs = int8_matmul_static(tf.cast(inputs, tf.float32) * input_scale, kernel,
-                                     kernel_scale, bias)
+        scaled = tf.cast(inputs, tf.float32) * tf.cast(input_scale, tf.float32)
+        outputs = int8_matmul_static(scaled, kernel, kernel_scale, bias)
     else:
         outputs = int8_matmul_rows(inputs, kernel, kernel_scale, bias)
     splits = tf.split(outputs, [dense.units for dense in denses], axis=-1)

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_bert import keras_internals
 from keras_bert.layers.activations import get_activation, get_training_activation
 from keras_bert.layers.dropout import BertDropout
 from keras_bert.layers.int8 import apply_dense, apply_dense_together
@@ -56,8 +57,8 @@ class BertSelfAttention(keras.layers.Layer):
                                         dtype=self.dtype_policy, name="value")
         self.dropout_layer = BertDropout(attention_probs_dropout_prob, dtype=self.dtype_policy,
                                          name="dropout")
-        # Static per-channel input scale of Q, K and V once calibrated (export/int8.py); None:
-        # ranges found per row on every call.
+        # Static per-channel input scale of Q, K and V (a float32 variable [hidden]) once
+        # calibrated (add_static_input_scale); None: ranges found per row on every call.
         self.qkv_input_scale = None
         # Q, K and V's int8 weights side by side (int8.fused_int8_weights) in int8 exports.
         self.fused_qkv = None
@@ -66,6 +67,14 @@ class BertSelfAttention(keras.layers.Layer):
         for dense in (self.query, self.key, self.value):
             dense.build((None, None, self.hidden_size))
         self.built = True
+
+    def add_static_input_scale(self) -> None:
+        """Gives Q, K and V one static per-channel input scale (``qkv_input_scale``, float32
+        [hidden], non-trainable, ones until ``models.int8_calibration.calibrate`` sets it),
+        saved with the layer's weights."""
+        if self.qkv_input_scale is None:
+            with keras_internals.adding_state(self):
+                self.qkv_input_scale = _input_scale(self, "qkv_input_scale", self.hidden_size)
 
     def _split_heads(self, x, batch, seq):
         # [batch, seq, hidden] -> [batch, heads, seq, head_size]
@@ -118,6 +127,8 @@ class TransformerBlock(keras.layers.Layer):
         attention_probs_dropout_prob: dropout on attention probabilities.
         initializer_range: stddev of the truncated-normal initializer.
         layer_norm_eps: LayerNorm epsilon.
+        static_int8_ranges: build the static int8 input scales that calibration sets
+            (``use_static_int8_ranges``), so that a calibrated block's saved weights load.
 
     Call args:
         hidden_states: float [batch, seq, hidden].
@@ -129,7 +140,8 @@ class TransformerBlock(keras.layers.Layer):
 
     def __init__(self, hidden_size, num_attention_heads, intermediate_size, *, hidden_act="gelu",
                  hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
-                 initializer_range=0.02, layer_norm_eps=1e-12, **kwargs):
+                 initializer_range=0.02, layer_norm_eps=1e-12, static_int8_ranges=False,
+                 **kwargs):
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.num_attention_heads = num_attention_heads
@@ -161,8 +173,10 @@ class TransformerBlock(keras.layers.Layer):
         self.output_dropout_layer = BertDropout(hidden_dropout_prob, dtype=policy)
         self.output_layer_norm = BertLayerNormalization(
             epsilon=layer_norm_eps, dtype=policy, name="output_layer_norm")
-        # Static per-channel input scales of the intermediate and attention-output layers once
-        # calibrated (export/int8.py); None: ranges found per row on every call.
+        # Static per-channel input scales of the intermediate and attention-output layers (and
+        # the attention's of Q, K and V) once calibrated (use_static_int8_ranges); None: ranges
+        # found per row on every call.
+        self.static_int8_ranges = static_int8_ranges
         self.intermediate_input_scale = None
         self.attention_output_input_scale = None
 
@@ -174,7 +188,25 @@ class TransformerBlock(keras.layers.Layer):
         self.intermediate.build(shape)
         self.output_dense.build((None, None, self.intermediate_size))
         self.output_layer_norm.build(shape)
+        if self.static_int8_ranges:
+            self.use_static_int8_ranges()
         self.built = True
+
+    def use_static_int8_ranges(self) -> None:
+        """Gives query-key-value, the attention output and the intermediate layer static
+        per-channel input scales (float32 [hidden] variables, ones until
+        ``models.int8_calibration.calibrate`` sets them; the Dense kernels then hold W / c), so
+        that the int8 path quantizes their inputs with them (``layers.int8.apply_dense``). They
+        are weights like any other: a ``.keras`` file keeps them (``static_int8_ranges`` in the
+        config builds them again)."""
+        self.attention.add_static_input_scale()
+        if self.intermediate_input_scale is None:
+            with keras_internals.adding_state(self):
+                self.attention_output_input_scale = _input_scale(
+                    self, "attention_output_input_scale", self.hidden_size)
+                self.intermediate_input_scale = _input_scale(self, "intermediate_input_scale",
+                                                             self.hidden_size)
+        self.static_int8_ranges = True
 
     def call(self, hidden_states, mask_bias, training=None):
         check_rank("TransformerBlock", "hidden_states", hidden_states, SEQUENCE)
@@ -198,18 +230,7 @@ class TransformerBlock(keras.layers.Layer):
         flat = self.output_layer_norm(flat + feed_forward, training=training)
         return ops.reshape(flat, (batch, seq, self.hidden_size))
 
-    def check_not_calibrated(self) -> None:
-        """Raises ValueError once calibrated (export/int8.py): the input scales live outside
-        the config and the kernels hold W / c, so a saved copy would load as another function."""
-        if any(scale is not None for scale in (self.attention.qkv_input_scale,
-                                               self.attention_output_input_scale,
-                                               self.intermediate_input_scale)):
-            raise ValueError(f"{self.name} was calibrated for an int8 export (static input "
-                             "ranges, export.int8.calibrate); such a model cannot be saved: "
-                             "save the float32 model, or quantize('int8') without calibration")
-
     def get_config(self):
-        self.check_not_calibrated()
         config = super().get_config()
         config.update({
             "hidden_size": self.hidden_size,
@@ -220,5 +241,12 @@ class TransformerBlock(keras.layers.Layer):
             "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
             "initializer_range": self.initializer_range,
             "layer_norm_eps": self.layer_norm_eps,
+            "static_int8_ranges": self.static_int8_ranges,
         })
         return config
+
+
+def _input_scale(layer: keras.layers.Layer, name: str, size: int):
+    """A static int8 input scale of ``layer``: float32 [size], ones, not trained."""
+    return layer.add_weight(shape=(size,), initializer="ones", trainable=False, name=name,
+                            dtype="float32")

@@ -19,6 +19,7 @@ from keras_bert.layers import BertEmbeddings, TransformerBlock, attention_mask_b
 from keras_bert.layers.int8 import check_int8_kernel, int8_dense_config
 from keras_bert.layers.shapes import TOKEN_IDS, check_input_ranks
 from keras_bert import keras_internals
+from keras_bert.models.int8_calibration import calibrate_before_quantize
 from keras_bert.tokenization.packing import INPUT_NAMES
 
 logger = logging.getLogger(__name__)
@@ -28,13 +29,11 @@ class SavesWhole:
     """Mixed in before ``keras.Model`` (BertEncoder, BertPretrainer, BertTask): ``save`` writes
     a scratch file beside the target and renames it into place once complete, so a failed save
     (a full disk) leaves an earlier file there as it was and says so in one line
-    (``SaveError``); and it refuses a copy that an int8 export calibrated
-    (``BertEncoder.check_not_calibrated``) before anything is written."""
+    (``SaveError``)."""
 
     def save(self, filepath: fileio.PathLike, overwrite: bool = True, zipped: bool | None = None,
              **kwargs) -> None:
         """``keras.Model.save``, all or nothing (see the class)."""
-        (self if isinstance(self, BertEncoder) else self.encoder).check_not_calibrated()
         where = os.fspath(filepath)
         if not overwrite and fileio.exists(where):
             raise fileio.OutputExistsError(where)
@@ -69,6 +68,9 @@ class BertEncoder(SavesWhole, keras.Model):
     ``quantize("int8")`` (Keras' convention) stores ``int8_layers()`` as int8 and runs them on
     oneDNN's int8 matmul (``keras_bert.layers.int8``): in ``predict``, after saving to ``.keras``
     and ``keras.saving.load_model``, and in exports, which are then int8 exports.
+    ``quantize("int8", calibration_texts=..., preprocessor=...)`` first gives most of them static
+    input ranges from sample texts (``models/int8_calibration.py``), which run faster;
+    ``static_int8_ranges=True`` (a calibrated encoder's config) builds those ranges' weights.
 
     Example:
     >>> import numpy as np
@@ -89,7 +91,7 @@ class BertEncoder(SavesWhole, keras.Model):
                  hidden_dropout_prob: float = 0.1, attention_probs_dropout_prob: float = 0.1,
                  max_position_embeddings: int = 512, type_vocab_size: int = 2,
                  initializer_range: float = 0.02, layer_norm_eps: float = 1e-12,
-                 dtype: Any = None, **kwargs):
+                 dtype: Any = None, static_int8_ranges: bool = False, **kwargs):
         config = BertConfig(
             vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=num_hidden_layers,
             num_attention_heads=num_attention_heads, intermediate_size=intermediate_size,
@@ -110,7 +112,8 @@ class BertEncoder(SavesWhole, keras.Model):
                 hidden_dropout_prob=hidden_dropout_prob,
                 attention_probs_dropout_prob=attention_probs_dropout_prob,
                 initializer_range=initializer_range, layer_norm_eps=layer_norm_eps,
-                dtype=dtype, name=f"transformer_layer_{i}")
+                static_int8_ranges=static_int8_ranges, dtype=dtype,
+                name=f"transformer_layer_{i}")
             for i in range(num_hidden_layers)
         ]
         pooler = keras.layers.Dense(
@@ -223,9 +226,16 @@ class BertEncoder(SavesWhole, keras.Model):
                        block.attention_output, block.intermediate, block.output_dense]
         return layers
 
-    def quantize(self, mode=None, config=None, filters=None, **kwargs) -> None:
+    def quantize(self, mode=None, config=None, filters=None, *, calibration_texts=None,
+                 preprocessor=None, **kwargs) -> None:
         """``keras.Model.quantize``; ``"int8"`` without ``filters`` quantizes ``int8_layers()``
-        (``quantization_passes``)."""
+        (``quantization_passes``). With ``calibration_texts`` (a few hundred texts like the
+        ones to be served) and the ``preprocessor`` that tokenizes them, the float32 encoder is
+        first calibrated on them (``models.int8_calibration.calibrate``: static input ranges,
+        the export's faster int8 path), in place."""
+        if calibration_texts is not None:
+            calibrate_before_quantize(self, preprocessor, calibration_texts, mode, config,
+                                      filters)
         for pass_mode, pass_config, pass_filters in quantization_passes(self, mode, config,
                                                                         filters):
             super().quantize(pass_mode, config=pass_config, filters=pass_filters, **kwargs)
@@ -239,20 +249,22 @@ class BertEncoder(SavesWhole, keras.Model):
             if layer.quantization_mode == "int8":
                 layer.supports_jit = False
 
-    def check_not_calibrated(self) -> None:
-        """Raises ValueError if an int8 export calibrated this encoder (export/int8.calibrate):
-        such a copy cannot be saved (``TransformerBlock.check_not_calibrated``)."""
-        for block in self.transformer_layers:
-            block.check_not_calibrated()
+    @property
+    def static_int8_ranges(self) -> bool:
+        """Whether calibration gave the blocks static int8 input ranges (their kernels then
+        hold W / c: ``models/int8_calibration.py``)."""
+        return any(block.static_int8_ranges for block in self.transformer_layers)
 
     def get_config(self) -> dict[str, Any]:
-        self.check_not_calibrated()
-        return {
+        config = {
             "name": self.name,
             "trainable": self.trainable,
             "dtype": keras.dtype_policies.serialize(self._saved_dtype_policy()),
             **self.bert_config.to_dict(),
         }
+        if self.static_int8_ranges:
+            config["static_int8_ranges"] = True
+        return config
 
     def _saved_dtype_policy(self) -> keras.DTypePolicy:
         """The model's policy; once quantized, a DTypePolicyMap from each quantized layer's path

@@ -20,6 +20,7 @@ from keras_bert import fileio
 from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.checkpoints.reading import Checkpoint, read_checkpoint
 from keras_bert.models.encoder import SavesWhole, quantization_passes
+from keras_bert.models.int8_calibration import calibrate_before_quantize
 from keras_bert.config import FinetuneSettings
 from keras_bert.models.finetuning_plan import FinetuningPlan, split_validation
 from keras_bert.models.task_pipeline import PackedRows, is_packed
@@ -96,10 +97,21 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
             self._tokenizer = tokenizer_of(self.preprocessor, type(self).__name__)
         return self._tokenizer
 
-    def quantize(self, mode=None, config=None, filters=None, **kwargs) -> None:
+    def quantize(self, mode=None, config=None, filters=None, *, calibration_texts=None,
+                 **kwargs) -> None:
         """``keras.Model.quantize``; ``"int8"`` without ``filters`` quantizes the encoder's
         ``int8_layers()`` (the head stays float32), which then run on oneDNN's int8 matmul in
-        ``predict``, in ``.keras`` files and in exports (``BertEncoder``)."""
+        ``predict``, in ``.keras`` files and in exports (``BertEncoder``).
+
+        ``calibration_texts``: a few hundred texts like the ones to be served (your own
+        traffic, or training texts). The float32 model first runs on them and most int8
+        layers get static per-channel input ranges (``models.int8_calibration``), the path a
+        calibrated int8 export runs: faster than finding each row's range on every call
+        (1.4x in ``predict`` on a MiniLM classifier, benchmarks/README.md), at the same
+        accuracy. The model stays savable (``save_checkpoint``, ``.keras``) and exportable."""
+        if calibration_texts is not None:
+            calibrate_before_quantize(self, self.preprocessor, calibration_texts, mode, config,
+                                      filters)
         for pass_mode, pass_config, pass_filters in quantization_passes(self.encoder, mode, config,
                                                                         filters):
             super().quantize(pass_mode, config=pass_config, filters=pass_filters, **kwargs)

@@ -1,9 +1,11 @@
-"""Calibrated int8 exports (export_model(quantize="int8", calibration_texts=...), keras-bert export
---calibration_file): static per-channel input ranges for the int8 matmuls of query-key-value,
-attention output and intermediate, their bias and GELU fused into oneDNN's int8 matmul, Q/K/V's
-weights stored side by side in task exports; run as TF Serving runs them (graph-mode loader +
-Session.run, saved_model_cli run); bad calibration input refused before anything is written.
-Real-weight accuracy: tests/tasks/test_int8_minilm.py."""
+"""Calibrated int8 (export_model(quantize="int8", calibration_texts=...), keras-bert export
+--calibration_file, and in place: quantize("int8", calibration_texts=...)): static per-channel
+input ranges for the int8 matmuls of query-key-value, attention output and intermediate, their
+bias and GELU fused into oneDNN's int8 matmul, Q/K/V's weights stored side by side in task
+exports; run as TF Serving runs them (graph-mode loader + Session.run, saved_model_cli run); a
+model calibrated in place predicts as the export, saves, loads and exports; bad calibration
+input refused before anything is written or changed. Real-weight accuracy:
+tests/tasks/test_int8_minilm.py."""
 
 import os
 
@@ -11,9 +13,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert import BertClassifier, BertPreprocessor, cli, tf_internals
+import keras
+
+from keras_bert import BertClassifier, BertPreprocessor, cli, save_checkpoint, tf_internals
 from keras_bert.export import export_model, int8
 from keras_bert.layers.int8 import is_int8
+from keras_bert.models.int8_calibration import calibrate
 from tests.serving.exports import TEXTS, tiny_encoder
 from tests.serving.graph_mode import GraphModeModel, saved_model_cli_run
 from tests.tasks.docstring_sentences import docstring_sentences
@@ -46,11 +51,12 @@ def test_calibration_keeps_the_float_function_and_scales_every_block(preprocesso
     encoder = tiny_encoder(len(preprocessor.vocabulary))
     copy = type(encoder).from_config(encoder.get_config())
     copy.set_weights(encoder.get_weights())
-    int8.calibrate(copy, preprocessor, calibration_texts)
-    assert not is_int8(copy)
+    calibrate(copy, preprocessor, calibration_texts)
+    assert not is_int8(copy) and copy.static_int8_ranges
     for block in copy.transformer_layers:
         for scale in (block.attention.qkv_input_scale, block.attention_output_input_scale,
                       block.intermediate_input_scale):
+            scale = np.asarray(scale)
             assert scale.dtype == np.float32 and (scale > 0).all() and scale.shape == (64,)
     # Inputs times c, kernel rows divided by c: the same float32 function.
     packed = {k: v.numpy() for k, v in preprocessor(tf.constant(TEXTS)).items()}
@@ -61,7 +67,7 @@ def test_calibration_keeps_the_float_function_and_scales_every_block(preprocesso
     ids = preprocessor(tf.constant(calibration_texts))
     embeddings = np.asarray(encoder.embeddings(ids["input_word_ids"], ids["input_type_ids"]))
     real = ids["input_mask"].numpy().astype(bool)
-    np.testing.assert_allclose(copy.transformer_layers[0].attention.qkv_input_scale,
+    np.testing.assert_allclose(np.asarray(copy.transformer_layers[0].attention.qkv_input_scale),
                                127 / np.abs(embeddings[real]).max(0), rtol=1e-4)
 
 
@@ -171,8 +177,43 @@ def test_bad_calibration_input_is_refused_before_anything_is_written(preprocesso
         export_model(quantized, str(tmp_path), "encoder", preprocessor=preprocessor,
                      quantize="int8", calibration_texts=calibration_texts)
     with pytest.raises(ValueError, match="before quantize"):
-        int8.calibrate(quantized, preprocessor, calibration_texts)
+        calibrate(quantized, preprocessor, calibration_texts)
     assert os.listdir(tmp_path) == []
+
+
+def test_bad_calibration_in_place_is_refused_and_changes_nothing(preprocessor,
+                                                                 calibration_texts):
+    classifier = BertClassifier(tiny_encoder(len(preprocessor.vocabulary)), num_classes=2,
+                                preprocessor=preprocessor)
+    before = [np.array(w) for w in classifier.get_weights()]
+    cases = [
+        (dict(mode="int4"), ValueError, "are for quantize"),
+        (dict(mode="int8", filters=lambda layer: True), ValueError, "no filters"),
+        (dict(mode="int8", calibration_texts="one string"), TypeError, "list of strings"),
+        (dict(mode="int8", calibration_texts=["too", "few"]), ValueError, "at least 8"),
+    ]
+    for options, error, message in cases:
+        options = {"calibration_texts": calibration_texts, **options}
+        with pytest.raises(error, match=message):
+            classifier.quantize(**options)
+    with pytest.raises(ValueError, match="preprocessor"):
+        classifier.encoder.quantize("int8", calibration_texts=calibration_texts)
+    bare = BertClassifier(tiny_encoder(len(preprocessor.vocabulary)), num_classes=2)
+    with pytest.raises(ValueError, match="has none"):
+        bare.quantize("int8", calibration_texts=calibration_texts)
+    assert not is_int8(classifier) and not classifier.encoder.static_int8_ranges
+    for old, new in zip(before, classifier.get_weights()):
+        np.testing.assert_array_equal(old, new)
+    classifier.quantize("int8")
+    with pytest.raises(ValueError, match="quantized already"):
+        classifier.quantize("int8", calibration_texts=calibration_texts)
+    # A float model calibrated once (kernels W / c) is refused a second calibration and the
+    # float32 formats, whose weights would be W / c.
+    float_copy = BertClassifier(tiny_encoder(len(preprocessor.vocabulary)), num_classes=2,
+                                preprocessor=preprocessor)
+    calibrate(float_copy, preprocessor, calibration_texts)
+    with pytest.raises(ValueError, match="calibrated already"):
+        calibrate(float_copy, preprocessor, calibration_texts)
 
 
 def test_cli_export_with_a_calibration_file(preprocessor, calibration_texts, tmp_path, capsys):
@@ -208,15 +249,47 @@ def test_cli_export_with_a_calibration_file(preprocessor, calibration_texts, tmp
     assert np.abs(probabilities - classifier.predict(TEXTS, verbose=0)).max() < 0.05
 
 
-def test_a_calibrated_copy_predicts_as_its_export_and_refuses_to_be_saved(
+def test_quantize_with_calibration_texts_predicts_as_the_calibrated_export_and_saves(
         exports, preprocessor, calibration_texts, tmp_path):
     _, classifier, paths = exports
-    copy = int8.quantized_copy(classifier, calibration_texts, preprocessor)
     served = GraphModeModel(paths["classifier", "calibrated"]).run(
         "serving_default", text=np.array([t.encode() for t in TEXTS], object))
-    np.testing.assert_allclose(copy.predict(TEXTS, verbose=0), served["probabilities"],
-                               atol=1e-5)
-    # The input scales are not in the Keras config and the kernels hold W / c.
-    with pytest.raises(ValueError, match="cannot be saved"):
-        copy.save(str(tmp_path / "calibrated.keras"))
-    assert not (tmp_path / "calibrated.keras").exists()
+    model = BertClassifier.from_config(classifier.get_config())
+    model.set_weights(classifier.get_weights())
+    model.quantize("int8", calibration_texts=calibration_texts)
+    assert is_int8(model) and model.encoder.static_int8_ranges
+    probabilities = model.predict(TEXTS, verbose=0)
+    np.testing.assert_allclose(probabilities, served["probabilities"], atol=1e-5)
+    # The static ranges are weights: a .keras file and a keras-bert checkpoint keep them.
+    model.save(str(tmp_path / "calibrated.keras"))
+    loaded = keras.saving.load_model(str(tmp_path / "calibrated.keras"))
+    assert loaded.encoder.static_int8_ranges
+    np.testing.assert_array_equal(loaded.predict(TEXTS, verbose=0), probabilities)
+    save_checkpoint(model, str(tmp_path / "checkpoint"))
+    again = BertClassifier.from_pretrained(str(tmp_path / "checkpoint"))
+    np.testing.assert_array_equal(again.predict(TEXTS, verbose=0), probabilities)
+    for format in ("hf", "google"):
+        with pytest.raises(ValueError, match="quantized to int8"):
+            save_checkpoint(model, str(tmp_path / format), format=format)
+        assert not (tmp_path / format).exists()
+    # Its export is the calibrated export: Q, K and V side by side, the same probabilities;
+    # the model itself reads its own Q, K and V weights again afterwards.
+    path = export_model(model, str(tmp_path / "models"), "calibrated")
+    np.testing.assert_allclose(GraphModeModel(path).run(
+        "serving_default", text=np.array([t.encode() for t in TEXTS], object))["probabilities"],
+        probabilities, atol=1e-6)
+    assert ("BiasAdd", "GeluApproximate", "Dequantize") in quantized_matmuls(path)
+    reader = tf.train.load_checkpoint(os.path.join(path, "variables", "variables"))
+    assert sorted(tuple(shape) for name, shape in reader.get_variable_to_shape_map().items()
+                  if reader.get_variable_to_dtype_map()[name] == tf.int8).count((64, 192)) == 2
+    assert all(block.attention.fused_qkv is None for block in model.encoder.transformer_layers)
+
+
+def test_a_float_model_calibrated_without_quantizing_still_refuses_float_formats(
+        preprocessor, calibration_texts, tmp_path):
+    model = BertClassifier(tiny_encoder(len(preprocessor.vocabulary)), num_classes=2,
+                           preprocessor=preprocessor)
+    calibrate(model, preprocessor, calibration_texts)
+    with pytest.raises(ValueError, match="calibrated for int8"):
+        save_checkpoint(model, str(tmp_path / "hf"), format="hf")
+    assert not (tmp_path / "hf").exists()

@@ -115,8 +115,9 @@ def gelu(x, approximate):
 
 
 def calibrated_dense(units, inputs, seed, ranges):
-    """A float Dense whose kernel rows were scaled by ranges / 127 (as export/int8.calibrate
-    does), quantized; with its float original and the input scale c = 127 / ranges."""
+    """A float Dense whose kernel rows were scaled by ranges / 127 (as
+    models/int8_calibration.calibrate does), quantized; with its float original and the input
+    scale c = 127 / ranges."""
     dense, float_dense = quantized_dense(units, inputs, seed)
     scaled = keras.layers.Dense(units)
     scaled.build((None, inputs))
