@@ -197,10 +197,14 @@ def test_quantize_then_predict_gives_the_int8_exports_outputs(quantized_classifi
     served = GraphModeModel(exported).run("serving_default", text=texts)["probabilities"]
     np.testing.assert_allclose(got, served, atol=1e-5)
     assert 0 < np.abs(got - float_probabilities).max() < 0.05  # int8, close to float32
-    # The quantized model's own export is an int8 export, the same graph and numbers.
+    # The quantized model's own export is an int8 export, the same graph and numbers, with
+    # Q, K and V side by side as in an export of a quantized copy: per block the fused kernel,
+    # the attention output, intermediate and output; and the word embeddings. The model reads
+    # its own Q, K and V weights again afterwards.
     path = export_model(model, base, "quantized")
     reader = tf.train.load_checkpoint(os.path.join(path, "variables", "variables"))
-    assert sum(dtype == tf.int8 for dtype in reader.get_variable_to_dtype_map().values()) == 13
+    assert sum(dtype == tf.int8 for dtype in reader.get_variable_to_dtype_map().values()) == 9
+    assert all(block.attention.fused_qkv is None for block in model.encoder.transformer_layers)
     assert check_ops(path, int8=True) == saved_model_op_types(exported)
     with pytest.raises(ValueError, match="_QuantizedMatMul"):
         check_ops(path)
