@@ -325,15 +325,19 @@ class DistillationSettings:
         learning_rate: AdamW's peak rate: the top of BERT's fine-tuning range, since the student
             has fewer layers to move and often more texts. Epochs, batch size, warmup and
             weight decay are the fine-tuning recipe's (``FinetuneSettings``).
+        augment: changed copies of each text that the teacher labels (words dropped, n-grams
+            kept: ``distillation.augmented_texts``); 0, since each copy costs a text's
+            training: give it when there are no unlabelled texts.
 
     Example:
     >>> settings = DistillationSettings(temperature=4.0)
-    >>> settings.temperature, settings.label_weight, settings.learning_rate
-    (4.0, 0.5, 5e-05)
+    >>> settings.temperature, settings.label_weight, settings.learning_rate, settings.augment
+    (4.0, 0.5, 5e-05, 0)
     """
     temperature: float = 2.0
     label_weight: float = 0.5
     learning_rate: float = 5e-5
+    augment: int = 0
 
 
 def normalize_bucket_lengths(bucket_lengths) -> list[int] | str | None:

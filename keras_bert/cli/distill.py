@@ -57,6 +57,11 @@ def add_parser(subparsers) -> None:
     train.add_argument("--label_weight", type=float, default=DistillationSettings.label_weight,
                        help="the labels' share of a labelled text's loss; 0: the teacher's "
                             "outputs alone (default: %(default)s)")
+    train.add_argument("--augment", type=int, default=DistillationSettings.augment, metavar="N",
+                       help="N changed copies of each text (words dropped, n-grams kept) join "
+                            "the texts, labelled by the teacher: for when there is no "
+                            "--unlabeled_file; each copy costs a text's training (default: "
+                            "%(default)s)")
     train.add_argument("--learning_rate", type=float, default=DistillationSettings.learning_rate,
                        help="AdamW's peak rate (default: %(default)s)")
     train.add_argument("--batch_size", type=int, default=FinetuneSettings.batch_size,
@@ -93,6 +98,8 @@ def _check_inputs(args: argparse.Namespace) -> None:
     """Before TensorFlow loads: the paths (``_check_paths``), and the text files read as
     texts (their labels are checked against the teacher's once it is loaded)."""
     _check_paths(args)
+    if args.augment < 0:
+        raise ValueError(f"--augment {args.augment}: give 0 or more copies")
     for flag in ("train_file", "unlabeled_file", "dev_file"):
         if getattr(args, flag):
             _read(RegressionSpec(), getattr(args, flag), _options(args), with_labels=False)
@@ -149,7 +156,8 @@ def run_distill_command(args: argparse.Namespace) -> int:
             teacher, texts, labels, text_pairs=pairs, num_layers=args.num_layers,
             student=args.student, epochs=args.epochs, batch_size=args.batch_size,
             learning_rate=args.learning_rate, temperature=args.temperature,
-            label_weight=args.label_weight, bucket_lengths=bucket_lengths, seed=args.seed,
+            label_weight=args.label_weight, augment=args.augment,
+            bucket_lengths=bucket_lengths, seed=args.seed,
             validation_data=validation, verbose=1 if args.progress else 2,
             callbacks=[keras.callbacks.BackupAndRestore(backup)])
     student.distillation = {**student.distillation, "teacher": args.teacher}
@@ -160,7 +168,8 @@ def run_distill_command(args: argparse.Namespace) -> int:
                     "parameters": teacher.count_params()},
         "student": {"path": student_dir, "layers": student.encoder.bert_config.num_hidden_layers,
                     "parameters": student.count_params(), **student.distillation},
-        "texts": {"labelled": len(train), "unlabeled": len(unlabeled)},
+        "texts": {"labelled": len(train), "unlabeled": len(unlabeled),
+                  "augmented": args.augment * len(texts)},
         "elapsed_s": round(time.perf_counter() - started, 1),
     }
     if student.dev_scores is not None:

@@ -1,5 +1,6 @@
 """`keras-bert distill` on a tiny fine-tuned classifier: the student and its report, texts without
-labels from their own file, and bad input refused in one line with nothing written."""
+labels from their own file, augmented copies, and bad input refused in one line with nothing
+written."""
 
 import json
 import os
@@ -44,11 +45,12 @@ def test_writes_the_student_and_a_report_beside_the_teacher(files, tmp_path, cap
     output = tmp_path / "small"
     assert main(command(files, output, "--num_layers", "1", "--unlabeled_file",
                         str(files / "unlabeled.csv"), "--dev_file",
-                        str(files / "train.csv"))) == 0
+                        str(files / "train.csv"), "--augment", "1")) == 0
     printed = json.loads(capsys.readouterr().out)
     report = json.loads((output / "distillation_report.json").read_text())
     assert printed == report
-    assert report["texts"] == {"labelled": 8, "unlabeled": 8}
+    assert report["texts"] == {"labelled": 8, "unlabeled": 8, "augmented": 16}
+    assert report["student"]["augment"] == 1
     assert report["teacher"]["layers"] == 3 and report["student"]["layers"] == 1
     assert report["student"]["kept_layers"] == [2]
     assert report["student"]["teacher"] == str(files / "teacher")
@@ -67,6 +69,8 @@ def test_writes_the_student_and_a_report_beside_the_teacher(files, tmp_path, cap
 @pytest.mark.parametrize("change, message", [
     (lambda args: args + ["--num_layers", "0"], "num_layers must be between 1 and 2"),
     (lambda args: args + ["--num_layers", "3"], "num_layers must be between 1 and 2"),
+    (lambda args: args + ["--num_layers", "1", "--augment", "-1"],
+     "--augment -1: give 0 or more copies"),
     (lambda args: [a.replace("train.csv", "empty.csv") for a in args] + ["--num_layers", "1"],
      "empty.csv' holds no examples"),
     (lambda args: [a.replace("/teacher", "/no-such-teacher") for a in args]

@@ -1,7 +1,7 @@
 """keras_bert.distill on tiny random BERTs: which layers a student keeps, the loss against NumPy,
-the teacher run once, labelled and unlabelled texts in one call, every supported head, the
-student as a model like any other (save, load, its record), resume, and bad input refused in one
-line before anything trains."""
+the teacher run once, labelled and unlabelled texts in one call, augmented copies, every
+supported head, the student as a model like any other (save, load, its record), resume, and bad
+input refused in one line before anything trains."""
 
 import json
 import os
@@ -14,8 +14,8 @@ from keras_bert import (BertClassifier, BertEmbedder, BertEncoder, BertMultipleC
                         BertPreprocessor, BertQuestionAnswerer, BertTokenClassifier, distill,
                         save_checkpoint)
 from keras_bert.tasks.squad.reader import SquadAnswer, SquadExample
-from keras_bert.finetuning.distillation import (SoftTargetLoss, compare, kept_layers,
-                                                student_of)
+from keras_bert.finetuning.distillation import (SoftTargetLoss, augmented_texts, compare,
+                                                kept_layers, student_of)
 from tests.tasks.tiny_checkpoint import VOCAB
 
 TEXTS = ["the movie was good", "a terrible film", "good", "the meal was bad and the film awful",
@@ -40,7 +40,9 @@ def teacher():
     from text to text and from a student's: something to learn."""
     model = BertClassifier(encoder(), 2, preprocessor=preprocessor(), label_names=["neg", "pos"])
     model.compile(learning_rate=3e-3)
-    model.fit(TEXTS * 4, LABELS * 4, batch_size=8, epochs=2, seed=0, verbose=0)
+    # Four epochs: with two, the teacher gave every text about the same outputs under some
+    # random states (the test order moves them), and then there was nothing to learn.
+    model.fit(TEXTS * 4, LABELS * 4, batch_size=8, epochs=4, seed=0, verbose=0)
     kernel, bias = model.head.dense.get_weights()
     model.head.dense.set_weights([kernel * 30, bias])
     return model
@@ -129,8 +131,9 @@ def test_distill_runs_the_teacher_once_and_the_student_learns_its_outputs(teache
     calls = []
     predict = teacher.predict
     monkeypatch.setattr(teacher, "predict", lambda *a, **k: calls.append(1) or predict(*a, **k))
+    keras.utils.set_random_seed(0)  # dropout's masks: the same whatever ran before
     before = student_of(teacher, num_layers=1)
-    student = distill(teacher, TEXTS * 4, None, num_layers=1, epochs=3, batch_size=8,
+    student = distill(teacher, TEXTS * 4, None, num_layers=1, epochs=6, batch_size=8,
                       learning_rate=3e-3, seed=0, verbose=0)
     assert len(calls) == 1  # the teacher's outputs are computed once, not once per epoch
     monkeypatch.undo()
@@ -139,7 +142,7 @@ def test_distill_runs_the_teacher_once_and_the_student_learns_its_outputs(teache
         target, before.predict(TEXTS, verbose=0))
     assert student.distillation == {"teacher": teacher.name, "teacher_layers": 4,
                                     "kept_layers": [3], "temperature": 2.0,
-                                    "label_weight": 0.5}
+                                    "label_weight": 0.5, "augment": 0}
     # Compiled with the task's own loss again: evaluate on labels as any classifier.
     scores = student.evaluate(TEXTS, LABELS, verbose=0, return_dict=True)
     assert set(scores) == {"loss", "accuracy"}
@@ -229,11 +232,58 @@ def test_resumes_after_a_crash_with_backup_and_restore(teacher, tmp_path):
     (lambda t: distill(t, [], num_layers=1), "no texts"),
     (lambda t: distill(t, TEXTS, LABELS[:3], num_layers=1), "8 texts but 3 labels"),
     (lambda t: distill(t, TEXTS, num_layers=1, temperature=0), "temperature must be positive"),
+    (lambda t: distill(t, TEXTS, num_layers=1, augment=-1), "augment must be a whole number"),
+    (lambda t: distill(t, TEXTS, num_layers=1, augment=1.5), "augment must be a whole number"),
+    (lambda t: distill(t, TEXTS, LABELS[:3], num_layers=1, augment=1), "8 texts but 3 labels"),
+    (lambda t: distill(t, TEXTS[:7] + [["a", "list"]], num_layers=1, augment=1),
+     r"texts\[7\] is a list"),
 ])
 def test_bad_input_is_refused_in_one_line_before_training(teacher, call, message):
     with pytest.raises(ValueError, match=message) as error:
         call(teacher)
     assert "\n" not in str(error.value)
+
+
+def test_augmented_texts_drop_words_keep_ngrams_and_repeat_for_a_seed():
+    texts = ["what is the capital city of peru and of chile ?", "who wrote hamlet ?", "why"]
+    copies, pairs = augmented_texts(texts, 40, seed=3)
+    assert len(copies) == 120 and pairs is None
+    assert augmented_texts(texts, 40, seed=3)[0] == copies  # a resumed run trains on the same
+    assert augmented_texts(texts, 40, seed=4)[0] != copies
+    long = [copy.split() for copy in copies[0::3]]
+    words = texts[0].split()
+    for copy in long:  # words dropped or an n-gram kept: an ordered subsequence, never empty
+        assert copy and all(w in words for w in copy)
+        positions = [words.index(w) for w in copy if words.count(w) == 1]
+        assert positions == sorted(positions)
+    lengths = [len(copy) for copy in long]
+    assert min(lengths) <= 5 and max(lengths) > 5  # some n-grams of at most 5, some whole
+    assert sum(len(c) for c in long) < 40 * len(words) * 0.95  # about a tenth of words dropped
+    assert set(copies[2::3]) == {"why"}  # one word is kept
+    # A pair's two texts change independently, each from its own text.
+    firsts, seconds = augmented_texts(["a b c d e f g"] * 2, 5, 0, ["h i j k l m n"] * 2)
+    assert len(firsts) == len(seconds) == 10
+    assert all(set(f.split()) <= set("abcdefg") and set(s.split()) <= set("hijklmn")
+               for f, s in zip(firsts, seconds))
+    assert augmented_texts(texts, 0) == ([], None)
+
+
+def test_augment_adds_copies_the_teacher_labels_once(teacher, monkeypatch):
+    seen = []
+    predict = teacher.predict
+    monkeypatch.setattr(teacher, "predict",
+                        lambda rows, *a, **k: seen.append(len(rows)) or predict(rows, *a, **k))
+    student = distill(teacher, TEXTS, LABELS, num_layers=1, epochs=1, batch_size=8, seed=0,
+                      augment=2, verbose=0)
+    assert seen == [3 * len(TEXTS)]  # the texts and two copies of each, in one predict
+    assert student.distillation["augment"] == 2
+
+
+def test_augment_is_for_text_classifiers():
+    tagger = BertTokenClassifier(encoder(layers=2), ["O", "B-PER"], preprocessor=preprocessor())
+    with pytest.raises(ValueError, match="augment= changes raw texts, for text classifiers; a "
+                                         "BertTokenClassifier's labels"):
+        distill(tagger, [["john", "visited"]], [["B-PER", "O"]], num_layers=1, augment=1)
 
 
 def test_a_tagger_learns_its_teachers_tags_on_first_pieces_only():
