@@ -114,6 +114,10 @@ def calibrate(model, preprocessor, texts) -> None:
                                                        ranges[id(block.intermediate)]))
         block.attention_output_input_scale.assign(_rescale(
             (block.attention_output,), ranges[id(block.attention_output)]))
+    # Functions traced before read the kernels as they were, without the input scales: Keras
+    # rebuilds them on the next call (as it does after quantize).
+    for traced in {id(model): model, id(encoder): encoder}.values():
+        traced.train_function = traced.test_function = traced.predict_function = None
     logger.info("calibrated static int8 input ranges of %d transformer layers on %d texts",
                 len(encoder.transformer_layers), len(texts))
 

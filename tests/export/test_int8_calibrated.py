@@ -285,11 +285,14 @@ def test_quantize_with_calibration_texts_predicts_as_the_calibrated_export_and_s
     assert all(block.attention.fused_qkv is None for block in model.encoder.transformer_layers)
 
 
-def test_a_float_model_calibrated_without_quantizing_still_refuses_float_formats(
+def test_a_float_model_calibrated_without_quantizing_predicts_the_same_and_refuses_float_formats(
         preprocessor, calibration_texts, tmp_path):
     model = BertClassifier(tiny_encoder(len(preprocessor.vocabulary)), num_classes=2,
                            preprocessor=preprocessor)
+    before = model.predict(TEXTS, verbose=0)  # traced on the kernels before calibration
     calibrate(model, preprocessor, calibration_texts)
+    # The same float32 function, computed by a function traced again (scales and W / c).
+    np.testing.assert_allclose(model.predict(TEXTS, verbose=0), before, atol=1e-5)
     with pytest.raises(ValueError, match="calibrated for int8"):
         save_checkpoint(model, str(tmp_path / "hf"), format="hf")
     assert not (tmp_path / "hf").exists()
