@@ -305,7 +305,8 @@ def _with_augmented(teacher, texts, labels, text_pairs, copies: int, seed) -> tu
 def _check_augmentable(teacher, texts, text_pairs) -> None:
     """``augment`` changes raw texts: a classifier's (and a pair's). Another task's labels
     (tags per word, answer spans, choices) would no longer line up with the changed words."""
-    if type(teacher).__name__ != "BertClassifier" or getattr(teacher, "feature_names", None):
+    from keras_bert.tasks.classification.model import BertClassifier
+    if not isinstance(teacher, BertClassifier) or getattr(teacher, "feature_names", None):
         raise ValueError(f"augment= changes raw texts, for text classifiers; a "
                          f"{type(teacher).__name__}'s labels would no longer match its "
                          f"changed inputs: give it more texts instead")
@@ -496,7 +497,7 @@ def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
                                                     seed)
     model = student_of(teacher, num_layers, student)
     model.distillation = {**model.distillation, "temperature": temperature,
-                          "label_weight": label_weight, "augment": augment}
+                          "label_weight": label_weight, "augment": int(augment)}
     data = distillation_data(teacher, texts, labels, text_pairs, batch_size)
     validation = None
     if validation_data is not None:
