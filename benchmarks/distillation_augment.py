@@ -30,7 +30,9 @@ import numpy as np
 LAYERS = (3, 2)
 
 
-def worker(job: dict) -> dict:
+def load_job(job: dict) -> tuple[dict, object, dict]:
+    """In a worker, on one intra-op thread: (the work directory's data, its teacher, distill's
+    learning-rate argument), the random state seeded as distillation.py before each student."""
     import tensorflow as tf
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -38,10 +40,16 @@ def worker(job: dict) -> dict:
     import keras_bert
     with open(job["data"], encoding="utf-8") as f:
         data = json.load(f)
-    names = data["label_names"]
     teacher = keras_bert.BertClassifier.from_pretrained(job["teacher"])
-    keras.utils.set_random_seed(job["seed"])  # as distillation.py before each student
+    keras.utils.set_random_seed(job["seed"])
     rate = {} if job["learning_rate"] is None else {"learning_rate": job["learning_rate"]}
+    return data, teacher, rate
+
+
+def worker(job: dict) -> dict:
+    import keras_bert
+    data, teacher, rate = load_job(job)
+    names = data["label_names"]
     wall, cpu = time.perf_counter(), time.process_time()
     student = keras_bert.distill(teacher, data["train_texts"],
                                  [names[i] for i in data["train_labels"]],
@@ -54,27 +62,31 @@ def worker(job: dict) -> dict:
             "texts": len(data["train_texts"]) * (1 + job["augment"])}
 
 
-def run(job: dict, workdir: str) -> dict:
-    stem = f"augment-{job['dataset']}-{job['seed']}-{job['augment']}-{job['layers']}"
+def run(job: dict, workdir: str, stem: str | None = None, script: str = __file__) -> dict:
+    """``script --worker JOB`` in its own process (JOB saved as ``workdir/stem.job.json``, its
+    log ``workdir/stem.log``): the worker's last line of output, read as JSON."""
+    stem = stem or f"augment-{job['dataset']}-{job['seed']}-{job['augment']}-{job['layers']}"
     path = os.path.join(workdir, f"{stem}.job.json")
     with open(path, "w") as f:
         json.dump(job, f)
     environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
                    "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
     with open(os.path.join(workdir, f"{stem}.log"), "w") as log:
-        done = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", path],
+        done = subprocess.run([sys.executable, os.path.abspath(script), "--worker", path],
                               stdout=subprocess.PIPE, stderr=log, text=True, env=environment)
     if done.returncode:
         raise SystemExit(f"{stem} failed ({done.returncode}): see {workdir}/{stem}.log")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def workdir_parser(doc: str, augment: int) -> argparse.ArgumentParser:
+    """The arguments of a script that re-distils a distillation.py work directory's students."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("--workdir", help="benchmarks/distillation.py's work directory")
     parser.add_argument("--dataset", default="trec6")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--augment", type=int, default=2, help="copies of each training text")
+    parser.add_argument("--augment", type=int, default=augment,
+                        help="copies of each training text")
     parser.add_argument("--learning_rate", type=float,
                         help="distill's rate, as that run's --distill_learning_rate (default: "
                              "distill's own)")
@@ -82,11 +94,13 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--json", help="write the results here too")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        with open(args.worker) as f:
-            print(json.dumps(worker(json.load(f))), flush=True)
-        return
+    return parser
+
+
+def earlier_run(parser: argparse.ArgumentParser, args) -> tuple[str, str, np.ndarray, dict]:
+    """(data path, teacher path, test labels, that run's trained.json entry) of the
+    distillation.py work directory ``args.workdir`` for ``args.dataset`` and ``args.seed``; a
+    parser error where it lacks them."""
     if not args.workdir:
         parser.error("--workdir is required: benchmarks/distillation.py's work directory")
     data_path = os.path.join(args.workdir, f"{args.dataset}.data.json")
@@ -100,6 +114,17 @@ def main() -> None:
         labels = np.array(json.load(f)["test_labels"])
     with open(trained_path) as f:
         earlier = json.load(f)[args.dataset][str(args.seed)]
+    return data_path, teacher, labels, earlier
+
+
+def main() -> None:
+    parser = workdir_parser(__doc__, augment=2)
+    args = parser.parse_args()
+    if args.worker:
+        with open(args.worker) as f:
+            print(json.dumps(worker(json.load(f))), flush=True)
+        return
+    data_path, teacher, labels, earlier = earlier_run(parser, args)
     jobs = [{"data": data_path, "teacher": teacher, "seed": args.seed, "layers": layers,
              "augment": args.augment, "learning_rate": args.learning_rate,
              "dataset": args.dataset} for layers in args.layers]
