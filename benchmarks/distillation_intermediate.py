@@ -40,7 +40,6 @@ from benchmarks.distillation_augment import (  # noqa: E402
     earlier_run, load_job, run, workdir_parser)
 
 VARIANTS = ("none", "cls:10", "cls:100", "tokens:1")
-BATCH = 32  # the recipe's batch size, as distill's default
 
 
 def _normalized_cls(states):
@@ -131,14 +130,14 @@ def worker(job: dict) -> dict:
         kind = teacher.soft_targets()
         loss = distillation.SoftTargetLoss(kind)
         student.compile(loss=loss, metrics=[], **rate)
-        data_ = distillation.distillation_data(teacher, texts, labels, batch_size=BATCH)
+        examples = distillation.distillation_data(teacher, texts, labels)
         if mode == "cls":
-            hidden = _teacher_cls(teacher, data_.x, [j for _, j in pairs])
+            hidden = _teacher_cls(teacher, examples.x, [j for _, j in pairs])
         else:
-            hidden = np.zeros((data_.rows, 1), np.float32)  # the loss is the view's output
+            hidden = np.zeros((examples.rows, 1), np.float32)  # the loss is the view's output
         view = _view(student, teacher, mode, pairs)
-        plan = student.finetuning_plan(data_.x, {"output": data_.targets, "hidden": hidden},
-                                       batch_size=BATCH, seed=seed, arrays=True)
+        targets = {"output": examples.targets, "hidden": hidden}
+        plan = student.finetuning_plan(examples.x, targets, seed=seed, arrays=True)
 
         def hidden_loss(y_true, y_pred):
             if mode == "tokens":
