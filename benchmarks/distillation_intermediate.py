@@ -166,6 +166,9 @@ def main() -> None:
     parser = workdir_parser(__doc__, augment=0)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS),
                         help="none, cls:BETA or tokens:BETA")
+    parser.add_argument("--student_seed", type=int,
+                        help="the students' seed (shuffling, dropout, copies), the teacher "
+                             "staying --seed's (default: --seed)")
     args = parser.parse_args()
     if args.worker:
         with open(args.worker) as f:
@@ -176,7 +179,8 @@ def main() -> None:
         if not (variant == "none" or (mode in ("cls", "tokens") and beta)):
             parser.error(f"--variants: {variant!r} is not none, cls:BETA or tokens:BETA")
     data_path, teacher, labels, earlier = earlier_run(parser, args)
-    jobs = [{"data": data_path, "teacher": teacher, "seed": args.seed, "layers": layers,
+    seed = args.seed if args.student_seed is None else args.student_seed
+    jobs = [{"data": data_path, "teacher": teacher, "seed": seed, "layers": layers,
              "variant": variant, "augment": args.augment, "learning_rate": args.learning_rate,
              "dataset": args.dataset} for layers in args.layers for variant in args.variants]
     with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool:
@@ -184,7 +188,7 @@ def main() -> None:
                                 jobs))
 
     teacher_accuracy = float(np.mean(np.array(earlier["predictions"]["teacher"]) == labels))
-    print(f"{args.dataset}, seed {args.seed}, augment={args.augment}: teacher "
+    print(f"{args.dataset}, seed {args.seed} (students {seed}), augment={args.augment}: teacher "
           f"{100 * teacher_accuracy:.1f}%")
     print("| student | variant | test accuracy % (of the teacher's) | train CPU s |")
     print("|---|---|---:|---:|")
