@@ -26,7 +26,8 @@ import os
 
 from keras_bert import fileio
 from keras_bert.layers import int8 as int8_layers
-from keras_bert.models.int8_calibration import calibrate, check_calibration_texts
+from keras_bert.models.int8_calibration import (calibrate, check_calibration_texts,
+                                                check_float32)
 
 
 def export_variant(model, quantize: str | None, calibration_texts=None, preprocessor=None):
@@ -73,9 +74,7 @@ def quantized_copy(model, calibration_texts=None, preprocessor=None):
             (``calibrate``).
         preprocessor: the BertPreprocessor that turns ``calibration_texts`` into ids.
     """
-    if getattr(model, "dtype_policy", None) is not None and model.dtype_policy.name != "float32":
-        raise ValueError(f"int8 exports start from a float32 model; this one computes in "
-                         f"{model.dtype_policy.name}")
+    check_float32(model, "int8 exports start from a float32 model")
     copy = type(model).from_config(model.get_config())
     copy.set_weights(model.get_weights())
     if calibration_texts is not None:
@@ -96,10 +95,11 @@ def qkv_side_by_side(model):
     weights: both copies would be saved."""
     encoder = model if hasattr(model, "transformer_layers") else model.encoder
     attentions = [block.attention for block in encoder.transformer_layers]
-    for attention in attentions:
-        attention.fused_qkv = int8_layers.fused_int8_weights(
-            (attention.query, attention.key, attention.value))
+    fused = [int8_layers.fused_int8_weights((attention.query, attention.key, attention.value))
+             for attention in attentions]  # all made before any layer holds one
     try:
+        for attention, weights in zip(attentions, fused):
+            attention.fused_qkv = weights
         yield
     finally:
         for attention in attentions:

@@ -262,7 +262,7 @@ def augmented_texts(texts: Sequence[str], copies: int, seed: int | None = None,
     (2, True)
     """
     _check_copies(copies)
-    rng = random.Random(0 if seed is None else seed)
+    rng = random.Random(0 if seed is None else int(seed))  # a NumPy integer too
     changed, changed_pairs = [], None if text_pairs is None else []
     for _ in range(copies):
         for row, text in enumerate(texts):
@@ -292,11 +292,18 @@ def _with_augmented(teacher, texts, labels, text_pairs, copies: int, seed) -> tu
     texts = list(texts)
     text_pairs = None if text_pairs is None else list(text_pairs)
     _check_augmentable(teacher, texts, text_pairs)
+    _inputs(texts, text_pairs)  # the same number of each
     if labels is not None and len(labels) != len(texts):
         raise ValueError(f"got {len(texts)} texts but {len(labels)} labels")
     extra, extra_pairs = augmented_texts(texts, copies, seed, text_pairs)
     logger.info("augment=%d: %d changed copies of the texts join them, labelled by the teacher",
                 copies, len(extra))
+    unchanged = sum(copy == texts[row % len(texts)] for row, copy in enumerate(extra))
+    if unchanged > len(extra) // 2:
+        logger.warning("augment=%d: %d of the %d copies equal their text (a copy drops and keeps "
+                       "whitespace-separated words: texts of one or two words, or without spaces "
+                       "between words as in Chinese or Japanese, barely change); they cost "
+                       "training time and teach little", copies, unchanged, len(extra))
     labels = ([None] * len(texts) if labels is None else list(labels)) + [None] * len(extra)
     return (texts + extra, labels,
             None if text_pairs is None else text_pairs + extra_pairs)

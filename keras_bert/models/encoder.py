@@ -235,7 +235,7 @@ class BertEncoder(SavesWhole, keras.Model):
         the export's faster int8 path), in place."""
         if calibration_texts is not None:
             calibrate_before_quantize(self, preprocessor, calibration_texts, mode, config,
-                                      filters)
+                                      filters, kwargs)
         for pass_mode, pass_config, pass_filters in quantization_passes(self, mode, config,
                                                                         filters):
             super().quantize(pass_mode, config=pass_config, filters=pass_filters, **kwargs)

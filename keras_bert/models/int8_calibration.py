@@ -25,6 +25,7 @@ import logging
 import keras
 import numpy as np
 
+from keras_bert import keras_internals
 from keras_bert.layers import int8 as int8_layers
 
 logger = logging.getLogger(__name__)
@@ -34,14 +35,22 @@ logger = logging.getLogger(__name__)
 CALIBRATION_BATCH = 32
 # Calibration needs a sample of the texts the model will serve; fewer than this is refused.
 MIN_CALIBRATION_TEXTS = 8
+# The keywords keras.Model.quantize takes besides mode, config and filters (Keras 3).
+QUANTIZE_KEYWORDS = frozenset({"type_check"})
 
 
-def calibrate_before_quantize(model, preprocessor, texts, mode, config, filters) -> None:
-    """What ``quantize(mode, config, filters, calibration_texts=texts)`` of ``model`` (a
-    BertEncoder or a task model) does before quantizing: checks that calibration applies, then
-    ``calibrate``. Raises ValueError (calibration without int8, or with ``filters``: it covers
-    the layers ``int8_layers()`` names), TypeError for texts that are not strings, and
+def calibrate_before_quantize(model, preprocessor, texts, mode, config, filters,
+                              quantize_kwargs: dict) -> None:
+    """What ``quantize(mode, config, filters, calibration_texts=texts, **quantize_kwargs)`` of
+    ``model`` (a BertEncoder or a task model) does before quantizing: checks that calibration
+    applies, then ``calibrate``. Raises ValueError (calibration without int8, or with
+    ``filters``: it covers the layers ``int8_layers()`` names), TypeError for texts that are
+    not strings or a keyword ``keras.Model.quantize`` does not take, and
     ``Int8KernelMissing``, before anything changes."""
+    unknown = sorted(set(quantize_kwargs) - QUANTIZE_KEYWORDS)
+    if unknown:
+        raise TypeError(f"{type(model).__name__}.quantize got unexpected keyword arguments "
+                        f"{unknown}; nothing was calibrated")
     if (mode or getattr(config, "mode", None)) != "int8":
         raise ValueError(f"calibration_texts are for quantize(\"int8\"), not {mode!r}")
     if filters is not None:
@@ -50,6 +59,20 @@ def calibrate_before_quantize(model, preprocessor, texts, mode, config, filters)
     texts = check_calibration_texts(texts)
     int8_layers.check_int8_kernel()
     calibrate(model, preprocessor, texts)
+
+
+def _encoder_of(model):
+    return model if hasattr(model, "transformer_layers") else model.encoder
+
+
+def check_float32(model, why: str) -> None:
+    """Raises ValueError (``why``, then what ``model`` computes in) unless ``model`` (a
+    BertEncoder or task model) and its encoder compute in float32: a task model on a
+    bfloat16 encoder keeps its own float32 policy."""
+    for part in (model, _encoder_of(model)):
+        policy = getattr(part, "dtype_policy", None)
+        if policy is not None and policy.compute_dtype != "float32":
+            raise ValueError(f"{why}; this {type(model).__name__} computes in {policy.name}")
 
 
 def calibrate(model, preprocessor, texts) -> None:
@@ -77,17 +100,17 @@ def calibrate(model, preprocessor, texts) -> None:
     """
     texts = check_calibration_texts(texts)
     name = type(model).__name__
-    if int8_layers.is_int8(model):
-        raise ValueError(f"{name} is quantized already; calibration starts from the float32 "
-                         "model: calibrate before quantize('int8')")
-    encoder = model if hasattr(model, "transformer_layers") else model.encoder
+    modes = {layer.quantization_mode for layer in keras_internals.sublayers(model)
+             if getattr(layer, "quantization_mode", None) is not None}
+    if modes:
+        raise ValueError(f"{name} is quantized already ({', '.join(sorted(modes))}); "
+                         "calibration starts from the float32 model: calibrate before "
+                         "quantize('int8')")
+    encoder = _encoder_of(model)
     if encoder.static_int8_ranges:
         raise ValueError(f"{name} is calibrated already (its kernels hold W / c); calibrate "
                          "the float32 model once")
-    policy = getattr(model, "dtype_policy", None)
-    if policy is not None and policy.name != "float32":
-        raise ValueError(f"int8 starts from a float32 model; this {name} computes in "
-                         f"{policy.name}")
+    check_float32(model, "int8 starts from a float32 model")
     if preprocessor is None:
         raise ValueError(f"calibration_texts need the preprocessor that tokenizes them; this "
                          f"{name} has none")

@@ -112,7 +112,7 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         (``save_checkpoint``, ``.keras``) and exportable."""
         if calibration_texts is not None:
             calibrate_before_quantize(self, self.preprocessor, calibration_texts, mode, config,
-                                      filters)
+                                      filters, kwargs)
         for pass_mode, pass_config, pass_filters in quantization_passes(self.encoder, mode, config,
                                                                         filters):
             super().quantize(pass_mode, config=pass_config, filters=pass_filters, **kwargs)
@@ -240,6 +240,7 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         without a label."""
         rows, _ = self.to_arrays(x)
         count = len(tf.nest.flatten(rows)[0])
+        labels = None if labels is None else list(labels)  # a NumPy array or pandas Series too
         if labels is not None and len(labels) != count:
             raise ValueError(f"got {count} texts but {len(labels)} labels")
         labelled = np.array([labels is not None and label is not None

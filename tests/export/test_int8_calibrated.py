@@ -15,7 +15,8 @@ import tensorflow as tf
 
 import keras
 
-from keras_bert import BertClassifier, BertPreprocessor, cli, save_checkpoint, tf_internals
+from keras_bert import (BertClassifier, BertEncoder, BertPreprocessor, cli, save_checkpoint,
+                        tf_internals)
 from keras_bert.export import export_model, int8
 from keras_bert.layers.int8 import is_int8
 from keras_bert.models.int8_calibration import calibrate
@@ -191,6 +192,9 @@ def test_bad_calibration_in_place_is_refused_and_changes_nothing(preprocessor,
         (dict(mode="int8", filters=lambda layer: True), ValueError, "no filters"),
         (dict(mode="int8", calibration_texts="one string"), TypeError, "list of strings"),
         (dict(mode="int8", calibration_texts=["too", "few"]), ValueError, "at least 8"),
+        # Keras checks its keywords only after calibration would have rescaled the kernels.
+        (dict(mode="int8", preprocessor=preprocessor), TypeError,
+         r"unexpected keyword arguments \['preprocessor'\]; nothing was calibrated"),
     ]
     for options, error, message in cases:
         options = {"calibration_texts": calibration_texts, **options}
@@ -214,6 +218,20 @@ def test_bad_calibration_in_place_is_refused_and_changes_nothing(preprocessor,
     calibrate(float_copy, preprocessor, calibration_texts)
     with pytest.raises(ValueError, match="calibrated already"):
         calibrate(float_copy, preprocessor, calibration_texts)
+    # Another quantization mode, and a float32 task model on a bfloat16 encoder.
+    int4 = BertClassifier(tiny_encoder(len(preprocessor.vocabulary)), num_classes=2,
+                          preprocessor=preprocessor)
+    int4.quantize("int4")
+    with pytest.raises(ValueError, match=r"quantized already \(int4\)"):
+        calibrate(int4, preprocessor, calibration_texts)
+    half = BertClassifier(BertEncoder(**tiny_encoder(len(preprocessor.vocabulary)).get_config()
+                                      | {"dtype": "bfloat16"}),
+                          num_classes=2, preprocessor=preprocessor)
+    assert half.dtype_policy.name == "float32"
+    with pytest.raises(ValueError, match="this BertClassifier computes in bfloat16"):
+        calibrate(half, preprocessor, calibration_texts)
+    with pytest.raises(ValueError, match="int8 exports start from a float32 model"):
+        int8.quantized_copy(half)
 
 
 def test_cli_export_with_a_calibration_file(preprocessor, calibration_texts, tmp_path, capsys):

@@ -5,6 +5,7 @@ input refused in one line before anything trains."""
 
 import json
 import os
+import re
 
 import keras
 import numpy as np
@@ -237,6 +238,8 @@ def test_resumes_after_a_crash_with_backup_and_restore(teacher, tmp_path):
     (lambda t: distill(t, TEXTS, LABELS[:3], num_layers=1, augment=1), "8 texts but 3 labels"),
     (lambda t: distill(t, TEXTS[:7] + [["a", "list"]], num_layers=1, augment=1),
      r"texts\[7\] is a list"),
+    (lambda t: distill(t, TEXTS, num_layers=1, augment=1, text_pairs=TEXTS[:2]),
+     "got 8 texts but 2 text_pairs"),
 ])
 def test_bad_input_is_refused_in_one_line_before_training(teacher, call, message):
     with pytest.raises(ValueError, match=message) as error:
@@ -266,6 +269,7 @@ def test_augmented_texts_drop_words_keep_ngrams_and_repeat_for_a_seed():
     assert all(set(f.split()) <= set("abcdefg") and set(s.split()) <= set("hijklmn")
                for f, s in zip(firsts, seconds))
     assert augmented_texts(texts, 0) == ([], None)
+    assert augmented_texts(texts, 2, seed=np.int64(3)) == augmented_texts(texts, 2, seed=3)
 
 
 def test_augment_adds_copies_the_teacher_labels_once(teacher, monkeypatch):
@@ -277,6 +281,18 @@ def test_augment_adds_copies_the_teacher_labels_once(teacher, monkeypatch):
                       augment=2, verbose=0)
     assert seen == [3 * len(TEXTS)]  # the texts and two copies of each, in one predict
     assert student.distillation["augment"] == 2
+
+
+def test_labels_may_be_an_array_and_copies_that_barely_change_are_named(teacher, caplog):
+    words = ["今天天气很好", "这部电影很糟糕", "我喜欢这个城市", "服务太差了"] * 2
+    with caplog.at_level("WARNING", logger="keras_bert.finetuning.distillation"):
+        student = distill(teacher, TEXTS + words, np.array(LABELS + [None] * 8, dtype=object),
+                          num_layers=1, epochs=1, batch_size=8, seed=np.int64(0), augment=1,
+                          validation_data=(TEXTS, np.array(LABELS)), verbose=0)
+    assert student.dev_scores["teacher"]["accuracy"] > 0
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any(re.search(r"augment=1: (9|1[0-6]) of the 16 copies equal their text", w)
+               and "Chinese" in w for w in warnings), warnings
 
 
 def test_augment_is_for_text_classifiers():
