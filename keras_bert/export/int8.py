@@ -27,7 +27,7 @@ import os
 from keras_bert import fileio
 from keras_bert.layers import int8 as int8_layers
 from keras_bert.models.int8_calibration import (calibrate, check_calibration_texts,
-                                                check_float32)
+                                                check_float32, encoder_of)
 
 
 def export_variant(model, quantize: str | None, calibration_texts=None, preprocessor=None):
@@ -93,7 +93,7 @@ def qkv_side_by_side(model):
     read no other copy of them: a TF Serving export of a task model. An encoder's export also
     traces TF Hub's training-mode call, which runs Keras' own int8 layers on the separate
     weights: both copies would be saved."""
-    encoder = model if hasattr(model, "transformer_layers") else model.encoder
+    encoder = encoder_of(model)
     attentions = [block.attention for block in encoder.transformer_layers]
     fused = [int8_layers.fused_int8_weights((attention.query, attention.key, attention.value))
              for attention in attentions]  # all made before any layer holds one

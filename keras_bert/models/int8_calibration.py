@@ -61,7 +61,8 @@ def calibrate_before_quantize(model, preprocessor, texts, mode, config, filters,
     calibrate(model, preprocessor, texts)
 
 
-def _encoder_of(model):
+def encoder_of(model):
+    """The BertEncoder of ``model``: itself, or a task model's ``encoder``."""
     return model if hasattr(model, "transformer_layers") else model.encoder
 
 
@@ -69,7 +70,7 @@ def check_float32(model, why: str) -> None:
     """Raises ValueError (``why``, then what ``model`` computes in) unless ``model`` (a
     BertEncoder or task model) and its encoder compute in float32: a task model on a
     bfloat16 encoder keeps its own float32 policy."""
-    for part in (model, _encoder_of(model)):
+    for part in (model, encoder_of(model)):
         policy = getattr(part, "dtype_policy", None)
         if policy is not None and policy.compute_dtype != "float32":
             raise ValueError(f"{why}; this {type(model).__name__} computes in {policy.name}")
@@ -106,7 +107,7 @@ def calibrate(model, preprocessor, texts) -> None:
         raise ValueError(f"{name} is quantized already ({', '.join(sorted(modes))}); "
                          "calibration starts from the float32 model: calibrate before "
                          "quantize('int8')")
-    encoder = _encoder_of(model)
+    encoder = encoder_of(model)
     if encoder.static_int8_ranges:
         raise ValueError(f"{name} is calibrated already (its kernels hold W / c); calibrate "
                          "the float32 model once")
