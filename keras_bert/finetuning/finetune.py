@@ -160,8 +160,6 @@ def run_finetune(config: FinetuneRun) -> dict:
     # Outside the strategy's scope: the plan's epoch counter is a plain variable tf.data reads.
     plan = FinetuningPlan(model, train, settings=config.settings(), seed=config.seed)
     model.use_plan_optimizer(plan)  # built before a checkpoint is restored into it
-    train_data = (distribute_global_batches(strategy, plan.make_dataset) if multi_worker
-                  else plan.make_dataset())
     evaluation = DevEvaluation(task, options, dev, config.output_dir, config.batch_size,
                                write_outputs=is_chief)
     checkpoint = EpochCheckpoint(model, evaluation, checkpoint_dir if is_chief else None,
@@ -179,12 +177,13 @@ def run_finetune(config: FinetuneRun) -> dict:
         fileio.makedirs(checkpoint_dir)
         write_run_settings(config, checkpoint_dir)
     if multi_worker:
-        _fit_multi_worker(model, strategy, train_data, config, evaluation, checkpoint,
+        _fit_multi_worker(model, strategy, distribute_global_batches(strategy, plan.make_dataset),
+                          config, evaluation, checkpoint,
                           plan, initial_epoch,
                           progress=is_chief and config.verbose in (1, "auto"))
     elif initial_epoch < config.epochs:
-        model.fit(train_data, epochs=config.epochs, initial_epoch=initial_epoch,
-                  callbacks=[*plan.callbacks(), evaluation, checkpoint], verbose=config.verbose)
+        model.fit_plan(plan, callbacks=[evaluation, checkpoint], initial_epoch=initial_epoch,
+                       verbose=config.verbose)
     results = {
         "task": config.task, "primary_metric": task.primary_metric,
         "best_epoch": evaluation.best["epoch"], "best": evaluation.best.get("dev"),

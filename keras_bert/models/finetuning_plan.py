@@ -20,6 +20,7 @@ import tensorflow as tf
 from keras_bert.config import FinetuneSettings
 from keras_bert.models.task_pipeline import EpochCounter, PackedRows, SetDataEpoch
 from keras_bert.optimization.optimizers import create_optimizer
+from keras_bert.optimization.schedules import WarmupPolynomialDecay
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +93,11 @@ class FinetuningPlan:
     def warmup_steps(self) -> int:
         return int(self.total_steps * self.settings.warmup_fraction)
 
+    @property
+    def schedule_steps(self) -> int:
+        """The steps the learning rate decays over (``total_steps``, at least 1)."""
+        return max(self.total_steps, 1)
+
     def make_dataset(self) -> tf.data.Dataset:
         """The training dataset: every pass yields the epoch ``callbacks()`` last set (a new
         dataset object over the same tokenized rows each call, as a multi-worker input
@@ -100,26 +106,48 @@ class FinetuningPlan:
             return self._dataset
         return self._rows.dataset(self.counter)
 
-    def make_optimizer(self) -> keras.optimizers.Optimizer:
-        """AdamW with the recipe's rate, warmup and weight decay over ``total_steps``, clipped
-        at global norm 1.0, and the model's ``learning_rate_multipliers`` (a new head that
-        learns faster)."""
-        settings = self.settings
-        logger.info("AdamW: lr %g, %d steps (%d per epoch), %d warmup", settings.learning_rate,
-                    self.total_steps, self.steps_per_epoch, self.warmup_steps)
-        return create_optimizer(settings.learning_rate, num_train_steps=max(self.total_steps, 1),
-                                num_warmup_steps=self.warmup_steps,
-                                weight_decay=settings.weight_decay,
-                                learning_rate_multipliers=self.model.learning_rate_multipliers())
+    def schedule(self, start_step: int = 0) -> WarmupPolynomialDecay:
+        """The recipe's learning rate for this run: linear warmup over ``warmup_steps``, then
+        linear decay to 0 at ``total_steps``, counted from optimizer step ``start_step``."""
+        return WarmupPolynomialDecay(self.settings.learning_rate, decay_steps=self.schedule_steps,
+                                     warmup_steps=self.warmup_steps, start_step=start_step)
 
-    def compile_model(self, **compile_arguments) -> None:
-        """Compiles the model with the plan's optimizer (``make_optimizer``), under the model's
-        strategy, and builds the optimizer at once: a checkpoint can then be restored into it,
-        and the train step creates no variables, so tf.function traces once.
-        ``compile_arguments`` (loss, metrics...) go to ``keras.Model.compile``."""
+    def make_optimizer(self, start_step: int = 0) -> keras.optimizers.Optimizer:
+        """AdamW on ``schedule(start_step)`` with the recipe's weight decay, clipped at global
+        norm 1.0, and the model's ``learning_rate_multipliers`` (a new head that learns
+        faster)."""
+        return create_optimizer(self.settings.learning_rate, num_train_steps=self.schedule_steps,
+                                num_warmup_steps=self.warmup_steps,
+                                weight_decay=self.settings.weight_decay,
+                                learning_rate_multipliers=self.model.learning_rate_multipliers(),
+                                start_step=start_step)
+
+    def compile_model(self, optimizer: keras.optimizers.Optimizer | None = None, *,
+                      initial_epoch: int = 0, **compile_arguments) -> None:
+        """Compiles the model for this run, under the model's strategy, with the optimizer
+        built at once: a checkpoint can then be restored into it, and the train step creates no
+        variables, so tf.function traces once. ``compile_arguments`` (loss, metrics...) go to
+        ``keras.Model.compile``.
+
+        Every run has a schedule of its own (warmup, then decay to 0 at the run's last step),
+        as every ``fit`` of a Keras model trains: with ``optimizer`` None a new one
+        (``make_optimizer``); else ``optimizer``, one an earlier run of the recipe made, goes on
+        with its state (Adam's moments, its step count) on this run's schedule. Epoch
+        ``initial_epoch`` (a resumed run) starts where an uninterrupted run would have been:
+        ``initial_epoch * steps_per_epoch`` steps into the schedule."""
         model = self.model
+        start_step = -initial_epoch * self.steps_per_epoch
+        if optimizer is not None:
+            start_step += int(optimizer.iterations.numpy())
+        logger.info("AdamW: lr %g, %d steps (%d per epoch), %d warmup%s",
+                    self.settings.learning_rate, self.total_steps, self.steps_per_epoch,
+                    self.warmup_steps, "" if optimizer is None else
+                    f", going on from optimizer step {int(optimizer.iterations.numpy())}")
         with model.distribute_strategy.scope():
-            optimizer = self.make_optimizer()
+            if optimizer is None:
+                optimizer = self.make_optimizer(start_step)
+            else:
+                optimizer.learning_rate = self.schedule(start_step)
             keras.Model.compile(model, optimizer=optimizer, **compile_arguments)
             optimizer.build(model.trainable_variables)
 

@@ -23,13 +23,25 @@ from keras_bert.models.encoder import SavesWhole, quantization_passes
 from keras_bert.models.int8_calibration import calibrate_before_quantize
 from keras_bert.config import FinetuneSettings
 from keras_bert.models.finetuning_plan import FinetuningPlan, split_validation
-from keras_bert.models.task_pipeline import PackedRows, is_packed
+from keras_bert.models.task_pipeline import PackedRows, int32_ids_dataset, is_packed
 from keras_bert.models.task_loading import TaskLoading, tokenizer_of
 from keras_bert.models.task_predict import PackFunctions, packed_arrays, predict_by_length
 
 logger = logging.getLogger(__name__)
 
 RECIPE = FinetuneSettings()  # BERT's fine-tuning defaults, as compile and fit take them
+
+
+class RecipeOptimizer:
+    """Whether a task model trains with the recipe's optimizer: ``settings``, compile's
+    (learning rate, weight decay, warmup fraction; None for an optimizer the user gave), and
+    ``optimizer``, the one the recipe made for an earlier ``fit`` (None before the first). A
+    plain object, so that neither Keras nor tf.train.Checkpoint tracks them as parts of the
+    model."""
+
+    def __init__(self):
+        self.settings: dict | None = None
+        self.optimizer = None
 
 
 class BertTask(TaskLoading, SavesWhole, keras.Model):
@@ -84,7 +96,7 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         # A distilled student's record (keras_bert.distill): the teacher, its layers kept, the
         # temperature and label weight; None for a model trained on labels.
         self.distillation = None if distillation is None else dict(distillation)
-        self._auto_optimizer: dict | None = None
+        self._recipe = RecipeOptimizer()
         self._compile_kwargs: dict = {}
         self._tokenizer = None
         self._pack_functions = PackFunctions()
@@ -291,7 +303,7 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         if isinstance(x, tf.data.Dataset):
             spec = x.element_spec
             if is_packed(spec[0] if isinstance(spec, tuple) else spec):
-                return x
+                return int32_ids_dataset(x)
             return x.map(lambda *e: (self.pack_batch(e[0]), *e[1:]) if len(e) > 1
                          else self.pack_batch(e[0]), num_parallel_calls=tf.data.AUTOTUNE)
         x, y = self.to_arrays(x, y)
@@ -313,26 +325,39 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         """``keras.Model.compile`` with BERT's defaults ("auto"): the task's loss and metrics,
         and AdamW with ``learning_rate``, warmup over ``warmup_fraction`` of the steps then
         linear decay, made in ``fit`` once the number of steps is known
-        (``keras_bert.models.finetuning_plan``)."""
+        (``keras_bert.models.finetuning_plan``). Every later ``fit`` goes on with the same
+        optimizer (its state carries over) on a schedule of its own, from warmup to 0 at its
+        last step; an optimizer given here is used as it is."""
         self._compile_kwargs = dict(
             loss=self.default_loss() if loss == "auto" else loss,
             metrics=self.default_metrics() if metrics == "auto" else metrics, **kwargs)
-        self._auto_optimizer = None
+        self._recipe = RecipeOptimizer()
         if optimizer == "auto":
-            self._auto_optimizer = dict(learning_rate=learning_rate, weight_decay=weight_decay,
-                                        warmup_fraction=warmup_fraction)
+            self._recipe.settings = dict(learning_rate=learning_rate, weight_decay=weight_decay,
+                                         warmup_fraction=warmup_fraction)
             optimizer = keras.optimizers.AdamW(learning_rate)  # replaced in fit
         super().compile(optimizer=optimizer, **self._compile_kwargs)
 
     def get_compile_config(self):
-        # An "auto" optimizer that fit has not made yet is a placeholder: save no compile state.
-        return None if self._auto_optimizer is not None else super().get_compile_config()
+        if self._recipe.settings is None:
+            return super().get_compile_config()
+        if self._recipe.optimizer is None:
+            # An "auto" optimizer that fit has not made yet is a placeholder: save no compile
+            # state.
+            return None
+        # The recipe's optimizer, with its settings: a loaded model's next fit goes on with it
+        # on a schedule of its own, as it would have before saving.
+        return {**super().get_compile_config(), "recipe": self._recipe.settings}
 
     def compile_from_config(self, config):
         # Keras skips compile on load for models that override compile(); ours takes the same
         # arguments as keras.Model.compile, so the saved configuration applies as it is.
+        config = dict(config)
+        recipe = config.pop("recipe", None)
         config = keras.saving.deserialize_keras_object(config)
         self.compile(**config)
+        if recipe is not None:
+            self._recipe.settings, self._recipe.optimizer = dict(recipe), self.optimizer
         if self.built:
             self.optimizer.build(self.trainable_variables)
 
@@ -394,7 +419,7 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         teacher's outputs of ``keras_bert.distill``)."""
         settings = FinetuneSettings(batch_size=batch_size or RECIPE.batch_size, epochs=epochs,
                                     bucket_lengths=bucket_lengths,
-                                    **(self._auto_optimizer or {}))
+                                    **(self._recipe.settings or {}))
         return FinetuningPlan(self, x, y, sample_weight, settings=settings, seed=seed,
                               shuffle=shuffle, steps_per_epoch=steps_per_epoch, arrays=arrays)
 
@@ -404,8 +429,8 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
                  validation_steps: int | None = None, validation_freq: int = 1):
         """``keras.Model.fit`` on a plan's data, with its optimizer (when compiled with "auto")
         and its callbacks before ``callbacks``; ``validation_data`` is a batched dataset."""
-        if self._auto_optimizer is not None:
-            self.use_plan_optimizer(plan)
+        if self._recipe.settings is not None:
+            self.use_plan_optimizer(plan, initial_epoch=initial_epoch)
         with warnings.catch_warnings():
             # Span and tagging heads do not use the encoder's pooler; that is expected.
             warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables "
@@ -419,14 +444,20 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
                                validation_steps=validation_steps,
                                validation_freq=validation_freq)
 
-    def use_plan_optimizer(self, plan: FinetuningPlan) -> None:
+    def use_plan_optimizer(self, plan: FinetuningPlan, initial_epoch: int = 0) -> None:
         """Compiles with the recipe's optimizer for ``plan`` (``FinetuningPlan.compile_model``),
-        keeping ``compile``'s loss and metrics ("auto": the task's)."""
+        keeping ``compile``'s loss and metrics ("auto": the task's): the optimizer an earlier
+        ``fit`` made goes on on the plan's schedule; the first is made for it."""
         if not self.compiled:
             with self.distribute_strategy.scope():
                 self.compile()
-        plan.compile_model(**self._compile_kwargs)
-        self._auto_optimizer = None
+        carried = self.optimizer if self.optimizer is self._recipe.optimizer else None
+        plan.compile_model(carried, initial_epoch=initial_epoch, **self._compile_kwargs)
+        settings = plan.settings
+        self._recipe.settings = dict(learning_rate=settings.learning_rate,
+                                     weight_decay=settings.weight_decay,
+                                     warmup_fraction=settings.warmup_fraction)
+        self._recipe.optimizer = self.optimizer
 
     def _validation(self, validation_data, batch_size):
         if validation_data is None:

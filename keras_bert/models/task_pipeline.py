@@ -47,6 +47,47 @@ def is_packed(x) -> bool:
     return isinstance(x, dict) and "input_word_ids" in x
 
 
+def int32_ids(x: dict) -> dict[str, np.ndarray]:
+    """Packed ids given as arrays of any integer dtype (NumPy's default int64, a list) as int32
+    [rows, ..., seq] arrays, what the model's inputs are; other entries (features) as arrays.
+
+    Raises:
+        ValueError: an id input that is not integer, or a value outside int32, named.
+    """
+    arrays = {}
+    for name, value in x.items():
+        array = np.asarray(value)
+        if name in INPUT_NAMES and array.dtype != np.int32:
+            if array.size and not np.issubdtype(array.dtype, np.integer):
+                raise ValueError(f"{name} must hold integer ids, got dtype {array.dtype}")
+            info = np.iinfo(np.int32)
+            if array.size and (array.min() < info.min or array.max() > info.max):
+                raise ValueError(f"{name} holds values outside int32")
+            array = array.astype(np.int32)
+        arrays[name] = array
+    return arrays
+
+
+def int32_ids_dataset(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """A dataset of packed ids (``x`` or ``(x, y[, sample_weight])``) whose id inputs of
+    another integer dtype are cast to int32; the dataset itself where they already are."""
+    spec = dataset.element_spec
+    ids_spec = spec[0] if isinstance(spec, tuple) else spec
+    if all(ids_spec[name].dtype == tf.int32 for name in INPUT_NAMES if name in ids_spec):
+        return dataset
+    for name in INPUT_NAMES:
+        if name in ids_spec and not ids_spec[name].dtype.is_integer:
+            raise ValueError(f"{name} must hold integer ids, got dtype "
+                             f"{ids_spec[name].dtype.name}")
+
+    def cast(x):
+        return {name: tf.cast(value, tf.int32) if name in INPUT_NAMES else value
+                for name, value in x.items()}
+    if isinstance(spec, tuple):
+        return dataset.map(lambda x, *rest: (cast(x), *rest))
+    return dataset.map(cast)
+
+
 def row_lengths(x: dict[str, np.ndarray]) -> np.ndarray:
     """The real length of every row of packed ids: int32 [rows], from ``input_mask`` [rows, seq]
     (the longest choice of [rows, num_choices, seq])."""
@@ -292,7 +333,7 @@ def pack_examples(x, preprocess: Callable) -> dict[str, np.ndarray]:
     as packed NumPy arrays, tokenized once in tf.data batches of PACK_BATCH_SIZE; packed ids
     pass through. ``{name: [rows, ..., seq]}`` plus any features ([rows])."""
     if is_packed(x):
-        return {name: np.asarray(value) for name, value in x.items()}
+        return int32_ids(x)
     # A 1-tuple, so that x given as a tuple of arrays (pairs) reaches preprocess whole.
     dataset = tf.data.Dataset.from_tensor_slices((x,))
     parts = [{k: v.numpy() for k, v in batch.items()}

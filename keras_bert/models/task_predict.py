@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.models.task_pipeline import INPUT_NAMES, PACK_BATCH_SIZE, is_packed
+from keras_bert.models.task_pipeline import INPUT_NAMES, PACK_BATCH_SIZE, int32_ids, is_packed
 from keras_bert.tokenization.preprocessor import trim_to_longest
 
 # Rows per chunk when a batch runs sorted by length in one traced call: predict's inputs of at
@@ -45,7 +45,7 @@ def packed_arrays(model: keras.Model, x) -> dict[str, np.ndarray]:
     if not rows:
         raise ValueError(f"{type(model).__name__}.predict got no examples")
     if is_packed(x):
-        return {name: np.asarray(value) for name, value in x.items()}
+        return int32_ids(x)
     parts = []
     for start in range(0, rows, PACK_BATCH_SIZE):
         chunk = tf.nest.map_structure(

@@ -271,8 +271,8 @@ def create_optimizer(learning_rate: float, num_train_steps: int, num_warmup_step
                      exclude_from_weight_decay: Sequence[str] = DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
                      gradient_accumulation_steps: int | None = None,
                      loss_scale: bool = False,
-                     learning_rate_multipliers: dict[str, float] | None = None
-                     ) -> keras.optimizers.Optimizer:
+                     learning_rate_multipliers: dict[str, float] | None = None,
+                     start_step: int = 0) -> keras.optimizers.Optimizer:
     """BERT's optimizer: AdamW or LAMB on a linear warmup + linear decay schedule, clipped.
 
     Args:
@@ -294,6 +294,7 @@ def create_optimizer(learning_rate: float, num_train_steps: int, num_warmup_step
             float16 mixed precision in custom loops; ``model.compile`` adds it by itself).
         learning_rate_multipliers: {variable-path pattern: factor} for variables that learn
             faster (or slower) than ``learning_rate`` on the same schedule, e.g. a new head.
+        start_step: the optimizer step at which the schedule starts (``WarmupPolynomialDecay``).
 
     Returns:
         A Keras 3 optimizer (BertAdamW, BertLamb or a LossScaleOptimizer around one); it is
@@ -312,7 +313,8 @@ def create_optimizer(learning_rate: float, num_train_steps: int, num_warmup_step
                          f"num_train_steps={num_train_steps}; lower the warmup")
     schedule = WarmupPolynomialDecay(learning_rate, decay_steps=num_train_steps,
                                      warmup_steps=num_warmup_steps,
-                                     end_learning_rate=end_learning_rate)
+                                     end_learning_rate=end_learning_rate,
+                                     start_step=start_step)
     kwargs = dict(learning_rate=schedule, weight_decay=weight_decay, beta_1=beta_1,
                   beta_2=beta_2, epsilon=epsilon, global_clipnorm=clipnorm,
                   gradient_accumulation_steps=gradient_accumulation_steps,

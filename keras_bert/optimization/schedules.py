@@ -23,7 +23,9 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         lr(step) = (peak - end) * (1 - min(step, decay_steps) / decay_steps) ** power + end
                                                                         otherwise
 
-    ``step`` counts optimizer updates from 0 (Keras passes ``optimizer.iterations``).
+    ``step`` counts optimizer updates (Keras passes ``optimizer.iterations``) from
+    ``start_step``: a later ``fit`` of a model whose optimizer has already taken steps runs a
+    schedule of its own from where that optimizer is.
 
     Args:
         peak_learning_rate: the rate reached at the end of warmup (BERT: 1e-4 pretraining,
@@ -32,6 +34,7 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         warmup_steps: number of warmup steps; 0 disables warmup.
         end_learning_rate: the final rate.
         power: 1.0 is linear decay.
+        start_step: the optimizer step that is this schedule's step 0.
 
     Example:
     >>> schedule = WarmupPolynomialDecay(1e-4, decay_steps=100, warmup_steps=10)
@@ -40,7 +43,8 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
     """
 
     def __init__(self, peak_learning_rate: float, decay_steps: int, warmup_steps: int = 0,
-                 end_learning_rate: float = 0.0, power: float = 1.0, name: str | None = None):
+                 end_learning_rate: float = 0.0, power: float = 1.0, start_step: int = 0,
+                 name: str | None = None):
         super().__init__()
         if decay_steps <= 0:
             raise ValueError(f"decay_steps must be positive (the number of training steps), "
@@ -52,10 +56,11 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         self.warmup_steps = warmup_steps
         self.end_learning_rate = end_learning_rate
         self.power = power
+        self.start_step = int(start_step)
         self.name = name
 
     def __call__(self, step):
-        step = ops.cast(step, "float32")
+        step = ops.cast(step, "float32") - float(self.start_step)
         progress = ops.minimum(step, float(self.decay_steps)) / float(self.decay_steps)
         decayed = ((self.peak_learning_rate - self.end_learning_rate)
                    * ops.power(1.0 - progress, self.power) + self.end_learning_rate)
@@ -67,4 +72,4 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
     def get_config(self) -> dict[str, Any]:
         return {"peak_learning_rate": self.peak_learning_rate, "decay_steps": self.decay_steps,
                 "warmup_steps": self.warmup_steps, "end_learning_rate": self.end_learning_rate,
-                "power": self.power, "name": self.name}
+                "power": self.power, "start_step": self.start_step, "name": self.name}
