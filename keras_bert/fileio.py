@@ -149,12 +149,12 @@ def file_stat(path: PathLike) -> FileStat:
     """The size and modification time of the file ``path``; FileNotFoundError if it is gone."""
     if is_remote(path):
         gfile = _gfile()
+        import tensorflow as tf  # imported already by _gfile
+
         try:
             stat = gfile.stat(os.fspath(path))
-        except Exception as error:  # tf.errors.NotFoundError, without importing tf.errors here
-            if type(error).__name__ == "NotFoundError":
-                raise FileNotFoundError(os.fspath(path)) from error
-            raise
+        except tf.errors.NotFoundError as error:
+            raise FileNotFoundError(os.fspath(path)) from error
         return FileStat(int(stat.length), int(stat.mtime_nsec))
     stat = os.stat(local_path(path))
     return FileStat(stat.st_size, stat.st_mtime_ns)

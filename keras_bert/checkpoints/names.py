@@ -73,6 +73,14 @@ def _layer_norm(google: str, hf: str, norm: keras.layers.LayerNormalization) -> 
             WeightName(f"{google}/beta", f"{hf}.bias", norm.beta)]
 
 
+def encoder_of(model):
+    """The BertEncoder of a keras-bert model: the model itself (a BertEncoder, which holds its
+    ``bert_config``), or the ``encoder`` of a task model or pretrainer; None for a model
+    without one. Duck-typed, so that this package imports no model."""
+    encoder = model if hasattr(model, "bert_config") else getattr(model, "encoder", None)
+    return encoder if hasattr(encoder, "bert_config") else None
+
+
 def encoder_weight_names(encoder) -> list[WeightName]:
     """Every weight of a BertEncoder with its Google and HF (un-prefixed) names."""
     emb = encoder.embeddings

@@ -28,8 +28,8 @@ import numpy as np
 from keras_bert import fileio
 from keras_bert.checkpoints import google, huggingface, keras_hub
 from keras_bert.checkpoints.stored_head import StoredHead, google_head
-from keras_bert.checkpoints.names import (WeightName, is_ignored_google_name, is_ignored_hf_key,
-                                          normalize_hf_key)
+from keras_bert.checkpoints.names import (WeightName, encoder_of, is_ignored_google_name,
+                                          is_ignored_hf_key, normalize_hf_key)
 from keras_bert.config import BertConfig
 from keras_bert.fileio import join
 from keras_bert.tokenization.pretrained_vocab import (has_pretrained_vocabulary,
@@ -214,8 +214,8 @@ def _read_keras(path: str) -> Checkpoint:
     file_path = path if path.endswith(".keras") else join(path, KERAS_MODEL_NAME)
     with tempfile.TemporaryDirectory() as scratch:
         model = keras.saving.load_model(fileio.local_copy(file_path, scratch))
-    encoder = model if hasattr(model, "bert_config") else getattr(model, "encoder", None)
-    if encoder is None or not hasattr(encoder, "bert_config"):
+    encoder = encoder_of(model)
+    if encoder is None:
         raise ValueError(f"{file_path!r} holds a {type(model).__name__}, which has no BertEncoder")
     preprocessor = getattr(model, "preprocessor", None)
     if preprocessor is not None:

@@ -18,8 +18,8 @@ import tensorflow as tf
 from keras_bert import fileio
 from keras_bert.checkpoints import google, huggingface
 from keras_bert.checkpoints.stored_head import StoredHead
-from keras_bert.checkpoints.names import (POOLERLESS_TASKS, WeightName, encoder_weight_names,
-                                          is_pooler, masked_lm_weight_names,
+from keras_bert.checkpoints.names import (POOLERLESS_TASKS, WeightName, encoder_of,
+                                          encoder_weight_names, is_pooler, masked_lm_weight_names,
                                           pretraining_head_weight_names, task_head_weight_names)
 from keras_bert.checkpoints import FORMATS
 from keras_bert.checkpoints.reading import KERAS_MODEL_NAME
@@ -79,8 +79,8 @@ def save_checkpoint(model, path: fileio.PathLike, format: str = "keras", *,
         raise ValueError(f"unknown checkpoint format {format!r}; expected one of "
                          f"{', '.join(FORMATS)}")
     path = os.fspath(path)
-    encoder = model if hasattr(model, "bert_config") else getattr(model, "encoder", None)
-    if encoder is None or not hasattr(encoder, "bert_config"):
+    encoder = encoder_of(model)
+    if encoder is None:
         raise TypeError(f"expected a keras-bert model (BertEncoder, BertPretrainer or a task "
                         f"model), got {type(model).__name__}")
     head = model.checkpoint_head() if hasattr(model, "checkpoint_head") else None

@@ -124,11 +124,12 @@ def run_distill_command(args: argparse.Namespace) -> int:
     from keras_bert import fileio
     from keras_bert.checkpoints.saving import save_checkpoint
     from keras_bert.finetuning.distillation import distill, load_teacher
+    from keras_bert.tasks.classification.model import BertClassifier
 
     bucket_lengths = normalize_bucket_lengths(args.bucket_lengths)
     started = time.perf_counter()
     teacher = load_teacher(args.teacher)
-    if type(teacher).__name__ != "BertClassifier":
+    if not isinstance(teacher, BertClassifier):
         raise ValueError(f"--teacher {args.teacher!r} holds a {type(teacher).__name__}; "
                          f"keras-bert distill takes a classifier (distil other tasks with "
                          f"keras_bert.distill in Python)")

@@ -26,8 +26,8 @@ import os
 
 from keras_bert import fileio
 from keras_bert.layers import int8 as int8_layers
-from keras_bert.models.int8_calibration import (calibrate, check_calibration_texts,
-                                                check_float32, encoder_of)
+from keras_bert.checkpoints.names import encoder_of
+from keras_bert.models.int8_calibration import calibrate, check_calibration_texts, check_float32
 
 
 def export_variant(model, quantize: str | None, calibration_texts=None, preprocessor=None):

@@ -11,7 +11,7 @@ from keras import ops
 
 from keras_bert import fileio
 from keras_bert.checkpoints.stored_head import StoredHead
-from keras_bert.checkpoints.names import encoder_weight_names, is_pooler
+from keras_bert.checkpoints.names import encoder_of, encoder_weight_names, is_pooler
 from keras_bert.checkpoints.reading import Checkpoint, assign_weights, read_checkpoint
 from keras_bert.config import BertConfig
 from keras_bert.errors import SaveError, one_line_reason
@@ -315,8 +315,8 @@ def encoder_of_saved(checkpoint: Checkpoint, dtype=None) -> BertEncoder:
     """The BertEncoder of a saved keras-bert model (``checkpoint.model``: an encoder, or a
     model around one)."""
     model = checkpoint.model
-    encoder = model if isinstance(model, BertEncoder) else getattr(model, "encoder", None)
-    if not isinstance(encoder, BertEncoder):
+    encoder = encoder_of(model)
+    if encoder is None:
         raise ValueError(f"{checkpoint.path!r} holds a {type(model).__name__}, which has no "
                          f"BertEncoder")
     if dtype is not None:

@@ -26,6 +26,7 @@ import keras
 import numpy as np
 
 from keras_bert import keras_internals
+from keras_bert.checkpoints.names import encoder_of
 from keras_bert.layers import int8 as int8_layers
 
 logger = logging.getLogger(__name__)
@@ -59,11 +60,6 @@ def calibrate_before_quantize(model, preprocessor, texts, mode, config, filters,
     texts = check_calibration_texts(texts)
     int8_layers.check_int8_kernel()
     calibrate(model, preprocessor, texts)
-
-
-def encoder_of(model):
-    """The BertEncoder of ``model``: itself, or a task model's ``encoder``."""
-    return model if hasattr(model, "transformer_layers") else model.encoder
 
 
 def check_float32(model, why: str) -> None:

@@ -78,6 +78,9 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
     # length; outputs not named here get 0. A head that scores padding (SpanHead) names its score.
     sequence_padding: dict[str, float] = {}
     default_seq_length = 128  # the preprocessor's length when from_pretrained is given none
+    # The `keras-bert finetune --task` that trains this model and scores and runs it in
+    # `keras-bert evaluate` and `predict` (``TaskSpec.takes``); None for none.
+    finetune_task: str | None = None
 
     def __init__(self, *, inputs, outputs, encoder, preprocessor=None,
                  distillation: dict[str, Any] | None = None, **kwargs):

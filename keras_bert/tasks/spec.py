@@ -112,8 +112,9 @@ class TaskSpec:
 
     def takes(self, model) -> bool:
         """Whether ``model`` (a task model, e.g. one ``from_pretrained`` loaded) is this task's,
-        so that `keras-bert evaluate` and `predict` score and run it with this task's files."""
-        return False
+        so that `keras-bert evaluate` and `predict` score and run it with this task's files:
+        the task the model declares (``BertTask.finetune_task``) is this one."""
+        return getattr(model, "finetune_task", None) == self.name
 
     def options_for(self, model, options: CommonOptions) -> CommonOptions:
         """``options`` with what ``model`` fixes (its labels, packed length...), for scoring and

@@ -168,6 +168,14 @@ class BertClassifier(ExportsRawText, BertTask):
         """Each class independent (sigmoid outputs), as HF's multi_label_classification."""
         return self.activation == "sigmoid" and self.num_classes > 1
 
+    @property
+    def finetune_task(self) -> str | None:
+        """The `keras-bert finetune` task of this model: ``"regression"`` for one score,
+        ``"classification"`` for classes, None for multi-label classes (no task trains them)."""
+        if self.is_regression:
+            return "regression"
+        return None if self.is_multi_label else "classification"
+
     def check_saved_arguments(self, path: str, asked: dict[str, Any]) -> dict[str, Any]:
         asked = dict(asked)
         features = {name: asked.pop(name, None)

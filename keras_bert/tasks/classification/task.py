@@ -147,10 +147,6 @@ class ClassificationSpec(TaskSpec):
         model.adapt(train_examples)  # statistics and vocabularies from the train set
         return require_vocabulary(model, init_checkpoint)
 
-    def takes(self, model) -> bool:
-        return (type(model).__name__ == "BertClassifier" and not model.is_regression
-                and not model.is_multi_label)
-
     def options_for(self, model, options: ClassificationOptions) -> ClassificationOptions:
         features = (model.features.get_config() if model.features is not None
                     else {"numeric_features": {}, "categorical_features": {}})
@@ -206,9 +202,6 @@ class RegressionSpec(ClassificationSpec):
 
     def add_arguments(self, parser) -> None:
         pass  # the classification task's flags serve both
-
-    def takes(self, model) -> bool:
-        return type(model).__name__ == "BertClassifier" and model.is_regression
 
 
 TASKS = [ClassificationSpec(), RegressionSpec()]

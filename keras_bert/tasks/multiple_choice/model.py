@@ -52,6 +52,7 @@ class BertMultipleChoice(ExportsRawText, BertTask):
 
     head_arguments = ("num_choices",)
     checkpoint_tasks = ("multiple_choice",)
+    finetune_task = "multiple-choice"
 
     def __init__(self, encoder: BertEncoder, num_choices: int = 4, preprocessor=None,
                  dropout: float = 0.1, **kwargs):

@@ -34,9 +34,6 @@ class MultipleChoiceSpec(TaskSpec):
         return ({"accuracy": argmax_accuracy(y, outputs), "majority_rate": majority},
                 {DEV_PREDICTIONS: RecordsFile(records)})
 
-    def takes(self, model) -> bool:
-        return type(model).__name__ == "BertMultipleChoice"
-
     def predict(self, model, examples, options: CommonOptions, batch_size: int) -> list[dict]:
         """Per example: its context and choices, the predicted ``choice`` (an index) and the
         ``probabilities`` of each, and ``true_choice`` where it has one."""

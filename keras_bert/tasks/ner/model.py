@@ -79,6 +79,7 @@ class BertTokenClassifier(ExportsRawText, BertTask):
     token_level_labels = True
     head_arguments = ("label_names",)
     checkpoint_tasks = ("token_classification",)
+    finetune_task = "ner"
     uses_pooler = False
 
     def __init__(self, encoder: BertEncoder, label_names: Sequence[str], preprocessor=None,

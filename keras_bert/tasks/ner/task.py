@@ -34,9 +34,6 @@ class NerSpec(TaskSpec):
         return (entity_scores([e.tags for e in examples], predicted),
                 {"dev_predictions.conll": lambda path: write_conll(path, examples, predicted)})
 
-    def takes(self, model) -> bool:
-        return type(model).__name__ == "BertTokenClassifier"
-
     def examples_of_texts(self, texts) -> list[str]:
         return list(texts)
 

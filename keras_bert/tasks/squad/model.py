@@ -61,6 +61,7 @@ class BertQuestionAnswerer(ExportsRawText, BertTask):
 
     default_seq_length = 384  # from_pretrained's, as Google's run_squad.py
     checkpoint_tasks = ("question_answering",)
+    finetune_task = "squad"
     uses_pooler = False
     sequence_padding = {"start_logits": PADDING_LOGIT, "end_logits": PADDING_LOGIT}
 

@@ -89,9 +89,6 @@ class SquadSpec(TaskSpec):
             artifacts["null_odds.json"] = null_diffs
         return squad_scores(gold, answers, squad_v2), artifacts
 
-    def takes(self, model) -> bool:
-        return type(model).__name__ == "BertQuestionAnswerer"
-
     def options_for(self, model, options: SquadOptions) -> SquadOptions:
         return dataclasses.replace(options, seq_length=packed_length(model))
 
