@@ -471,9 +471,9 @@ def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
         label_weight: the labels' share of a labelled text's loss (0.5; 0: the teacher alone).
         augment: for a text classifier, this many changed copies of each text (words dropped,
             n-grams kept: ``augmented_texts``, with ``seed``) join the texts, labelled by the
-            teacher alone (0). Where there are no unlabelled texts, 2 lifted a 2-layer student
-            of a 6-layer teacher by 2 points on TREC-6 (benchmarks/README.md); each copy costs
-            a text's training.
+            teacher alone (0). Where there are few or no unlabelled texts, copies lift the
+            students' accuracy (benchmarks/README.md, augmented copies); each copy costs a
+            text's training.
         bucket_lengths: as ``fit``'s.
         seed: the shuffling seed; with ``keras.callbacks.BackupAndRestore`` in ``callbacks``,
             a run killed mid-way resumes where it was, as ``fit`` does.

@@ -7,9 +7,8 @@ like the ones to be served: the int8 layers whose inputs keep a steady range per
 by averages of value vectors) get static per-channel input scales, their inputs need no per-row
 range, and oneDNN adds their bias (and the intermediate layer's GELU) inside the int8 matmul.
 The output layer, fed by GELU outputs whose largest values come from single tokens, keeps
-per-row ranges: static ranges there too moved a MiniLM classifier's labels (98.7% label
-agreement with float32, against 99.4% with per-row ranges and 99.5% calibrated as here; issue
-21's bound is 99%).
+per-row ranges: static ranges there too moved a MiniLM classifier's labels below the agreement
+with float32 that per-row ranges keep (benchmarks/README.md, calibration).
 
 ``BertEncoder.quantize`` and the task models' ``quantize`` calibrate in place before they
 quantize; calibrated int8 exports (``export_model(quantize="int8", calibration_texts=...)``,

@@ -122,8 +122,7 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         traffic, or training texts). The float32 model first runs on them and most int8
         layers get static per-channel input ranges (``models.int8_calibration``), the path a
         calibrated int8 export runs: faster than finding each row's range on every call
-        (1.5x the texts per CPU-second in ``predict`` on a MiniLM classifier,
-        benchmarks/README.md), with the export's labels. The model stays savable
+        (benchmarks/README.md), with the export's labels. The model stays savable
         (``save_checkpoint``, ``.keras``) and exportable."""
         if calibration_texts is not None:
             calibrate_before_quantize(self, self.preprocessor, calibration_texts, mode, config,

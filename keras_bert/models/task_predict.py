@@ -18,7 +18,7 @@ from keras_bert.tokenization.preprocessor import trim_to_longest
 LENGTH_CHUNK_ROWS = 8
 # A chunk of rows sorted by length is padded to its longest row exactly (a multiple of this):
 # its rows are 8 (M stays a multiple of 8 for the matmuls), and rounding the length up to 8
-# cost BERT-base's int8 export 8% of its time on short texts (benchmarks/README.md).
+# cost BERT-base's int8 export time on short texts (benchmarks/README.md).
 CHUNK_PAD_MULTIPLE = 1
 
 
@@ -127,10 +127,9 @@ def chunked_outputs(model: keras.Model, packed: dict[str, np.ndarray]):
     distribution strategy, or ``run_eagerly``), and ``predict_on_batch`` runs each chunk
     instead.
 
-    Eight ``predict_on_batch`` calls cost about 1 ms each on top of the model (a 2-layer MiniLM
-    student spends 9 ms on 8 texts of 32 tokens): one traced call of all of them gave it 1.13x to
-    1.15x the texts per CPU-second on batches of 64 tweets (benchmarks/README.md, "Against ONNX
-    Runtime int8"). The function is traced again whenever Keras' own predict function is (after
+    Each ``predict_on_batch`` call has a fixed cost on top of the model, large beside a small
+    student's time on a few texts; one traced call of all the chunks saves it
+    (benchmarks/README.md, "Against ONNX Runtime int8"). The function is traced again whenever Keras' own predict function is (after
     ``compile`` or ``quantize``), so it always runs the model's current layers.
     """
     cache = getattr(model, "_pack_functions", None)
@@ -186,8 +185,7 @@ def in_length_chunks(outputs_fn, packed: dict[str, tf.Tensor],
         fill: {output name: the value of its padded positions}.
         dtypes: None: two chunks a step (an export's requests; ``outputs_fn`` is traced three
             times); {output name: dtype}: one chunk a step, ``outputs_fn`` traced once
-            (``predict``, whose first call would otherwise pay for three traces: 3.4 s
-            against 1.0 s on MiniLM).
+            (``predict``, whose first call would otherwise pay for three traces).
     """
     mask = packed["input_mask"]
     rows, length = tf.shape(mask)[0], tf.shape(mask)[1]
@@ -225,7 +223,7 @@ def in_length_chunks(outputs_fn, packed: dict[str, tf.Tensor],
     # Serving's default: one per core) they run at the same time, so that the small matmuls
     # TensorFlow runs on one thread each do not leave the other cores idle. The second chunk of
     # the last step is empty (0 rows in, 0 rows out) when the chunks are odd in number; a batch
-    # of one chunk skips the second (an empty model call costs ~1.5 ms at BERT-base).
+    # of one chunk skips the second (an empty model call still costs a model call's overhead).
     first = chunk_outputs(0)  # also the outputs' dtypes and shapes
 
     def no_rows(value):

@@ -172,8 +172,8 @@ class BertAdamW(_BertOptimizerMixin, keras.optimizers.AdamW):
     def update_step(self, gradient, variable, learning_rate):
         """Decoupled weight decay (``w -= lr * weight_decay * w``, at the schedule's rate, as
         Keras decays), then the Adam step as TensorFlow's fused ResourceApplyAdam kernel, in
-        one sweep over the variable and its moments instead of about a dozen (the whole update
-        with decay and clipping of BERT L-4_H-256: 25 ms of CPU instead of 46). The kernel
+        one sweep over the variable and its moments instead of about a dozen (about half the
+        CPU time of the whole update with decay and clipping; benchmarks/README.md). The kernel
         computes ``lr_t * m / (sqrt(v) + eps)`` with ``lr_t = lr * sqrt(1 - beta_2^t) / (1 -
         beta_1^t)``; given ``eps = epsilon * sqrt(1 - beta_2^t)`` that is ``lr * m_hat /
         (sqrt(v_hat) + epsilon)``. (With amsgrad, Keras' own step, epsilon hat.)"""
