@@ -11,8 +11,8 @@ from keras import ops
 
 from keras_bert import fileio
 from keras_bert.checkpoints.stored_head import StoredHead
-from keras_bert.checkpoints.names import encoder_of, encoder_weight_names, is_pooler
-from keras_bert.checkpoints.reading import Checkpoint, assign_weights, read_checkpoint
+from keras_bert.checkpoints.names import encoder_weight_names, is_pooler
+from keras_bert.checkpoints.reading import Checkpoint
 from keras_bert.config import BertConfig
 from keras_bert.errors import SaveError, one_line_reason
 from keras_bert.layers import BertEmbeddings, TransformerBlock, attention_mask_bias
@@ -20,6 +20,7 @@ from keras_bert.layers.int8 import check_int8_kernel, int8_dense_config
 from keras_bert.layers.shapes import TOKEN_IDS, check_input_ranks
 from keras_bert import keras_internals
 from keras_bert.models.int8_calibration import calibrate_before_quantize
+from keras_bert.models.loading import CheckpointLoading
 from keras_bert.tokenization.packing import INPUT_NAMES
 
 logger = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ class SavesWhole:
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertEncoder(SavesWhole, keras.Model):
+class BertEncoder(CheckpointLoading, SavesWhole, keras.Model):
     """The BERT encoder: embeddings, L post-LN transformer blocks and the tanh pooler.
 
     Constructor arguments are BertConfig's fields (``BertEncoder.from_bert_config`` takes a
@@ -179,32 +180,23 @@ class BertEncoder(SavesWhole, keras.Model):
                              f"directory with BertEncoder.from_pretrained({name!r})")
         return cls.from_bert_config(BertConfig.preset(name), **kwargs)
 
+    # ------------------------------------------------------------ from_pretrained's steps
     @classmethod
-    def from_pretrained(cls, path: fileio.PathLike, **kwargs) -> "BertEncoder":
-        """The encoder of the checkpoint at ``path``: a Google TF1, Hugging Face (including a
-        task model's or a sentence-transformers folder), keras-hub or keras-bert checkpoint,
-        local or gs:// (``keras_bert.checkpoints.reading``). A head it holds is not loaded.
-
-        Keyword arguments (e.g. ``dtype``) are passed to the constructor; a saved keras-bert
-        model keeps its own. ``from_checkpoint(read_checkpoint(path))`` is the same load.
-        """
-        return cls.from_checkpoint(read_checkpoint(path), **kwargs)
+    def _new_encoder(cls, config: BertConfig, asked: dict[str, Any]) -> "BertEncoder":
+        return cls.from_bert_config(config, **asked)
 
     @classmethod
-    def from_checkpoint(cls, checkpoint: Checkpoint, **kwargs) -> "BertEncoder":
-        """The encoder of a checkpoint already read (``checkpoints.reading.read_checkpoint``),
-        built from its config with its weights assigned by name, or the saved model's own
-        encoder; nothing is read again. Keyword arguments as ``from_pretrained``'s."""
-        path = checkpoint.path
-        if checkpoint.model is not None:
-            return encoder_of_saved(checkpoint, kwargs.get("dtype"))
-        encoder = cls.from_bert_config(checkpoint.config, **kwargs)
-        assign_weights(encoder_weight_names(encoder), checkpoint, cls.__name__,
-                       optional=is_pooler)
-        if checkpoint.head is not None:
-            logger.info("%s holds %s; the BertEncoder takes the encoder alone", path,
-                        checkpoint.head.describe())
+    def _around(cls, encoder: "BertEncoder", checkpoint: Checkpoint, asked: dict[str, Any]
+                ) -> "BertEncoder":
         return encoder
+
+    def _weights_in(self, checkpoint: Checkpoint):
+        return encoder_weight_names(self), is_pooler
+
+    def _after_weights(self, checkpoint: Checkpoint, weights) -> None:
+        if checkpoint.head is not None:
+            logger.info("%s holds %s; the BertEncoder takes the encoder alone", checkpoint.path,
+                        checkpoint.head.describe())
 
     def checkpoint_head(self) -> StoredHead | None:
         """An encoder has no head (``save_checkpoint`` writes BertModel)."""
@@ -310,16 +302,3 @@ def quantization_passes(encoder: BertEncoder, mode, config, filters) -> list[tup
     return [("int8", int8_dense_config(), lambda layer: id(layer) in dense),
             ("int8", config, lambda layer: layer is embeddings)]
 
-
-def encoder_of_saved(checkpoint: Checkpoint, dtype=None) -> BertEncoder:
-    """The BertEncoder of a saved keras-bert model (``checkpoint.model``: an encoder, or a
-    model around one)."""
-    model = checkpoint.model
-    encoder = encoder_of(model)
-    if encoder is None:
-        raise ValueError(f"{checkpoint.path!r} holds a {type(model).__name__}, which has no "
-                         f"BertEncoder")
-    if dtype is not None:
-        logger.warning("dtype=%r is ignored for a saved keras-bert model; it keeps its own "
-                       "policy", dtype)
-    return encoder

@@ -7,21 +7,21 @@ from typing import Any
 
 import keras
 
-from keras_bert import fileio
 from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.checkpoints.names import (encoder_weight_names, is_pooler, masked_lm_weight_names,
                                           next_sentence_weight_names)
-from keras_bert.checkpoints.reading import Checkpoint, assign_weights, read_checkpoint
+from keras_bert.checkpoints.reading import Checkpoint
 from keras_bert.layers import MaskedLMHead, NextSentenceHead
 from keras_bert.layers.shapes import TOKEN_IDS, check_input_ranks
-from keras_bert.models.encoder import BertEncoder, SavesWhole, encoder_of_saved
+from keras_bert.models.encoder import BertEncoder, SavesWhole
+from keras_bert.models.loading import CheckpointLoading
 from keras_bert.tokenization.packing import INPUT_NAMES
 
 logger = logging.getLogger(__name__)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertPretrainer(SavesWhole, keras.Model):
+class BertPretrainer(CheckpointLoading, SavesWhole, keras.Model):
     """The encoder with google-research/bert's pretraining heads (cls/predictions, cls/seq_relationship).
 
     Args:
@@ -80,36 +80,34 @@ class BertPretrainer(SavesWhole, keras.Model):
             "masked_lm_positions": ("batch", "max_predictions_per_seq")})
         return super().__call__(inputs, *args, **kwargs)
 
+    # ------------------------------------------------------------ from_pretrained's steps
     @classmethod
-    def from_pretrained(cls, path: fileio.PathLike, **kwargs) -> "BertPretrainer":
-        """The encoder and pretraining heads of a Google TF1, Hugging Face (BertForPreTraining,
-        BertForMaskedLM), keras-bert or keras-hub checkpoint.
-
-        Heads the checkpoint lacks (a ``BertModel`` without ``cls.*``; the next-sentence head
-        of a masked-LM-only model) keep their fresh initialisation, and a warning names them.
-        Keyword arguments (e.g. ``dtype``) go to the encoder's constructor.
-        ``from_checkpoint(read_checkpoint(path))`` is the same load.
-        """
-        return cls.from_checkpoint(read_checkpoint(path), **kwargs)
+    def _from_saved(cls, saved, path: str, asked: dict[str, Any]):
+        if isinstance(saved, BertPretrainer):
+            return saved
+        logger.warning("%s holds a %s without pretraining heads; they keep their fresh "
+                       "initialisation", path, type(saved).__name__)
+        return None
 
     @classmethod
-    def from_checkpoint(cls, checkpoint: Checkpoint, **kwargs) -> "BertPretrainer":
-        """The pretrainer of a checkpoint already read (``checkpoints.reading
-        .read_checkpoint``); nothing is read again. Keyword arguments as ``from_pretrained``'s."""
+    def _new_encoder(cls, config, asked: dict[str, Any]) -> BertEncoder:
+        return BertEncoder.from_bert_config(config, **asked)
+
+    @classmethod
+    def _around(cls, encoder: BertEncoder, checkpoint: Checkpoint, asked: dict[str, Any]
+                ) -> "BertPretrainer":
+        return cls(encoder)
+
+    def _weights_in(self, checkpoint: Checkpoint):
+        """The encoder's weights and the pretraining heads the checkpoint holds; a warning
+        names the heads it lacks."""
         path = checkpoint.path
-        if isinstance(checkpoint.model, BertPretrainer):
-            return checkpoint.model
-        if checkpoint.model is not None:
-            logger.warning("%s holds a %s without pretraining heads; they keep their fresh "
-                           "initialisation", path, type(checkpoint.model).__name__)
-            return cls(encoder_of_saved(checkpoint, kwargs.get("dtype")))
-        model = cls(BertEncoder.from_bert_config(checkpoint.config, **kwargs))
-        weights = encoder_weight_names(model.encoder)
+        weights = encoder_weight_names(self.encoder)
         task = checkpoint.head.task if checkpoint.head is not None else None
         if task in ("pretraining", "masked_lm"):
-            weights += masked_lm_weight_names(model)
+            weights += masked_lm_weight_names(self)
         if task == "pretraining":
-            weights += next_sentence_weight_names(model)
+            weights += next_sentence_weight_names(self)
         if task == "masked_lm":
             logger.warning("%s has no next-sentence head (it holds %s); the BertPretrainer's "
                            "keeps its fresh initialisation", path, checkpoint.head.describe())
@@ -117,8 +115,7 @@ class BertPretrainer(SavesWhole, keras.Model):
             found = "" if checkpoint.head is None else f" (it holds {checkpoint.head.describe()})"
             logger.warning("%s has no pretraining heads%s; the BertPretrainer's masked-LM and "
                            "next-sentence heads keep their fresh initialisation", path, found)
-        assign_weights(weights, checkpoint, cls.__name__, optional=is_pooler)
-        return model
+        return weights, is_pooler
 
     def checkpoint_head(self) -> StoredHead:
         """The masked-LM and next-sentence heads (``save_checkpoint`` writes BertForPreTraining

@@ -10,15 +10,13 @@ import json
 import logging
 import warnings
 from collections.abc import Sequence
-from typing import Any, Self
+from typing import Any
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert import fileio
 from keras_bert.checkpoints.stored_head import StoredHead
-from keras_bert.checkpoints.reading import Checkpoint, read_checkpoint
 from keras_bert.models.encoder import SavesWhole, quantization_passes
 from keras_bert.models.int8_calibration import calibrate_before_quantize
 from keras_bert.config import FinetuneSettings
@@ -131,59 +129,6 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
                                                                         filters):
             super().quantize(pass_mode, config=pass_config, filters=pass_filters, **kwargs)
         self.encoder.refuse_xla_where_int8()
-
-    @classmethod
-    def from_pretrained(cls, path: fileio.PathLike, *args, **kwargs) -> Self:
-        """A task model on the checkpoint at ``path``, with the checkpoint's head when it holds
-        one for this task, or the task model saved there.
-
-        ``path`` is a Google TF1 (run_classifier.py's and run_squad.py's fine-tuned ones
-        included), Hugging Face (BertFor* task models and sentence-transformers folders
-        included), keras-hub or keras-bert checkpoint, local or gs://. Its encoder is loaded,
-        and a BertPreprocessor is built from its vocabulary (vocab.txt, or the tokenizer.json
-        transformers saves; without one, a warning, and the model takes packed ids only). When
-        the checkpoint holds a head for this class's task (``checkpoint_tasks``), the model
-        takes it, with its size and label names; an argument that disagrees with it is a
-        ValueError naming both. Otherwise the head is new (one log line says so, naming any
-        head of another task that the checkpoint holds).
-
-        The other arguments go to the constructor: by position the class's ``head_arguments``
-        then ``seq_length`` (``BertClassifier.from_pretrained(path, 3, 64)``), by keyword any
-        constructor argument. A head argument left None takes the checkpoint's head's, or the
-        constructor's default.
-
-        When ``path`` holds a saved model of this class (``save_checkpoint``, or a fine-tuning
-        run's ``best_model``), that model is returned as it is; an argument that would change
-        it is a ValueError naming it.
-
-        Args:
-            path: the checkpoint directory (or a ``.keras`` file).
-            seq_length: the preprocessor's packed length (None: ``default_seq_length``).
-            lower_case: overrides the checkpoint's casing (None: read from the checkpoint).
-            dtype: the encoder's dtype policy when it is built from a checkpoint.
-
-        ``from_checkpoint(read_checkpoint(path), ...)`` is the same load.
-        """
-        return cls.from_checkpoint(read_checkpoint(path), *args, **kwargs)
-
-    @classmethod
-    def from_checkpoint(cls, checkpoint: Checkpoint, *args, **kwargs) -> Self:
-        """The task model of a checkpoint already read (``checkpoints.reading
-        .read_checkpoint``); nothing is read again. Arguments as ``from_pretrained``'s."""
-        positional = (*cls.head_arguments, "seq_length")
-        if len(args) > len(positional):
-            raise TypeError(f"{cls.__name__} takes the checkpoint and at most "
-                            f"{len(positional)} more positional arguments "
-                            f"({', '.join(positional)}); got {len(args) + 1}")
-        for name, value in zip(positional, args):
-            if name in kwargs:
-                raise TypeError(f"{cls.__name__} got multiple values for "
-                                f"argument {name!r}")
-            kwargs[name] = value
-        asked = {name: kwargs.pop(name, None) for name in (*positional, "lower_case")}
-        dtype = kwargs.pop("dtype", None)
-        asked.update(kwargs)
-        return cls._load_checkpoint(checkpoint, asked, dtype)
 
     def check_saved_arguments(self, path: str, asked: dict[str, Any]) -> dict[str, Any]:
         """For ``from_pretrained`` on this saved model: ValueError for an asked argument that

@@ -1,6 +1,6 @@
-"""``BertTask.from_pretrained``'s steps (``TaskLoading``, a base of ``BertTask``): a task model
-from any checkpoint (``checkpoints.reading``), with the checkpoint's head when it holds one for
-the task, or the task model saved there as it is.
+"""A task model's steps of the one load body (``TaskLoading``, a base of ``BertTask``;
+``models.loading``): a task model from any checkpoint (``checkpoints.reading``), with the
+checkpoint's head when it holds one for the task, or the task model saved there as it is.
 
 A head for the class's task (``checkpoint_tasks``) gives the constructor its sizes and names
 (``head_arguments``: a Hugging Face classifier's ``num_labels``, ``id2label`` and
@@ -18,8 +18,9 @@ from typing import Any
 from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.checkpoints.names import (POOLERLESS_TASKS, encoder_weight_names, is_pooler,
                                           task_head_weight_names)
-from keras_bert.checkpoints.reading import Checkpoint, assign_weights, unused_keys
-from keras_bert.models.encoder import BertEncoder, encoder_of_saved
+from keras_bert.checkpoints.reading import Checkpoint, unused_keys
+from keras_bert.models.encoder import BertEncoder
+from keras_bert.models.loading import CheckpointLoading
 from keras_bert.tokenization.preprocessor import BertPreprocessor
 from keras_bert.tokenization.tokenizer import BertTokenizer
 
@@ -28,31 +29,54 @@ logger = logging.getLogger(__name__)
 _ABSENT = object()
 
 
-class TaskLoading:
-    """``BertTask``'s loading: the steps of ``from_checkpoint``, as class methods that a task
-    model class may override (``head_arguments_of``, ``check_saved_arguments`` and the class
-    attributes ``checkpoint_tasks``, ``head_arguments``, ``overridable_head_arguments`` and
-    ``default_seq_length`` live on ``BertTask``)."""
+class TaskLoading(CheckpointLoading):
+    """``BertTask``'s steps of the one load body (``models.loading.CheckpointLoading``), as
+    methods that a task model class may override (``head_arguments_of``,
+    ``check_saved_arguments`` and the class attributes ``checkpoint_tasks``,
+    ``head_arguments``, ``overridable_head_arguments`` and ``default_seq_length`` live on
+    ``BertTask``)."""
 
     @classmethod
-    def _load_checkpoint(cls, checkpoint: Checkpoint, asked: dict[str, Any], dtype=None):
-        """The class's model from a checkpoint already read (``from_checkpoint``'s body).
+    def _asked_arguments(cls, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """By position the class's ``head_arguments`` then ``seq_length``, and every keyword:
+        ``{name: value}``, with ``seq_length``, ``lower_case`` and the head arguments None when
+        not given (None asks for the checkpoint's)."""
+        positional = (*cls.head_arguments, "seq_length")
+        if len(args) > len(positional):
+            raise TypeError(f"{cls.__name__} takes the checkpoint and at most "
+                            f"{len(positional)} more positional arguments "
+                            f"({', '.join(positional)}); got {len(args) + 1}")
+        kwargs = dict(kwargs)
+        for name, value in zip(positional, args):
+            if name in kwargs:
+                raise TypeError(f"{cls.__name__} got multiple values for "
+                                f"argument {name!r}")
+            kwargs[name] = value
+        asked = {name: kwargs.pop(name, None) for name in (*positional, "lower_case")}
+        asked.update(kwargs)
+        return asked
 
-        Args:
-            checkpoint: the read checkpoint (``read_checkpoint``).
-            asked: ``from_pretrained``'s arguments by name (None asks for nothing): the class's
-                ``head_arguments``, ``seq_length``, ``lower_case`` and any constructor argument.
-            dtype: the encoder's dtype policy (a checkpoint's weights only).
-        """
-        path = checkpoint.path
-        saved = checkpoint.model
+    @classmethod
+    def _from_saved(cls, saved, path: str, asked: dict[str, Any]):
+        """A saved model of this class, as it is (``_kept_as_saved``); None for another class,
+        whose encoder the new model takes. ``dtype`` does not apply to a saved model."""
         if isinstance(saved, cls):
-            return saved._kept_as_saved(path, asked)
-        head = checkpoint.head
-        taken = head is not None and head.task in cls.checkpoint_tasks
+            return saved._kept_as_saved(path, {k: v for k, v in asked.items() if k != "dtype"})
+        return None
+
+    @classmethod
+    def _new_encoder(cls, config, asked: dict[str, Any]) -> BertEncoder:
+        return BertEncoder.from_bert_config(config, dtype=asked.get("dtype"))
+
+    @classmethod
+    def _around(cls, encoder: BertEncoder, checkpoint: Checkpoint, asked: dict[str, Any]):
+        """The task model on ``encoder``: the constructor's arguments from ``asked`` and the
+        checkpoint's head when it holds one for the class's task (``checkpoint_tasks``), the
+        preprocessor from the checkpoint's vocabulary (or the saved model's)."""
+        path, head = checkpoint.path, checkpoint.head
         arguments = {name: value for name, value in cls._given_arguments(asked).items()
-                     if name not in ("seq_length", "lower_case")}
-        if taken:
+                     if name not in ("seq_length", "lower_case", "dtype")}
+        if cls._takes_head(checkpoint):
             arguments = cls._merge_head_arguments(head, arguments, path)
         elif head is not None:
             logger.info("%s holds %s; the %s takes its encoder and a new head", path,
@@ -64,28 +88,37 @@ class TaskLoading:
             if name not in arguments and required[name].default is inspect.Parameter.empty:
                 raise ValueError(f"{name} is required for a new {cls.__name__} ({path!r} holds no "
                                  f"head to take it from)")
-        encoder = (encoder_of_saved(checkpoint, dtype) if saved is not None
-                   else BertEncoder.from_bert_config(checkpoint.config, dtype=dtype))
         preprocessor = cls._preprocessor_from(
-            checkpoint, getattr(saved, "preprocessor", None),
+            checkpoint, getattr(checkpoint.model, "preprocessor", None),
             cls._seq_length_from(checkpoint, asked.get("seq_length")), asked.get("lower_case"))
-        model = cls(encoder, preprocessor=preprocessor, **arguments)
-        if saved is None:
-            weights = encoder_weight_names(encoder)
-            layer = model.checkpoint_head().layer if taken else None
-            if layer is not None:
-                weights += task_head_weight_names(head.task, layer)
-            pooler_optional = (not model.uses_pooler
-                               or (head is not None and head.task in POOLERLESS_TASKS))
-            assign_weights(weights, checkpoint, cls.__name__,
-                           optional=is_pooler if pooler_optional else lambda weight: False)
-            if head is None:
-                unused = unused_keys(checkpoint, weights)
-                if unused:
-                    logger.warning("%s: %d variables not used by the %s: %s", path, len(unused),
-                                   cls.__name__, ", ".join(unused[:20]) +
-                                   (" ..." if len(unused) > 20 else ""))
-        return model
+        return cls(encoder, preprocessor=preprocessor, **arguments)
+
+    def _weights_in(self, checkpoint: Checkpoint):
+        """The encoder's weights, and the head's when the model took the checkpoint's; the
+        pooler may be absent where the head does not read it or the checkpoint's task has
+        none."""
+        head = checkpoint.head
+        weights = encoder_weight_names(self.encoder)
+        layer = self.checkpoint_head().layer if self._takes_head(checkpoint) else None
+        if layer is not None:
+            weights += task_head_weight_names(head.task, layer)
+        pooler_optional = (not self.uses_pooler
+                           or (head is not None and head.task in POOLERLESS_TASKS))
+        return weights, (is_pooler if pooler_optional else lambda weight: False)
+
+    def _after_weights(self, checkpoint: Checkpoint, weights) -> None:
+        """A warning naming the checkpoint's variables left unused, when it holds no head."""
+        if checkpoint.head is None:
+            unused = unused_keys(checkpoint, weights)
+            if unused:
+                logger.warning("%s: %d variables not used by the %s: %s", checkpoint.path,
+                               len(unused), type(self).__name__, ", ".join(unused[:20]) +
+                               (" ..." if len(unused) > 20 else ""))
+
+    @classmethod
+    def _takes_head(cls, checkpoint: Checkpoint) -> bool:
+        """Whether the checkpoint holds a head for this class's task."""
+        return checkpoint.head is not None and checkpoint.head.task in cls.checkpoint_tasks
 
     @classmethod
     def _seq_length_from(cls, checkpoint: Checkpoint, asked: int | None) -> int:
