@@ -109,6 +109,7 @@ def worker(job: dict) -> dict:
     import tensorflow as tf
     import keras_bert
     from keras_bert.finetuning import distillation
+    from keras_bert.recipe.fit import plan_for
     data, teacher, rate = load_job(job)
     names = data["label_names"]
     texts = data["train_texts"]
@@ -137,7 +138,7 @@ def worker(job: dict) -> dict:
             hidden = np.zeros((examples.rows, 1), np.float32)  # the loss is the view's output
         view = _view(student, teacher, mode, pairs)
         targets = {"output": examples.targets, "hidden": hidden}
-        plan = student.finetuning_plan(examples.x, targets, seed=seed, arrays=True)
+        plan = plan_for(student, examples.x, targets, seed=seed, arrays=True)
 
         def hidden_loss(y_true, y_pred):
             if mode == "tokens":

@@ -169,7 +169,7 @@ def worker_main(args: argparse.Namespace) -> None:
             "dtype_policy": policy, "optimizer": type(model.optimizer).__name__,
             "jit_compile": bool(model.jit_compile)}
     if not keras_hub:
-        from keras_bert.models.task_pipeline import (BatchPlan, resolve_bucket_lengths,
+        from keras_bert.recipe.batches import (BatchPlan, resolve_bucket_lengths,
                                                      row_lengths)
         lengths = row_lengths({k: v.numpy() for k, v in
                                model.preprocessor(tf.constant(texts)).items()})

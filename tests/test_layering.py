@@ -19,6 +19,7 @@ LAYERS = [
     ("keras_bert.tf_internals", "keras_bert.keras_internals", "keras_bert.distribute",
      "keras_bert.layers", "keras_bert.optimization"),
     ("keras_bert.checkpoints",),
+    ("keras_bert.recipe",),
     ("keras_bert.models",),
     ("keras_bert.export",),
     ("keras_bert.tasks",),

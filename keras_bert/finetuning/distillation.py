@@ -1,7 +1,7 @@
 """Task-specific knowledge distillation (Hinton et al., 2015; DistilBERT, Sanh et al., 2019): a
 fine-tuned teacher's outputs become the soft targets of a smaller student of the same task
-class, trained by the one fine-tuning recipe (``BertTask.finetuning_plan`` / ``fit_plan``:
-length grouping, AdamW on its schedule, BackupAndRestore with a seed).
+class, trained by the one fine-tuning recipe (``keras_bert.recipe.fit``'s ``plan_for`` /
+``fit_plan``: length grouping, AdamW on its schedule, BackupAndRestore with a seed).
 
 Keras' own ``keras.distillation.Distiller`` is not used: it calls the teacher in every training
 step (here the teacher runs once per text, before training, so a step costs what a student's
@@ -26,7 +26,8 @@ import tensorflow as tf
 from keras_bert import fileio
 from keras_bert.config import DistillationSettings, FinetuneSettings
 from keras_bert.models.task import BertTask
-from keras_bert.models.task_pipeline import PackedRows
+from keras_bert.recipe.batches import PackedRows
+from keras_bert.recipe.fit import fit_plan, plan_for
 
 logger = logging.getLogger(__name__)
 
@@ -520,10 +521,10 @@ def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
         loss = {name: SoftTargetLoss(kind, temperature, label_weight) for name in data.targets}
         metrics = {name: [TeacherAgreement(kind), LabelAccuracy()] for name in data.targets}
     model.compile(loss=loss, metrics=metrics, learning_rate=learning_rate)
-    plan = model.finetuning_plan(data.x, data.targets, batch_size=batch_size, epochs=epochs,
-                                 bucket_lengths=bucket_lengths, seed=seed, arrays=True)
+    plan = plan_for(model, data.x, data.targets, batch_size=batch_size, epochs=epochs,
+                    bucket_lengths=bucket_lengths, seed=seed, arrays=True)
     start = time.perf_counter()
-    model.fit_plan(plan, verbose=verbose, callbacks=callbacks, validation_data=validation)
+    fit_plan(model, plan, verbose=verbose, callbacks=callbacks, validation_data=validation)
     logger.info("distilled %d texts for %d epochs in %.0f s", data.rows, epochs,
                 time.perf_counter() - start)
     # A fresh copy, compiled with the task's own loss and metrics (evaluate(texts, labels) as

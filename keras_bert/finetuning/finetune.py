@@ -36,7 +36,8 @@ import tensorflow as tf
 from keras_bert import fileio
 from keras_bert.fileio import join
 from keras_bert.config import FinetuneSettings
-from keras_bert.models.finetuning_plan import FinetuningPlan
+from keras_bert.recipe.fit import fit_plan, use_recipe_optimizer
+from keras_bert.recipe.plan import FinetuningPlan
 from keras_bert.tasks import get_task
 from keras_bert.tasks.spec import CommonOptions, TaskSpec
 from keras_bert.tokenization.pretrained_vocab import pretrained_seq_length
@@ -159,7 +160,7 @@ def run_finetune(config: FinetuneRun) -> dict:
         model.to_arrays(dev)  # bad dev labels fail now, with file and line, not after epoch 1
     # Outside the strategy's scope: the plan's epoch counter is a plain variable tf.data reads.
     plan = FinetuningPlan(model, train, settings=config.settings(), seed=config.seed)
-    model.use_plan_optimizer(plan)  # built before a checkpoint is restored into it
+    use_recipe_optimizer(model, plan)  # built before a checkpoint is restored into it
     evaluation = DevEvaluation(task, options, dev, config.output_dir, config.batch_size,
                                write_outputs=is_chief)
     checkpoint = EpochCheckpoint(model, evaluation, checkpoint_dir if is_chief else None,
@@ -178,12 +179,11 @@ def run_finetune(config: FinetuneRun) -> dict:
         write_run_settings(config, checkpoint_dir)
     if multi_worker:
         _fit_multi_worker(model, strategy, distribute_global_batches(strategy, plan.make_dataset),
-                          config, evaluation, checkpoint,
-                          plan, initial_epoch,
+                          config, evaluation, checkpoint, plan, initial_epoch,
                           progress=is_chief and config.verbose in (1, "auto"))
     elif initial_epoch < config.epochs:
-        model.fit_plan(plan, callbacks=[evaluation, checkpoint], initial_epoch=initial_epoch,
-                       verbose=config.verbose)
+        fit_plan(model, plan, callbacks=[evaluation, checkpoint], initial_epoch=initial_epoch,
+                 verbose=config.verbose)
     results = {
         "task": config.task, "primary_metric": task.primary_metric,
         "best_epoch": evaluation.best["epoch"], "best": evaluation.best.get("dev"),

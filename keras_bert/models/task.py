@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,27 +18,13 @@ import tensorflow as tf
 from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.models.encoder import SavesWhole, quantization_passes
 from keras_bert.models.int8_calibration import calibrate_before_quantize
-from keras_bert.config import FinetuneSettings
-from keras_bert.models.finetuning_plan import FinetuningPlan, split_validation
-from keras_bert.models.task_pipeline import PackedRows, int32_ids_dataset, is_packed
+from keras_bert.recipe.batches import PackedRows, int32_ids_dataset, is_packed
+from keras_bert.recipe.fit import RECIPE, RecipeState
+from keras_bert.recipe.fit import fit as recipe_fit
 from keras_bert.models.task_loading import TaskLoading, tokenizer_of
 from keras_bert.models.task_predict import PackFunctions, packed_arrays, predict_by_length
 
 logger = logging.getLogger(__name__)
-
-RECIPE = FinetuneSettings()  # BERT's fine-tuning defaults, as compile and fit take them
-
-
-class RecipeOptimizer:
-    """Whether a task model trains with the recipe's optimizer: ``settings``, compile's
-    (learning rate, weight decay, warmup fraction; None for an optimizer the user gave), and
-    ``optimizer``, the one the recipe made for an earlier ``fit`` (None before the first). A
-    plain object, so that neither Keras nor tf.train.Checkpoint tracks them as parts of the
-    model."""
-
-    def __init__(self):
-        self.settings: dict | None = None
-        self.optimizer = None
 
 
 class BertTask(TaskLoading, SavesWhole, keras.Model):
@@ -97,8 +82,7 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         # A distilled student's record (keras_bert.distill): the teacher, its layers kept, the
         # temperature and label weight; None for a model trained on labels.
         self.distillation = None if distillation is None else dict(distillation)
-        self._recipe = RecipeOptimizer()
-        self._compile_kwargs: dict = {}
+        self.recipe = RecipeState()  # compile's recipe settings, fit's optimizer (recipe.fit)
         self._tokenizer = None
         self._pack_functions = PackFunctions()
 
@@ -226,9 +210,9 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
 
         In-memory examples are packed once (raw text through the preprocessor); each pass
         over the dataset then yields one epoch of batches (passes 0, 1, 2, ...; see
-        ``keras_bert.models.task_pipeline``). A tf.data dataset runs as it is batched (raw
+        ``keras_bert.recipe.batches``). A tf.data dataset runs as it is batched (raw
         inputs are packed batch by batch). ``fit`` builds its training data with
-        ``keras_bert.models.finetuning_plan.FinetuningPlan`` instead.
+        ``keras_bert.recipe.plan.FinetuningPlan`` instead.
 
         Args:
             x: raw examples (as the subclass documents), packed id arrays, or a batched
@@ -272,29 +256,29 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         """``keras.Model.compile`` with BERT's defaults ("auto"): the task's loss and metrics,
         and AdamW with ``learning_rate``, warmup over ``warmup_fraction`` of the steps then
         linear decay, made in ``fit`` once the number of steps is known
-        (``keras_bert.models.finetuning_plan``). Every later ``fit`` goes on with the same
+        (``keras_bert.recipe``). Every later ``fit`` goes on with the same
         optimizer (its state carries over) on a schedule of its own, from warmup to 0 at its
         last step; an optimizer given here is used as it is."""
-        self._compile_kwargs = dict(
+        compile_arguments = dict(
             loss=self.default_loss() if loss == "auto" else loss,
             metrics=self.default_metrics() if metrics == "auto" else metrics, **kwargs)
-        self._recipe = RecipeOptimizer()
+        self.recipe = RecipeState(compile_arguments=compile_arguments)
         if optimizer == "auto":
-            self._recipe.settings = dict(learning_rate=learning_rate, weight_decay=weight_decay,
-                                         warmup_fraction=warmup_fraction)
+            self.recipe.settings = dict(learning_rate=learning_rate, weight_decay=weight_decay,
+                                        warmup_fraction=warmup_fraction)
             optimizer = keras.optimizers.AdamW(learning_rate)  # replaced in fit
-        super().compile(optimizer=optimizer, **self._compile_kwargs)
+        super().compile(optimizer=optimizer, **compile_arguments)
 
     def get_compile_config(self):
-        if self._recipe.settings is None:
+        if self.recipe.settings is None:
             return super().get_compile_config()
-        if self._recipe.optimizer is None:
+        if self.recipe.optimizer is None:
             # An "auto" optimizer that fit has not made yet is a placeholder: save no compile
             # state.
             return None
         # The recipe's optimizer, with its settings: a loaded model's next fit goes on with it
         # on a schedule of its own, as it would have before saving.
-        return {**super().get_compile_config(), "recipe": self._recipe.settings}
+        return {**super().get_compile_config(), "recipe": self.recipe.settings}
 
     def compile_from_config(self, config):
         # Keras skips compile on load for models that override compile(); ours takes the same
@@ -304,7 +288,7 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         config = keras.saving.deserialize_keras_object(config)
         self.compile(**config)
         if recipe is not None:
-            self._recipe.settings, self._recipe.optimizer = dict(recipe), self.optimizer
+            self.recipe.settings, self.recipe.optimizer = dict(recipe), self.optimizer
         if self.built:
             self.optimizer.build(self.trainable_variables)
 
@@ -332,87 +316,25 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         resumed by ``keras.callbacks.BackupAndRestore`` at epoch e reads the batches an
         uninterrupted one would (give ``seed``; None draws one from NumPy's global generator).
         Under TPUStrategy only full batches are used. A tf.data dataset runs as it is batched.
-        The recipe (the optimizer made from ``compile``'s settings once the number of steps is
-        known, the epoch's data) is ``keras_bert.models.finetuning_plan.FinetuningPlan``.
+        ``fit`` hands the model to the recipe (``keras_bert.recipe.fit``): the optimizer made
+        from ``compile``'s settings once the number of steps is known, the epoch's data
+        (``keras_bert.recipe.plan.FinetuningPlan``). A second ``fit`` trains on: the same
+        optimizer goes on, on a schedule of its own.
 
         ``validation_data`` is ``(x, y)``, labelled examples or a dataset, grouped by length
         the same way without shuffling. ``validation_split`` holds out the last share of the
         in-memory rows (before shuffling), as Keras does. ``shuffle=False`` keeps the rows in
         their order within each bucket, and the same batches every epoch.
         """
-        if validation_split:
-            (x, y, sample_weight), validation_data = split_validation(
-                self, x, y, sample_weight, validation_split, validation_data)
-        self.adapt(x)
-        plan = self.finetuning_plan(x, y, sample_weight, batch_size=batch_size, epochs=epochs,
-                                    bucket_lengths=bucket_lengths, seed=seed, shuffle=shuffle,
-                                    steps_per_epoch=steps_per_epoch)
-        validation_data = self._validation(validation_data,
-                                           validation_batch_size or plan.settings.batch_size)
-        return self.fit_plan(plan, verbose=verbose, callbacks=callbacks,
-                             validation_data=validation_data,
-                             class_weight=class_weight, initial_epoch=initial_epoch,
-                             validation_steps=validation_steps, validation_freq=validation_freq)
-
-    def finetuning_plan(self, x, y=None, sample_weight=None, *, batch_size: int | None = None,
-                        epochs: int = RECIPE.epochs,
-                        bucket_lengths: Sequence[int] | str | None = RECIPE.bucket_lengths,
-                        seed: int | None = None, shuffle: bool = True,
-                        steps_per_epoch: int | None = None,
-                        arrays: bool = False) -> FinetuningPlan:
-        """The recipe's plan (``FinetuningPlan``) for training this model on ``x``, ``y`` with
-        ``compile``'s optimizer settings: what ``fit`` runs. ``arrays=True``: ``x`` and ``y``
-        are already ``to_arrays``' output and targets the compiled loss reads as they are (the
-        teacher's outputs of ``keras_bert.distill``)."""
-        settings = FinetuneSettings(batch_size=batch_size or RECIPE.batch_size, epochs=epochs,
-                                    bucket_lengths=bucket_lengths,
-                                    **(self._recipe.settings or {}))
-        return FinetuningPlan(self, x, y, sample_weight, settings=settings, seed=seed,
-                              shuffle=shuffle, steps_per_epoch=steps_per_epoch, arrays=arrays)
-
-    def fit_plan(self, plan: FinetuningPlan, *, verbose: str | int = "auto", callbacks=None,
-                 validation_data: tf.data.Dataset | None = None,
-                 class_weight: dict | None = None, initial_epoch: int = 0,
-                 validation_steps: int | None = None, validation_freq: int = 1):
-        """``keras.Model.fit`` on a plan's data, with its optimizer (when compiled with "auto")
-        and its callbacks before ``callbacks``; ``validation_data`` is a batched dataset."""
-        if self._recipe.settings is not None:
-            self.use_plan_optimizer(plan, initial_epoch=initial_epoch)
-        with warnings.catch_warnings():
-            # Span and tagging heads do not use the encoder's pooler; that is expected.
-            warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables "
-                                                      r"\['pooler/kernel', 'pooler/bias'\]")
-            return super().fit(plan.make_dataset(), epochs=plan.settings.epochs,
-                               verbose=verbose,
-                               callbacks=[*plan.callbacks(), *(callbacks or [])],
-                               validation_data=validation_data, shuffle=False,
-                               class_weight=class_weight, initial_epoch=initial_epoch,
-                               steps_per_epoch=plan.steps_per_epoch_given,
-                               validation_steps=validation_steps,
-                               validation_freq=validation_freq)
-
-    def use_plan_optimizer(self, plan: FinetuningPlan, initial_epoch: int = 0) -> None:
-        """Compiles with the recipe's optimizer for ``plan`` (``FinetuningPlan.compile_model``),
-        keeping ``compile``'s loss and metrics ("auto": the task's): the optimizer an earlier
-        ``fit`` made goes on on the plan's schedule; the first is made for it."""
-        if not self.compiled:
-            with self.distribute_strategy.scope():
-                self.compile()
-        carried = self.optimizer if self.optimizer is self._recipe.optimizer else None
-        plan.compile_model(carried, initial_epoch=initial_epoch, **self._compile_kwargs)
-        settings = plan.settings
-        self._recipe.settings = dict(learning_rate=settings.learning_rate,
-                                     weight_decay=settings.weight_decay,
-                                     warmup_fraction=settings.warmup_fraction)
-        self._recipe.optimizer = self.optimizer
-
-    def _validation(self, validation_data, batch_size):
-        if validation_data is None:
-            return None
-        if not isinstance(validation_data, tuple):
-            validation_data = (validation_data,)
-        return self.make_dataset(*validation_data, batch_size=batch_size,
-                                 bucket_lengths="auto")
+        return recipe_fit(self, x, y, batch_size=batch_size, epochs=epochs, verbose=verbose,
+                          callbacks=callbacks, validation_split=validation_split,
+                          validation_data=validation_data, shuffle=shuffle,
+                          class_weight=class_weight, sample_weight=sample_weight,
+                          initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch,
+                          validation_steps=validation_steps,
+                          validation_batch_size=validation_batch_size,
+                          validation_freq=validation_freq, bucket_lengths=bucket_lengths,
+                          seed=seed)
 
     def evaluate(self, x=None, y=None, batch_size: int | None = None, verbose: str | int = "auto",
                  sample_weight=None, steps: int | None = None, callbacks=None,

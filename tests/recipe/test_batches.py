@@ -9,7 +9,7 @@ import pytest
 from keras_bert import (BertClassifier, BertEncoder, BertMultipleChoice, BertPreprocessor,
                         BertQuestionAnswerer, BertTokenClassifier)
 from keras_bert.layers.task_heads import PADDING_LOGIT
-from keras_bert.models.task_pipeline import (MIN_GROUPING_SAVING, BatchPlan, grouping_saving,
+from keras_bert.recipe.batches import (MIN_GROUPING_SAVING, BatchPlan, grouping_saving,
                                              length_ladder, resolve_bucket_lengths)
 from keras_bert.tasks.input_examples import TaggedSentence
 from keras_bert.tasks.squad.reader import SquadAnswer, SquadExample

@@ -1,12 +1,11 @@
-"""BERT's fine-tuning recipe, in one place: its defaults (Devlin et al., 2018, section 4 and
-appendix A.3) and ``FinetuningPlan``, which turns a task model, its training examples and the
-settings into what a run needs: the dataset of each epoch, the number of steps, AdamW on its
-warmup-then-linear-decay schedule, and the callback that tells the data which epoch runs.
+"""One fine-tuning run's plan: ``FinetuningPlan`` turns a task model, its training examples and
+the recipe's settings (``keras_bert.config.FinetuneSettings``, BERT's defaults: Devlin et al.,
+2018, section 4 and appendix A.3) into what a run needs: the dataset of each epoch, the number
+of steps, AdamW on its warmup-then-linear-decay schedule, and the callback that tells the data
+which epoch runs.
 
-``BertTask.compile``/``fit`` (the Keras API) and both paths of ``keras-bert finetune``
-(``model.fit``, and the multi-worker loop) build one; ``FinetuneRun``, ``compile`` and the
-command line take their defaults from ``keras_bert.config.FinetuneSettings`` (pure Python, so
-that ``keras-bert finetune --help`` shows them without loading TensorFlow).
+``recipe.fit`` (``BertTask.fit``), ``keras-bert finetune`` (``model.fit``'s path and the
+multi-worker loop) and ``keras_bert.distill`` build one per run.
 """
 
 from __future__ import annotations
@@ -14,11 +13,10 @@ from __future__ import annotations
 import logging
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from keras_bert.config import FinetuneSettings
-from keras_bert.models.task_pipeline import EpochCounter, PackedRows, SetDataEpoch
+from keras_bert.recipe.batches import EpochCounter, PackedRows, SetDataEpoch
 from keras_bert.optimization.optimizers import create_optimizer
 from keras_bert.optimization.schedules import WarmupPolynomialDecay
 
@@ -162,27 +160,3 @@ class FinetuningPlan:
         if self.counter is not None:
             self.counter.set(epoch)
 
-
-def split_validation(model, x, y, sample_weight, split: float, validation_data):
-    """``fit``'s ``validation_split``: ((x, y, sample_weight) of the first rows,
-    (x, y[, sample_weight]) of the last ``split`` of them, after ``model.to_arrays``), as
-    Keras splits in-memory data."""
-    if validation_data is not None or isinstance(x, tf.data.Dataset):
-        raise ValueError("validation_split takes in-memory examples and no validation_data")
-    if not 0 < split < 1:
-        raise ValueError(f"validation_split must be in (0, 1), got {split}")
-    x, y = model.to_arrays(x, y)
-    rows = len(tf.nest.flatten(x)[0])
-    cut = rows - int(rows * split)
-    if cut in (0, rows):
-        raise ValueError(f"validation_split={split} of {rows} rows leaves no training or "
-                         f"no validation rows")
-
-    def part(value, rows_slice):
-        return None if value is None else tf.nest.map_structure(
-            lambda array: np.asarray(array)[rows_slice], value)
-
-    head, tail = slice(None, cut), slice(cut, None)
-    validation = (part(x, tail), part(y, tail)) + (
-        () if sample_weight is None else (part(sample_weight, tail),))
-    return (part(x, head), part(y, head), part(sample_weight, head)), validation
