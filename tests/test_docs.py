@@ -1,7 +1,10 @@
-"""Every fenced code block of README.md, serving/README.md and tfrecords/README.md runs as written.
+"""Every fenced code block of README.md, the guides in docs/, serving/README.md and
+tfrecords/README.md runs as written.
 
 The blocks of one document run in order in one temporary directory, so a later block may use what
-an earlier one wrote (the README's classifier export is what its `keras-bert serve` serves).
+an earlier one wrote (the README's classifier export is what its `keras-bert serve` serves); a
+document never uses what another one wrote, so each guide makes what it needs or declares it with
+a `files` marker.
 ```python blocks run with this interpreter, each in a fresh process; ```bash, ```sh and unlabelled
 blocks run with `bash -e`, with this virtualenv's bin/ first on PATH. Any other block fails the
 check unless a marker skips it.
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import glob
 import io
 import json
 import logging
@@ -42,7 +46,14 @@ import time
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DOCUMENTS = ("README.md", "serving/README.md", "tfrecords/README.md")
+# The guides are found, not listed, so a new one runs as soon as it exists (the API reference
+# pages under docs/reference/ hold mkdocstrings directives, no code blocks).
+GUIDES = tuple(sorted(os.path.relpath(path, REPO).replace(os.sep, "/")
+                      for path in glob.glob(os.path.join(REPO, "docs", "*.md"))))
+DOCUMENTS = ("README.md", *GUIDES, "serving/README.md", "tfrecords/README.md")
+# Documents whose blocks take seconds, not minutes: in the fast lane (`-m "not slow"`).
+FAST_DOCUMENTS = ("tfrecords/README.md", "docs/colab.md", "docs/distribution.md",
+                  "docs/accuracy.md", "docs/testing.md")
 RUNNERS = {"python": "python", "bash": "bash", "sh": "bash", "": "bash"}
 BLOCK_TIMEOUT_S = 600
 BACKGROUND_READY_TIMEOUT_S = 180
@@ -392,10 +403,8 @@ def test_every_block_runs_or_says_why_not(document):
 
 
 @pytest.mark.parametrize("document", [
-    pytest.param("README.md", marks=pytest.mark.slow),           # about 2 minutes
-    pytest.param("serving/README.md", marks=pytest.mark.slow),   # about 1 minute
-    "tfrecords/README.md",                                       # about 10 s
-])
+    pytest.param(document, marks=() if document in FAST_DOCUMENTS else pytest.mark.slow)
+    for document in DOCUMENTS])
 def test_document_blocks_run(document, tmp_path):
     failure = None
     try:
