@@ -46,10 +46,13 @@ import time
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# The guides are found, not listed, so a new one runs as soon as it exists (the API reference
-# pages under docs/reference/ hold mkdocstrings directives, no code blocks).
-GUIDES = tuple(sorted(os.path.relpath(path, REPO).replace(os.sep, "/")
-                      for path in glob.glob(os.path.join(REPO, "docs", "*.md"))))
+# The guides are found, not listed, so a new one runs as soon as it exists. The site's home page
+# (docs/index.md) holds links only, and the API reference pages (docs/reference/) mkdocstrings
+# directives: no code blocks (test_the_site_pages_hold_no_code_blocks).
+HOME_PAGE = "docs/index.md"
+GUIDES = tuple(sorted(name for name in (os.path.relpath(path, REPO).replace(os.sep, "/")
+                                        for path in glob.glob(os.path.join(REPO, "docs", "*.md")))
+                      if name != HOME_PAGE))
 DOCUMENTS = ("README.md", *GUIDES, "serving/README.md", "tfrecords/README.md")
 # Documents whose blocks take seconds, not minutes: in the fast lane (`-m "not slow"`).
 FAST_DOCUMENTS = ("tfrecords/README.md", "docs/colab.md", "docs/distribution.md",
@@ -400,6 +403,14 @@ def test_every_block_runs_or_says_why_not(document):
     assert blocks, f"{document} has no code blocks"
     unprovided = {block.where: _unprovided_files(block) for block in blocks}
     assert not any(unprovided.values()), f"`files` that nothing provides: {unprovided}"
+
+
+def test_the_site_pages_hold_no_code_blocks():
+    pages = [HOME_PAGE] + sorted(
+        os.path.relpath(path, REPO).replace(os.sep, "/")
+        for path in glob.glob(os.path.join(REPO, "docs", "reference", "*.md")))
+    with_code = [block.where for page in pages for block in document_blocks(page)]
+    assert not with_code, f"code blocks that no test runs (move them to a guide): {with_code}"
 
 
 @pytest.mark.parametrize("document", [
