@@ -482,3 +482,24 @@ def test_shrink_ports_and_background_apply_as_declared(tmp_path):
     assert port != "8500"
     log = open(tmp_path / ".doc-test-background-3.log").read()
     assert log == f"listening on {port}\n"  # the same free port in both blocks
+
+
+README_MAX_LINES = 260  # a newcomer reads it in five minutes; the rest is in docs/ (issue 53)
+_RELATIVE_LINK = re.compile(r"\]\((?!https?:|mailto:|#)([^)\s#]+)(?:#[^)\s]*)?\)")
+
+
+def test_the_readme_stays_short():
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        lines = f.read().count("\n")
+    assert lines <= README_MAX_LINES, (
+        f"README.md has {lines} lines (at most {README_MAX_LINES}): move the detail into a "
+        f"guide in docs/ and link it from the README's table of guides")
+
+
+@pytest.mark.parametrize("document", DOCUMENTS + (HOME_PAGE,))
+def test_relative_links_name_files_in_the_checkout(document):
+    with open(os.path.join(REPO, document), encoding="utf-8") as f:
+        targets = _RELATIVE_LINK.findall(f.read())
+    folder = os.path.dirname(os.path.join(REPO, document))
+    missing = [t for t in targets if not os.path.exists(os.path.join(folder, t))]
+    assert not missing, f"{document} links to files that do not exist: {missing}"
