@@ -58,24 +58,29 @@ def _texts(path: str):
     block, start, last = [], 0, -2
     for line, text in comments:
         if line != last + 1 and block:
-            yield start, " ".join(block)
+            yield start, "\n".join(block)
             block = []
         if not block:
             start = line
         block.append(text.strip())
         last = line
     if block:
-        yield start, " ".join(block)
+        yield start, "\n".join(block)
 
 
-def measured_figures(text: str) -> list[str]:
-    """The measured figures in a docstring or comment, as the phrases that hold them."""
-    text = " ".join(text.split())
-    found = [match.group(0) for pattern in MEASURED for match in pattern.finditer(text)]
+def measured_figures(text: str) -> list[tuple[int, str]]:
+    """The measured figures in a docstring or comment: (line within it, 0 first, the phrase
+    that holds the figure)."""
+    found = [(match.start(), match.group(0)) for pattern in MEASURED
+             for match in pattern.finditer(text)]
+    sentence_start = 0
     for sentence in re.split(r"(?<=[.;])\s+", text):
+        sentence_start = text.index(sentence, sentence_start)
         if _CITES_BENCHMARKS.search(sentence):
-            found += [match.group(0) for match in _FIGURE.finditer(sentence)]
-    return found
+            found += [(sentence_start + match.start(), match.group(0))
+                      for match in _FIGURE.finditer(sentence)]
+    return sorted((text.count("\n", 0, offset), " ".join(phrase.split()))
+                  for offset, phrase in found)
 
 
 def _python_files():
@@ -86,9 +91,9 @@ def _python_files():
 
 
 def test_no_docstring_or_comment_holds_a_measured_figure():
-    found = [f"{os.path.relpath(path, REPO)}:{line}: {', '.join(map(repr, figures))}"
+    found = [f"{os.path.relpath(path, REPO)}:{line + offset}: {phrase!r}"
              for path in _python_files() for line, text in _texts(path)
-             if (figures := measured_figures(text))]
+             for offset, phrase in measured_figures(text)]
     assert not found, ("measured figures in keras_bert/ (move each to benchmarks/README.md, "
                        "with its date, machine and command, and describe the behaviour "
                        "instead):\n" + "\n".join(found))
