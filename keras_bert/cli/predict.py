@@ -78,7 +78,7 @@ def add_parser(subparsers) -> None:
 def _add_common_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch_size", type=int, default=FinetuneSettings.batch_size,
                         help="rows per batch (default: %(default)s)")
-    ClassificationSpec().add_column_arguments(parser)
+    ClassificationSpec().add_column_arguments(parser, files="--input_file")
 
 
 def _check_local_inputs(args: argparse.Namespace) -> None:

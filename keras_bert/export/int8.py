@@ -87,8 +87,8 @@ def quantized_copy(model, calibration_texts=None, preprocessor=None):
 def qkv_side_by_side(model):
     """Within it, every attention layer of an int8 ``model`` holds its query, key and value
     weights side by side (``layers.int8.fused_int8_weights``), so that functions traced then
-    read them as they are instead of concatenating them on every call (4% of an int8
-    BERT-base's op time on short texts); afterwards the layers read their own weights again
+    read them as they are instead of concatenating them on every call (a visible share of an
+    int8 BERT-base's op time on short texts); afterwards the layers read their own weights again
     (a copy kept beside Keras' would go stale if those changed). For exports whose signatures
     read no other copy of them: a TF Serving export of a task model. An encoder's export also
     traces TF Hub's training-mode call, which runs Keras' own int8 layers on the separate

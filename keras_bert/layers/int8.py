@@ -5,9 +5,8 @@
 scale per output column, and Keras then computes every call with int8
 products that TensorFlow runs at half the float32 speed. The transformer block calls its Dense
 layers through ``apply_dense``, which, for such a layer at inference, computes the same numbers on
-oneDNN's ``_QuantizedMatMul`` (``tf_internals.int8_matmul``; x86-64 TensorFlow builds run a
-768x3072 one at 3.4x float32 on an AVX512_VNNI CPU, and MiniLM's ``predict`` gains 1.4x in CPU
-time, benchmarks/quantize_predict.py):
+oneDNN's ``_QuantizedMatMul`` (``tf_internals.int8_matmul``, in x86-64 TensorFlow builds;
+faster than float32 there, most on CPUs with VNNI: benchmarks/quantize_predict.py):
 - each input row x [in] is quantized with its own scale r = max |x| / 127 on every call;
 - the int8 matmul sums int8 products exactly in int32 and scales each column by its weight
   scale in the kernel's epilogue; then y = acc * r + bias, in float32.
@@ -22,9 +21,9 @@ key and value, the attention output and the intermediate layer get a per-channel
 is multiplied row-wise by 1 / c before quantizing, so that ``(x * c) @ (W / c) == x @ W``. Its
 inputs are then quantized as round(x * c), clipped to [-127, 127], with no per-row range to
 find, and no row scale stands between the matmul and its bias: oneDNN adds the bias (and applies
-GELU) in the int8 matmul's epilogue. Each text still depends on nothing but itself. BERT-base,
-640 real sentences through TF Serving's loader: about 1.15x the texts per CPU-second of per-row
-ranges (benchmarks/README.md).
+GELU) in the int8 matmul's epilogue. Each text still depends on nothing but itself, and the
+per-row work saved makes it faster than per-row ranges (benchmarks/README.md, "Static input
+ranges").
 """
 
 from __future__ import annotations
@@ -240,8 +239,7 @@ def apply_dense_together(denses, inputs, training=None, input_scale=None,
     (BERT-base's 768x768 query, key and value at under ~300 rows, i.e. every short chunk). Each
     output column is computed exactly as ``apply_dense`` computes it (the same row scale, its
     own column's kernel scale), so the results are the same numbers. The concatenated kernel is
-    built in the graph on every call (~1.8 MB for BERT-base's layer, against ~1 ms of matmul
-    per chunk); the op keeps its reordered copy of the first one (``is_weight_const``).
+    built in the graph on every call (small beside the matmul it feeds); the op keeps its reordered copy of the first one (``is_weight_const``).
 
     Args:
         denses: built ``keras.layers.Dense`` layers without activations.

@@ -36,9 +36,9 @@ State = get_model_status_pb2.ModelVersionStatus.State
 RETIRE_WAIT_S = 30.0
 # A retired version's memory is freed once the versions replacing it have answered a request
 # and no model call has run for RETIRE_QUIET_S since, or RETIRE_DEFER_MAX_S after it retired
-# (unbroken traffic, or none): freeing MiniLM (closing its session, collecting its graph) takes
-# 0.1-0.2 s of CPU and of the GIL here, which the first requests to the new version would
-# otherwise share (benchmarks/README.md, warm-up).
+# (unbroken traffic, or none): freeing a model (closing its session, collecting its graph) holds
+# the CPU and the GIL, which the first requests to the new version would otherwise share
+# (benchmarks/README.md, "Warm-up").
 RETIRE_QUIET_S = 0.25
 RETIRE_DEFER_MAX_S = 2.0
 # How often the start-up wait looks whether every model has a version (it reads state; the

@@ -185,8 +185,8 @@ def main(argv: list[str] | None = None, prog: str = "keras-bert serve") -> int:
         return 2
     # What exists now (TensorFlow's modules, mostly) lives as long as the process. Kept out of
     # garbage collections, the full collection that frees a retired version (ModelManager)
-    # scans only the objects of models and requests: it pauses requests for 0.01-0.08 s
-    # instead of 0.35-0.85 s after a MiniLM switch (benchmarks/serving_warmup.py).
+    # scans only the objects of models and requests, so it pauses requests far less after a
+    # version switch (benchmarks/serving_warmup.py; benchmarks/README.md, "Warm-up").
     gc.freeze()
     stop = threading.Event()  # set by SIGTERM and Ctrl-C, also while models are awaited
     for signum in (signal.SIGTERM, signal.SIGINT):

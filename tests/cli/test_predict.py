@@ -228,3 +228,15 @@ def test_bad_inputs_fail_before_tensorflow_loads_and_leave_nothing(checkpoint, t
         assert rc == 2 and expected in message, (name, message)
     assert not report["tf"], "a bad input loaded TensorFlow before failing"
     assert not os.path.exists(out)
+
+
+@pytest.mark.parametrize("command, files", [("evaluate", "--input_file"),
+                                            ("predict", "--input_file"),
+                                            ("finetune", "the training and dev files")])
+def test_column_flags_help_names_the_files_the_command_reads(command, files, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"the header name (JSONL key) of the text in {files} " in text
+    if command != "finetune":
+        assert "training and dev files" not in text

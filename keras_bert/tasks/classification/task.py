@@ -82,9 +82,10 @@ class ClassificationSpec(TaskSpec):
                                 "MiniLM were trained to be read) (default: a saved "
                                 "classifier's own, else pooled)")
 
-    def add_column_arguments(self, parser):
+    def add_column_arguments(self, parser, files: str = "the training and dev files"):
         """Adds the flags that say how to read a file (``COLUMN_FLAGS``) in a group of their
-        own, and returns the group."""
+        own, and returns the group. ``files`` names, in the help, the files the command reads
+        with them."""
         group = parser.add_argument_group("classification and regression")
         group.add_argument("--data_format", default=ClassificationOptions.data_format,
                            help="a GLUE layout (cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, "
@@ -98,9 +99,8 @@ class ClassificationSpec(TaskSpec):
                                      ("label_column", "label (or score)", "label")):
             group.add_argument(f"--{field}", default=getattr(ClassificationOptions, field),
                                metavar="NAME",
-                               help=f"the header name (JSONL key) of the {role} in the training "
-                                    f"and dev files (default: {default}, or the GLUE "
-                                    f"layout's)")
+                               help=f"the header name (JSONL key) of the {role} in {files} "
+                                    f"(default: {default}, or the GLUE layout's)")
         return group
 
     def examples_of_texts(self, texts) -> list:

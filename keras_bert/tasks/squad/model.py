@@ -158,8 +158,11 @@ class BertQuestionAnswerer(ExportsRawText, BertTask):
 
         Args:
             examples: SquadExamples, or (question, context) pairs (ids "0", "1", ...).
-            n_best_size, max_answer_length, version_2_with_negative,
-            null_score_diff_threshold: see ``postprocess_squad``.
+            n_best_size: candidates kept per feature and in the n-best list.
+            max_answer_length: the longest answer, in tokens.
+            version_2_with_negative: allow "no answer" (SQuAD 2.0).
+            null_score_diff_threshold: how much the null score must beat the best span.
+            batch_size: rows per ``predict`` batch (default: Keras').
         """
         examples = _as_examples(examples)
         features = self.make_features(examples)
