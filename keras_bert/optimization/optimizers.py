@@ -64,7 +64,11 @@ class _BertOptimizerMixin(keras_internals.OptimizerHooks):
     aggregate_gradients = True
 
     def _init_exclusions(self, exclude_from_weight_decay: Sequence[str] | None,
-                         learning_rate_multipliers: dict[str, float] | None = None) -> None:
+                         learning_rate_multipliers: dict[str, float] | None = None,
+                         learning_rate=None) -> None:
+        # BERT's schedule when the optimizer runs on one (None otherwise): a later fit restarts
+        # it for its own steps (``WarmupPolynomialDecay.restart``).
+        self.schedule = learning_rate if isinstance(learning_rate, WarmupPolynomialDecay) else None
         self.exclude_from_weight_decay_patterns = list(exclude_from_weight_decay or ())
         self.learning_rate_multipliers = {str(k): float(v) for k, v
                                           in (learning_rate_multipliers or {}).items()}
@@ -135,7 +139,8 @@ class BertAdamW(_BertOptimizerMixin, keras.optimizers.AdamW):
                  DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
                  learning_rate_multipliers: dict[str, float] | None = None, **kwargs):
         super().__init__(**kwargs)
-        self._init_exclusions(exclude_from_weight_decay, learning_rate_multipliers)
+        self._init_exclusions(exclude_from_weight_decay, learning_rate_multipliers,
+                              kwargs.get("learning_rate"))
 
     # Decayed in update_step, with scalars computed once per step (Keras' own decay evaluates
     # the learning-rate schedule again for every variable).
@@ -222,7 +227,8 @@ class BertLamb(_BertOptimizerMixin, keras.optimizers.Lamb):
                  learning_rate_multipliers: dict[str, float] | None = None, **kwargs):
         kwargs.setdefault("epsilon", 1e-6)
         super().__init__(**kwargs)
-        self._init_exclusions(exclude_from_weight_decay, learning_rate_multipliers)
+        self._init_exclusions(exclude_from_weight_decay, learning_rate_multipliers,
+                              kwargs.get("learning_rate"))
         self.exclude_from_layer_adaptation_patterns = list(
             self.exclude_from_weight_decay_patterns if exclude_from_layer_adaptation is None
             else exclude_from_layer_adaptation)

@@ -46,28 +46,37 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
                  end_learning_rate: float = 0.0, power: float = 1.0, start_step: int = 0,
                  name: str | None = None):
         super().__init__()
+        self.peak_learning_rate = peak_learning_rate
+        self.end_learning_rate = end_learning_rate
+        self.power = power
+        self.name = name
+        # Variables, so that ``restart`` retargets a traced train step without tracing it again.
+        self._steps = {key: keras.Variable(0, dtype="int64", trainable=False, name=key)
+                       for key in ("start_step", "decay_steps", "warmup_steps")}
+        self.restart(decay_steps, warmup_steps, start_step)
+
+    def restart(self, decay_steps: int, warmup_steps: int = 0, start_step: int = 0) -> None:
+        """Runs the schedule again over ``decay_steps`` steps from optimizer step
+        ``start_step`` (a later run of the same optimizer), also in a train step already
+        traced."""
         if decay_steps <= 0:
             raise ValueError(f"decay_steps must be positive (the number of training steps), "
                              f"got {decay_steps}")
         if warmup_steps < 0:
             raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}")
-        self.peak_learning_rate = peak_learning_rate
-        self.decay_steps = decay_steps
-        self.warmup_steps = warmup_steps
-        self.end_learning_rate = end_learning_rate
-        self.power = power
+        self.decay_steps, self.warmup_steps = int(decay_steps), int(warmup_steps)
         self.start_step = int(start_step)
-        self.name = name
+        for key in self._steps:
+            self._steps[key].assign(getattr(self, key))
 
     def __call__(self, step):
-        step = ops.cast(step, "float32") - float(self.start_step)
-        progress = ops.minimum(step, float(self.decay_steps)) / float(self.decay_steps)
+        steps = {key: ops.cast(value, "float32") for key, value in self._steps.items()}
+        step = ops.cast(step, "float32") - steps["start_step"]
+        progress = ops.minimum(step, steps["decay_steps"]) / steps["decay_steps"]
         decayed = ((self.peak_learning_rate - self.end_learning_rate)
                    * ops.power(1.0 - progress, self.power) + self.end_learning_rate)
-        if not self.warmup_steps:
-            return decayed
-        warmup = self.peak_learning_rate * step / float(self.warmup_steps)
-        return ops.where(step < float(self.warmup_steps), warmup, decayed)
+        warmup = self.peak_learning_rate * step / ops.maximum(steps["warmup_steps"], 1.0)
+        return ops.where(step < steps["warmup_steps"], warmup, decayed)
 
     def get_config(self) -> dict[str, Any]:
         return {"peak_learning_rate": self.peak_learning_rate, "decay_steps": self.decay_steps,

@@ -129,10 +129,12 @@ class FinetuningPlan:
 
         Every run has a schedule of its own (warmup, then decay to 0 at the run's last step),
         as every ``fit`` of a Keras model trains: with ``optimizer`` None a new one
-        (``make_optimizer``); else ``optimizer``, one an earlier run of the recipe made, goes on
-        with its state (Adam's moments, its step count) on this run's schedule. Epoch
-        ``initial_epoch`` (a resumed run) starts where an uninterrupted run would have been:
-        ``initial_epoch * steps_per_epoch`` steps into the schedule."""
+        (``make_optimizer``); else ``optimizer``, one an earlier run of the recipe made (the
+        model's compiled optimizer), goes on with its state (Adam's moments, its step count) on
+        this run's schedule, restarted in place (``WarmupPolynomialDecay.restart``), so the
+        train step traced for it is not traced again. Epoch ``initial_epoch`` (a resumed run)
+        starts where an uninterrupted run would have been: ``initial_epoch * steps_per_epoch``
+        steps into the schedule."""
         model = self.model
         start_step = -initial_epoch * self.steps_per_epoch
         if optimizer is not None:
@@ -141,11 +143,16 @@ class FinetuningPlan:
                     self.settings.learning_rate, self.total_steps, self.steps_per_epoch,
                     self.warmup_steps, "" if optimizer is None else
                     f", going on from optimizer step {int(optimizer.iterations.numpy())}")
+        inner = getattr(optimizer, "inner_optimizer", optimizer)  # a LossScaleOptimizer's
+        schedule = getattr(inner, "schedule", None)
+        if schedule is not None and schedule.peak_learning_rate == self.settings.learning_rate:
+            schedule.restart(self.schedule_steps, self.warmup_steps, start_step)
+            return
         with model.distribute_strategy.scope():
             if optimizer is None:
                 optimizer = self.make_optimizer(start_step)
-            else:
-                optimizer.learning_rate = self.schedule(start_step)
+            else:  # another rate: a new schedule, and the train step traced again
+                inner.learning_rate = inner.schedule = self.schedule(start_step)
             keras.Model.compile(model, optimizer=optimizer, **compile_arguments)
             optimizer.build(model.trainable_variables)
 

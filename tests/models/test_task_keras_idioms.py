@@ -55,6 +55,9 @@ def changed(before, model):
 def test_a_second_fit_trains_on_a_schedule_of_its_own_with_the_optimizers_state():
     texts, labels = texts_and_labels()
     model = classifier()
+    traces = []
+    train_step = model.train_step
+    model.train_step = lambda data: traces.append(1) or train_step(data)
     model.compile(learning_rate=1e-3)
     first, second = LearningRates(), LearningRates()
     model.fit(texts, labels, batch_size=8, epochs=2, verbose=0, seed=0, callbacks=[first])
@@ -75,6 +78,7 @@ def test_a_second_fit_trains_on_a_schedule_of_its_own_with_the_optimizers_state(
     third = LearningRates()
     model.fit(texts, labels, batch_size=8, epochs=1, verbose=0, seed=0, callbacks=[third])
     assert len(third.rates) == 3 and max(third.rates) > 0
+    assert len(traces) == 1  # the schedule restarts in the traced step, as Keras' fit reuses it
 
 
 def test_an_optimizer_the_user_compiled_with_is_left_as_made():
