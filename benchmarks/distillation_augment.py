@@ -1,6 +1,7 @@
 """Distilled students with augmented copies of the training texts (issue 38): where a task has
 no unlabelled texts to give ``distill``, ``augment=N`` adds N changed copies of each training
-text (words dropped, n-grams kept: ``distillation.augmented_texts``), labelled by the teacher.
+text (words dropped, n-grams kept: ``distillation.augmentation.augmented_texts``), labelled by
+the teacher.
 
 Takes the work directory of benchmarks/distillation.py (one dataset and seed: its data, its
 fine-tuned teacher saved as ``models-DATASET-SEED/teacher``, and its students' test predictions

@@ -108,7 +108,10 @@ def _view(student, teacher, mode: str, pairs: list[tuple[int, int]]):
 def worker(job: dict) -> dict:
     import tensorflow as tf
     import keras_bert
-    from keras_bert.finetuning import distillation
+    from keras_bert.finetuning.distillation.augmentation import augmented_texts
+    from keras_bert.finetuning.distillation.loss import SoftTargetLoss
+    from keras_bert.finetuning.distillation.student import kept_layers, student_of
+    from keras_bert.finetuning.distillation.targets import distillation_data
     from keras_bert.recipe.fit import plan_for
     data, teacher, rate = load_job(job)
     names = data["label_names"]
@@ -122,16 +125,16 @@ def worker(job: dict) -> dict:
                                      augment=job["augment"], seed=seed, verbose=2, **rate)
     else:
         if job["augment"]:
-            texts = texts + distillation.augmented_texts(texts, job["augment"], seed)[0]
+            texts = texts + augmented_texts(texts, job["augment"], seed)[0]
             labels = labels + [None] * (len(texts) - len(labels))
-        student = distillation.student_of(teacher, num_layers=layers)
-        kept = distillation.kept_layers(teacher.encoder.bert_config.num_hidden_layers, layers)
+        student = student_of(teacher, num_layers=layers)
+        kept = kept_layers(teacher.encoder.bert_config.num_hidden_layers, layers)
         # PKD-Skip leaves out the top layer, whose [CLS] feeds the head the outputs match.
         pairs = list(enumerate(kept))[:-1] if mode == "cls" else list(enumerate(kept))
         kind = teacher.soft_targets()
-        loss = distillation.SoftTargetLoss(kind)
+        loss = SoftTargetLoss(kind)
         student.compile(loss=loss, metrics=[], **rate)
-        examples = distillation.distillation_data(teacher, texts, labels)
+        examples = distillation_data(teacher, texts, labels)
         if mode == "cls":
             hidden = _teacher_cls(teacher, examples.x, [j for _, j in pairs])
         else:

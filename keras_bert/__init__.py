@@ -65,7 +65,7 @@ _EXPORTS = {
     "get_strategy": "keras_bert.distribute",
     "FinetuneRun": "keras_bert.finetuning.finetune",
     "run_finetune": "keras_bert.finetuning.finetune",
-    "distill": "keras_bert.finetuning.distillation",
+    "distill": "keras_bert.finetuning.distillation.run",
     "DistillationSettings": "keras_bert.config",
     "FinetuneSettings": "keras_bert.config",
     "save_checkpoint": "keras_bert.checkpoints.saving",

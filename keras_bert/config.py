@@ -325,8 +325,8 @@ class DistillationSettings:
             has fewer layers to move and often more texts. Epochs, batch size, warmup and
             weight decay are the fine-tuning recipe's (``FinetuneSettings``).
         augment: changed copies of each text that the teacher labels (words dropped, n-grams
-            kept: ``distillation.augmented_texts``); 0, since each copy costs a text's
-            training: give it when there are no unlabelled texts.
+            kept: ``distillation.augmentation.augmented_texts``); 0, since each copy costs a
+            text's training: give it when there are no unlabelled texts.
 
     Example:
     >>> settings = DistillationSettings(temperature=4.0)

@@ -124,7 +124,8 @@ def run_distill_command(args: argparse.Namespace) -> int:
     import keras
     from keras_bert import fileio
     from keras_bert.checkpoints.saving import save_checkpoint
-    from keras_bert.finetuning.distillation import distill, load_teacher
+    from keras_bert.finetuning.distillation.run import distill
+    from keras_bert.finetuning.distillation.teacher import load_teacher
     from keras_bert.tasks.classification.model import BertClassifier
 
     bucket_lengths = normalize_bucket_lengths(args.bucket_lengths)

@@ -15,8 +15,10 @@ from keras_bert import (BertClassifier, BertEmbedder, BertEncoder, BertMultipleC
                         BertPreprocessor, BertQuestionAnswerer, BertTokenClassifier, distill,
                         save_checkpoint)
 from keras_bert.tasks.squad.reader import SquadAnswer, SquadExample
-from keras_bert.finetuning.distillation import (SoftTargetLoss, augmented_texts, compare,
-                                                kept_layers, student_of)
+from keras_bert.finetuning.distillation.augmentation import augmented_texts
+from keras_bert.finetuning.distillation.comparison import compare
+from keras_bert.finetuning.distillation.loss import SoftTargetLoss
+from keras_bert.finetuning.distillation.student import kept_layers, student_of
 from tests.tasks.tiny_checkpoint import VOCAB
 
 TEXTS = ["the movie was good", "a terrible film", "good", "the meal was bad and the film awful",
@@ -285,7 +287,8 @@ def test_augment_adds_copies_the_teacher_labels_once(teacher, monkeypatch):
 
 def test_labels_may_be_an_array_and_copies_that_barely_change_are_named(teacher, caplog):
     words = ["今天天气很好", "这部电影很糟糕", "我喜欢这个城市", "服务太差了"] * 2
-    with caplog.at_level("WARNING", logger="keras_bert.finetuning.distillation"):
+    logger = "keras_bert.finetuning.distillation.augmentation"
+    with caplog.at_level("WARNING", logger=logger):
         student = distill(teacher, TEXTS + words, np.array(LABELS + [None] * 8, dtype=object),
                           num_layers=1, epochs=1, batch_size=8, seed=np.int64(0), augment=1,
                           validation_data=(TEXTS, np.array(LABELS)), verbose=0)
