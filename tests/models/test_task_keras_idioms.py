@@ -11,10 +11,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert import BertClassifier, BertEncoder, BertPreprocessor
-from tests.tasks.tiny_checkpoint import VOCAB, WORDS
-
-WIDTH = 32
+from keras_bert import BertClassifier
+from tests.recipe.test_batches import classifier as tiny_classifier
+from tests.tasks.tiny_checkpoint import WORDS
 
 
 def texts_and_labels(count=24, seed=0):
@@ -24,13 +23,7 @@ def texts_and_labels(count=24, seed=0):
 
 
 def classifier(dropout=0.0):
-    keras.utils.set_random_seed(0)
-    encoder = BertEncoder(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=1,
-                          num_attention_heads=2, intermediate_size=64,
-                          max_position_embeddings=WIDTH, hidden_dropout_prob=dropout,
-                          attention_probs_dropout_prob=dropout)
-    return BertClassifier(encoder, 2, dropout=dropout,
-                          preprocessor=BertPreprocessor(vocabulary=VOCAB, seq_length=WIDTH))
+    return tiny_classifier(dropout=dropout)
 
 
 class LearningRates(keras.callbacks.Callback):
