@@ -2,7 +2,8 @@
 goes on with the optimizer's state on a schedule of its own), ids of any integer dtype work in
 ``predict``, ``evaluate`` and ``fit``, and the everyday idioms (tf.data, callbacks, weights, a
 frozen encoder, the encoder inside a user's model, ``.keras`` and training on) behave as on a
-plain ``keras.Model``. Tiny models throughout."""
+plain ``keras.Model``, under a global mixed_bfloat16 policy too, and ``model.export`` serves
+through TensorFlow's graph-mode loader. Tiny models throughout."""
 
 import os
 
@@ -228,3 +229,32 @@ def test_get_config_from_config_gives_the_same_model():
     texts, _ = texts_and_labels(4)
     np.testing.assert_allclose(copy.predict(texts, verbose=0), model.predict(texts, verbose=0),
                                rtol=1e-6)
+
+
+def test_a_second_fit_under_the_global_mixed_bfloat16_policy_trains():
+    from tests.test_layer_harness import global_policy
+    texts, labels = texts_and_labels(16)
+    with global_policy("mixed_bfloat16"):
+        model = classifier()
+        model.compile(learning_rate=1e-3)
+        model.fit(texts, labels, batch_size=8, epochs=1, verbose=0)
+        before = weights_of(model)
+        model.fit(texts, labels, batch_size=8, epochs=1, verbose=0)
+        assert model.encoder.dtype_policy.name == "mixed_bfloat16"
+        assert all(v.dtype == "float32" for v in model.trainable_variables)
+        assert changed(before, model) == len(before)
+        assert np.isfinite(model.predict(texts, verbose=0)).all()
+
+
+def test_keras_export_serves_raw_text_through_the_graph_mode_loader(tmp_path):
+    model = classifier()
+    texts, _ = texts_and_labels(4)
+    expected = model.predict(texts, verbose=0)
+    path = str(tmp_path / "exported")
+    model.export(path)
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
+        signature = meta.signature_def["serving_default"]
+        got = session.run(signature.outputs["probabilities"].name,
+                          {signature.inputs["text"].name: texts})
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
