@@ -40,7 +40,7 @@ from keras_bert.recipe.fit import fit_plan, use_recipe_optimizer
 from keras_bert.recipe.plan import FinetuningPlan
 from keras_bert.tasks import get_task
 from keras_bert.tasks.spec import CommonOptions, TaskSpec
-from keras_bert.tokenization.pretrained_vocab import pretrained_seq_length
+from keras_bert.checkpoints.reading import read_checkpoint
 from keras_bert.tasks.reporting import learning_warning
 from keras_bert.finetuning.curves import CURVES_NAME, plot_training_curves
 from keras_bert.distribute import get_strategy, worker_role
@@ -139,10 +139,11 @@ def run_finetune(config: FinetuneRun) -> dict:
     if fileio.exists(results_path) and not config.overwrite:
         return finished_run(config.output_dir)
     options = _task_options(task, config.options)
-    if options.seq_length is None and pretrained_seq_length(config.init_checkpoint):
+    with strategy.scope():  # a saved keras-bert model's variables are the strategy's
+        checkpoint = read_checkpoint(config.init_checkpoint)  # read once, for every use below
+    if options.seq_length is None and checkpoint.seq_length:
         # the length a sentence-transformers checkpoint says it is read at comes first
-        options = dataclasses.replace(options,
-                                      seq_length=pretrained_seq_length(config.init_checkpoint))
+        options = dataclasses.replace(options, seq_length=checkpoint.seq_length)
     train, dev = task.read_run_files(options, config.train_file, config.dev_file)
     options = task.resolve_options(options, [train, dev or []])
     config = dataclasses.replace(config, options=options)
@@ -154,7 +155,7 @@ def run_finetune(config: FinetuneRun) -> dict:
     labels = task.label_names(train, options)
     keras.utils.set_random_seed(config.seed)
     with strategy.scope():
-        model = task.build_model(config.init_checkpoint, labels, train, options,
+        model = task.build_model(checkpoint, labels, train, options,
                                  lower_case=config.lower_case)
     if dev is not None:
         model.to_arrays(dev)  # bad dev labels fail now, with file and line, not after epoch 1

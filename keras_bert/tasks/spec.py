@@ -97,11 +97,11 @@ class TaskSpec:
         """The label vocabulary, or None when the task has none."""
         return None
 
-    def build_model(self, init_checkpoint: str, labels, train_examples, options: CommonOptions,
+    def build_model(self, checkpoint, labels, train_examples, options: CommonOptions,
                     lower_case: bool | None = None):
-        """The task model (a ``keras_bert.models.task.BertTask``) on ``init_checkpoint``'s
-        encoder, with a preprocessor from its vocab (``lower_case`` overrides the checkpoint's
-        casing)."""
+        """The task model (a ``keras_bert.models.task.BertTask``) on the encoder of
+        ``checkpoint`` (a ``checkpoints.reading.Checkpoint``, read once by the run), with a
+        preprocessor from its vocab (``lower_case`` overrides the checkpoint's casing)."""
         raise NotImplementedError
 
     def evaluate(self, model, examples, options: CommonOptions, batch_size: int
@@ -190,10 +190,10 @@ class RecordsFile:
         write_records(path, self.records)
 
 
-def require_vocabulary(model, init_checkpoint: str):
+def require_vocabulary(model, checkpoint):
     """The model, or FileNotFoundError when it has no preprocessor to read raw text with."""
     if model.preprocessor is None:
-        raise FileNotFoundError(f"no vocab.txt beside {init_checkpoint!r}; fine-tuning on raw "
+        raise FileNotFoundError(f"no vocab.txt beside {checkpoint.path!r}; fine-tuning on raw "
                                 f"text needs the checkpoint's vocabulary")
     return model
 

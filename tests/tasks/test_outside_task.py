@@ -74,9 +74,9 @@ class WordCountSpec(TaskSpec):
         with open(path) as f:
             return [{"text": line.strip(), "words": len(line.split())} for line in f]
 
-    def build_model(self, init_checkpoint, labels, train_examples, options, lower_case=None):
-        return require_vocabulary(BertWordCounter.from_pretrained(
-            init_checkpoint, options.seq_length, lower_case=lower_case), init_checkpoint)
+    def build_model(self, checkpoint, labels, train_examples, options, lower_case=None):
+        return require_vocabulary(BertWordCounter.from_checkpoint(
+            checkpoint, options.seq_length, lower_case=lower_case), checkpoint)
 
     def evaluate(self, model, examples, options, batch_size=32):
         truth = model.to_arrays(examples)[1].reshape(-1)

@@ -129,12 +129,13 @@ class ClassificationSpec(TaskSpec):
                 return list(names)
         return collected_label_names(train_examples, options)
 
-    def build_model(self, init_checkpoint: str, labels, train_examples,
+    def build_model(self, checkpoint, labels, train_examples,
                     options: ClassificationOptions, lower_case: bool | None = None):
         from keras_bert.tasks.classification.model import BertClassifier
         num_classes = 1 if self.regression else len(labels)
-        model = BertClassifier.from_pretrained(
-            init_checkpoint, num_classes, options.seq_length, label_names=labels,
+        init_checkpoint = checkpoint.path
+        model = BertClassifier.from_checkpoint(
+            checkpoint, num_classes, options.seq_length, label_names=labels,
             lower_case=lower_case, numeric_features=list(options.numeric_features) or None,
             categorical_features=list(options.categorical_features) or None,
             **({} if options.pooling is None else {"pooling": options.pooling}))
@@ -145,7 +146,7 @@ class ClassificationSpec(TaskSpec):
             raise ValueError(f"{init_checkpoint!r} holds a classifier with the features "
                              f"{model.feature_names}, but the task has {options.feature_columns}")
         model.adapt(train_examples)  # statistics and vocabularies from the train set
-        return require_vocabulary(model, init_checkpoint)
+        return require_vocabulary(model, checkpoint)
 
     def options_for(self, model, options: ClassificationOptions) -> ClassificationOptions:
         features = (model.features.get_config() if model.features is not None

@@ -18,12 +18,12 @@ class MultipleChoiceSpec(TaskSpec):
     def read_examples(self, path: str, options: CommonOptions, with_labels: bool = True) -> list:
         return read_multiple_choice(path, with_labels=with_labels)
 
-    def build_model(self, init_checkpoint: str, labels, train_examples, options: CommonOptions,
+    def build_model(self, checkpoint, labels, train_examples, options: CommonOptions,
                     lower_case: bool | None = None):
         from keras_bert.tasks.multiple_choice.model import BertMultipleChoice
-        return require_vocabulary(BertMultipleChoice.from_pretrained(
-            init_checkpoint, len(train_examples[0].choices), options.seq_length,
-            lower_case=lower_case), init_checkpoint)
+        return require_vocabulary(BertMultipleChoice.from_checkpoint(
+            checkpoint, len(train_examples[0].choices), options.seq_length,
+            lower_case=lower_case), checkpoint)
 
     def evaluate(self, model, examples, options: CommonOptions, batch_size: int):
         y = model.to_arrays(examples)[1]

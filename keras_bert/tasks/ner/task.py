@@ -23,11 +23,11 @@ class NerSpec(TaskSpec):
         tags = collected_label_names(train_examples, options, "tags")
         return ["O"] + [t for t in tags if t != "O"]
 
-    def build_model(self, init_checkpoint: str, labels, train_examples, options: CommonOptions,
+    def build_model(self, checkpoint, labels, train_examples, options: CommonOptions,
                     lower_case: bool | None = None):
         from keras_bert.tasks.ner.model import BertTokenClassifier
-        return require_vocabulary(BertTokenClassifier.from_pretrained(
-            init_checkpoint, labels, options.seq_length, lower_case=lower_case), init_checkpoint)
+        return require_vocabulary(BertTokenClassifier.from_checkpoint(
+            checkpoint, labels, options.seq_length, lower_case=lower_case), checkpoint)
 
     def evaluate(self, model, examples, options: CommonOptions, batch_size: int):
         predicted = model.predict_tags(examples, batch_size=batch_size)

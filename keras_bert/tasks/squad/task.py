@@ -71,12 +71,12 @@ class SquadSpec(TaskSpec):
                 e.is_impossible for examples in example_lists for e in examples))
         return options
 
-    def build_model(self, init_checkpoint: str, labels, train_examples, options: SquadOptions,
+    def build_model(self, checkpoint, labels, train_examples, options: SquadOptions,
                     lower_case: bool | None = None):
         from keras_bert.tasks.squad.model import BertQuestionAnswerer
-        return require_vocabulary(BertQuestionAnswerer.from_pretrained(
-            init_checkpoint, options.seq_length, doc_stride=options.doc_stride,
-            max_query_length=options.max_query_length, lower_case=lower_case), init_checkpoint)
+        return require_vocabulary(BertQuestionAnswerer.from_checkpoint(
+            checkpoint, options.seq_length, doc_stride=options.doc_stride,
+            max_query_length=options.max_query_length, lower_case=lower_case), checkpoint)
 
     def evaluate(self, model, examples, options: SquadOptions, batch_size: int):
         squad_v2 = bool(options.version_2_with_negative)
