@@ -142,8 +142,10 @@ def run_finetune(config: FinetuneRun) -> dict:
     with strategy.scope():  # a saved keras-bert model's variables are the strategy's
         checkpoint = read_checkpoint(config.init_checkpoint)  # read once, for every use below
     if options.seq_length is None and checkpoint.seq_length:
-        # the length a sentence-transformers checkpoint says it is read at comes first
-        options = dataclasses.replace(options, seq_length=checkpoint.seq_length)
+        # the length a sentence-transformers checkpoint says it is read at comes first (at
+        # most the encoder's positions, as from_pretrained takes it)
+        options = dataclasses.replace(options, seq_length=min(
+            checkpoint.seq_length, checkpoint.config.max_position_embeddings))
     train, dev = task.read_run_files(options, config.train_file, config.dev_file)
     options = task.resolve_options(options, [train, dev or []])
     config = dataclasses.replace(config, options=options)

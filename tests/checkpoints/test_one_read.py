@@ -1,11 +1,13 @@
 """A checkpoint is read once per load: every door (``from_pretrained`` on each class,
 ``model_of_checkpoint``, ``convert_checkpoint``, the ``convert``, ``export`` and ``info``
-commands) reads its weights file once, and ``from_checkpoint`` on an already read checkpoint
+commands, and a whole `finetune` run) reads its weights file once, and ``from_checkpoint`` on an
+already read checkpoint
 reads nothing."""
 
 from __future__ import annotations
 
 import collections
+import json
 import os
 import shutil
 from pathlib import Path
@@ -113,3 +115,29 @@ def test_a_keras_hub_presets_vocabulary_is_read_by_the_tokenizers(reads):
     assert tokenizer.lower_case == checkpoint.lower_case
     preprocessor = BertPreprocessor.from_pretrained(preset, seq_length=16)
     assert list(preprocessor.vocabulary) == checkpoint.vocabulary
+
+
+def test_finetune_reads_its_checkpoint_once(reads, tmp_path, monkeypatch):
+    """`keras-bert finetune` on a sentence-transformers folder: its weights file and
+    sentence_bert_config.json (the length it is read at) once each, for the whole run."""
+    from keras_bert.tokenization import pretrained_vocab
+    read_json = pretrained_vocab.pretrained_seq_length
+
+    def counting(path):
+        reads["sentence_bert_config.json"] += 1
+        return read_json(path)
+    monkeypatch.setattr(pretrained_vocab, "pretrained_seq_length", counting)
+    monkeypatch.setattr(reading, "pretrained_seq_length", counting)
+    folder = tmp_path / "sentence_transformers"
+    shutil.copytree(HF / "sentence_transformers", folder)
+    (folder / "sentence_bert_config.json").write_text('{"max_seq_length": 32}')
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n" + "".join(f"a good film {i},pos\na bad film {i},neg\n"
+                                             for i in range(4)), encoding="utf-8")
+    assert cli.main(["finetune", "--task", "classification", "--init_checkpoint",
+                     str(folder), "--train_file", str(train),
+                     "--output_dir", str(tmp_path / "out"), "--epochs", "1",
+                     "--batch_size", "8", "--no_progress"]) == 0
+    assert reads == {"checkpoint": 1, "model.safetensors": 1, "sentence_bert_config.json": 1}
+    results = json.loads((tmp_path / "out" / "eval_results.json").read_text())
+    assert results["options"]["seq_length"] == 32  # the length the folder says
