@@ -1,8 +1,7 @@
 """A checkpoint is read once per load: every door (``from_pretrained`` on each class,
 ``model_of_checkpoint``, ``convert_checkpoint``, the ``convert``, ``export`` and ``info``
-commands, and a whole `finetune` run) reads its weights file once, and ``from_checkpoint`` on an
-already read checkpoint
-reads nothing."""
+commands, and a whole ``finetune`` run) reads its weights file once, and ``from_checkpoint`` on
+an already read checkpoint reads nothing."""
 
 from __future__ import annotations
 
