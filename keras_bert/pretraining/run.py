@@ -34,6 +34,7 @@ from keras_bert.pretraining.dynamic_masking import DynamicMasker
 from keras_bert import fileio
 from keras_bert.checkpoints.saving import save_checkpoint
 from keras_bert.fileio import join
+from keras_bert.checkpoints.reading import read_checkpoint
 from keras_bert.config import BertConfig
 from keras_bert.models import BertEncoder, BertPretrainer
 from keras_bert.distribute import get_strategy, num_local_replicas, worker_role
@@ -136,7 +137,7 @@ def _build(config: PretrainingSettings, resuming: bool):
     else:
         bert_config = config.bert_config or (
             _run_bert_config(config.init_checkpoint) if run_checkpoint
-            else BertEncoder.from_pretrained(config.init_checkpoint).bert_config)
+            else read_checkpoint(config.init_checkpoint).config)
         if bert_config is None:
             raise ValueError(f"{config.init_checkpoint!r} has no pretraining_config.json; "
                              "pass bert_config (--bert_config_file)")
