@@ -1,6 +1,7 @@
 """BertConfig: the model hyperparameters, read from and written to Google's bert_config.json and
 Hugging Face's config.json, plus the named presets (BERT-base/large and Google's 24 small BERTs);
-and FinetuneSettings, BERT's fine-tuning recipe with the paper's defaults.
+FinetuneSettings, BERT's fine-tuning recipe with the paper's defaults; and distillation's
+(DistillationSettings, and ``kept_layers``: the teacher's layers a smaller student starts from).
 
 Activation names follow Google's bert_config.json: ``"gelu"`` is the tanh approximation that
 google-research/bert's modeling.py computes. The exact erf form is ``"gelu_exact"``. Hugging Face
@@ -175,7 +176,10 @@ class BertConfig:
         """Translates a Hugging Face BertConfig dict (activation names, layer_norm_eps)."""
         model_type = values.get("model_type", "bert")
         if model_type != "bert":
-            raise ValueError(f"{source}: model_type is {model_type!r}; only 'bert' is supported")
+            held = ", ".join(values.get("architectures") or []) or f"a {model_type} model"
+            raise ValueError(f"{source}: model_type is {model_type!r} ({held}), not 'bert'; "
+                             f"keras-bert reads BERT checkpoints only: give a folder whose "
+                             f"config.json says model_type 'bert'")
         position_type = values.get("position_embedding_type", "absolute")
         if position_type != "absolute":
             raise ValueError(f"{source}: position_embedding_type={position_type!r} is not BERT's "
@@ -327,6 +331,11 @@ class DistillationSettings:
         augment: changed copies of each text that the teacher labels (words dropped, n-grams
             kept: ``distillation.augmentation.augmented_texts``); 0, since each copy costs a
             text's training: give it when there are no unlabelled texts.
+        few_unlabeled_per_labeled: without copies, fewer unlabelled texts than this many per
+            labelled one are few: the student sees little of the teacher beyond the labels, and
+            ``distill`` (and `keras-bert distill`) warns and suggests ``suggested_augment``
+            copies (their effect: benchmarks/README.md, augmented copies).
+        suggested_augment: the copies that warning suggests.
 
     Example:
     >>> settings = DistillationSettings(temperature=4.0)
@@ -337,6 +346,36 @@ class DistillationSettings:
     label_weight: float = 0.5
     learning_rate: float = 5e-5
     augment: int = 0
+    few_unlabeled_per_labeled: float = 1.0
+    suggested_augment: int = 2
+
+    def few_texts_warning(self, labelled: int, unlabeled: int, augment: int,
+                          augment_option: str = "augment={}") -> str | None:
+        """The warning for a run without copies whose unlabelled texts are few beside the
+        labelled ones (``few_unlabeled_per_labeled``), or None; ``augment_option`` spells the
+        suggestion (``"--augment {}"`` on the command line).
+
+        >>> DistillationSettings().few_texts_warning(1000, 10, augment=0)[:44]
+        '10 texts without labels beside 1000 labelled'
+        """
+        if augment or not labelled or unlabeled >= self.few_unlabeled_per_labeled * labelled:
+            return None
+        return (f"{unlabeled} texts without labels beside {labelled} labelled ones, and no "
+                f"augmented copies: the student learns the teacher from few texts of its own; "
+                f"{augment_option.format(self.suggested_augment)} adds changed copies the "
+                f"teacher labels, which lift the student where unlabelled texts are few "
+                f"(benchmarks/README.md, augmented copies)")
+
+
+def kept_layers(teacher_layers: int, num_layers: int) -> list[int]:
+    """The teacher's layers (0-based) a ``num_layers`` student starts from: spread evenly, the
+    top one always kept (it feeds the head): 12 -> 4 keeps 2, 5, 8, 11; 6 -> 3 keeps 1, 3, 5;
+    6 -> 2 keeps 2, 5. DistilBERT's initialisation takes one layer in two the same way."""
+    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or not (
+            0 < num_layers < teacher_layers):
+        raise ValueError(f"num_layers must be between 1 and {teacher_layers - 1} (the teacher "
+                         f"has {teacher_layers} layers), got {num_layers!r}")
+    return [round((index + 1) * teacher_layers / num_layers) - 1 for index in range(num_layers)]
 
 
 def normalize_bucket_lengths(bucket_lengths) -> list[int] | str | None:

@@ -1,5 +1,9 @@
 """Small helpers shared by the tests (import as `from tests.helpers import ...`)."""
 
+import json
+import os
+import subprocess
+import sys
 import time
 from typing import Callable
 
@@ -37,3 +41,22 @@ def wait_until(condition: Callable[[], object], timeout_s: float = 60.0,
             text = message() if callable(message) else message
             raise AssertionError(f"after {timeout_s:g} s: {text}")
         time.sleep(0.01)
+
+
+def cli_before_tensorflow(argv: list[str]) -> tuple[int, str, bool]:
+    """`keras-bert ARGV` in a fresh process: (exit code, stderr, whether TensorFlow was
+    imported), so that a test sees a bad input refused by the command's check, before
+    TensorFlow loads."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = ("import contextlib, io, json, sys\n"
+              "from keras_bert.cli import main\n"
+              "err = io.StringIO()\n"
+              "with contextlib.redirect_stderr(err):\n"
+              "    code = main(json.loads(sys.argv[1]))\n"
+              "print(json.dumps([code, err.getvalue(), 'tensorflow' in sys.modules]))\n")
+    run = subprocess.run([sys.executable, "-c", script, json.dumps(argv)], cwd=root,
+                         env={**os.environ, "PYTHONPATH": root}, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    code, stderr, tensorflow = json.loads(run.stdout.splitlines()[-1])
+    return code, stderr, tensorflow

@@ -234,6 +234,7 @@ PURE_PYTHON = [
     ("keras_bert.pretraining_data.writer", "PretrainingDataConfig"),
     ("keras_bert.pretraining_data.worker", "InstanceOptions"),
     ("keras_bert.cli", "main"),
+    ("keras_bert.checkpoints.formats", "stored_config"),  # the command line's checks read it
 ]
 
 

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import keras
 import numpy as np
+
+if TYPE_CHECKING:
+    import keras
 
 # What a head does (StoredHead.task).
 TASKS = ("pretraining", "masked_lm", "classification", "token_classification",

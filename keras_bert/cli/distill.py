@@ -11,7 +11,9 @@ import os
 import sys
 import time
 
-from keras_bert.config import DistillationSettings, FinetuneSettings, normalize_bucket_lengths
+from keras_bert.cli.flags import check_checkpoint
+from keras_bert.config import (DistillationSettings, FinetuneSettings, kept_layers,
+                               normalize_bucket_lengths)
 from keras_bert.tasks.classification.task import (ClassificationOptions, ClassificationSpec,
                                                   RegressionSpec)
 
@@ -96,9 +98,18 @@ def _options(args: argparse.Namespace) -> ClassificationOptions:
 
 
 def _check_inputs(args: argparse.Namespace) -> None:
-    """Before TensorFlow loads: the paths (``_check_paths``), and the text files read as
-    texts (their labels are checked against the teacher's once it is loaded)."""
+    """Before TensorFlow loads: the paths (``_check_paths``), --teacher and --student hold BERT
+    checkpoints, --num_layers is fewer than the teacher's layers (as its config file states
+    them), and the text files read as texts (their labels are checked against the teacher's
+    once it is loaded)."""
     _check_paths(args)
+    teacher = check_checkpoint(args, "teacher")
+    check_checkpoint(args, "student")
+    if args.num_layers is not None and teacher is not None:
+        try:
+            kept_layers(teacher.num_hidden_layers, args.num_layers)
+        except ValueError as e:
+            raise ValueError(f"--num_layers {args.num_layers}: {e}") from None
     if args.augment < 0:
         raise ValueError(f"--augment {args.augment}: give 0 or more copies")
     for flag in ("train_file", "unlabeled_file", "dev_file"):
@@ -124,6 +135,7 @@ def run_distill_command(args: argparse.Namespace) -> int:
     import keras
     from keras_bert import fileio
     from keras_bert.checkpoints.saving import save_checkpoint
+    from keras_bert.finetuning.distillation.comparison import size_note, sizes
     from keras_bert.finetuning.distillation.run import distill
     from keras_bert.finetuning.distillation.teacher import load_teacher
     from keras_bert.tasks.classification.model import BertClassifier
@@ -153,6 +165,8 @@ def run_distill_command(args: argparse.Namespace) -> int:
         dev_labels = [e.label for e in dev]
         validation = ((dev_texts, dev_labels) if dev_pairs is None
                       else (dev_texts, dev_pairs, dev_labels))
+    warning = DistillationSettings().few_texts_warning(len(train), len(unlabeled), args.augment,
+                                                       "--augment {}")
     backup = fileio.join(args.output_dir, BACKUP_DIR)
     with contextlib.redirect_stdout(sys.stderr):  # Keras' progress; stdout has the report
         student = distill(
@@ -166,13 +180,14 @@ def run_distill_command(args: argparse.Namespace) -> int:
     student.distillation = {**student.distillation, "teacher": args.teacher}
     student_dir = fileio.join(args.output_dir, STUDENT_DIR)
     save_checkpoint(student, student_dir, overwrite=args.overwrite)
+    counts = sizes(teacher, student)
     report = {
-        "teacher": {"path": args.teacher, "layers": teacher.encoder.bert_config.num_hidden_layers,
-                    "parameters": teacher.count_params()},
-        "student": {"path": student_dir, "layers": student.encoder.bert_config.num_hidden_layers,
-                    "parameters": student.count_params(), **student.distillation},
+        "teacher": {"path": args.teacher, **counts["teacher"]},
+        "student": {"path": student_dir, **counts["student"], **student.distillation},
+        "size": size_note(counts),
         "texts": {"labelled": len(train), "unlabeled": len(unlabeled),
                   "augmented": args.augment * len(texts)},
+        "warning": warning,
         "elapsed_s": round(time.perf_counter() - started, 1),
     }
     if student.dev_scores is not None:
@@ -182,6 +197,9 @@ def run_distill_command(args: argparse.Namespace) -> int:
     if fileio.exists(backup):
         fileio.rmtree(backup)
     print(json.dumps(report, indent=2))
+    print(f"size: {report['size']}", file=sys.stderr)
+    if warning:
+        print(f"WARNING: {warning}", file=sys.stderr)
     print(f"next: keras-bert export {student_dir} EXPORT_BASE --model_name NAME --quantize int8",
           file=sys.stderr)
     return 0

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from keras_bert.cli.flags import add_lower_case_flag, check_inputs_exist
+from keras_bert.cli.flags import add_lower_case_flag, check_checkpoint, check_inputs_exist
 from keras_bert.config import FinetuneSettings, normalize_bucket_lengths
 from keras_bert.distribute import STRATEGIES
 from keras_bert.tasks import get_task, task_names
@@ -128,13 +128,17 @@ def _options_from_flags(task: TaskSpec, args: argparse.Namespace) -> CommonOptio
 
 
 def check_finetune_inputs(args: argparse.Namespace) -> None:
-    """Before TensorFlow loads: the paths exist, and the training and dev files hold examples
-    in the task's format with the columns asked for (DataError naming the file)."""
+    """Before TensorFlow loads: the paths exist, --init_checkpoint holds a BERT checkpoint,
+    and the training and dev files hold examples in the task's format with the columns asked
+    for and labels among the task's (DataError naming the file and line)."""
     task = get_task(args.task)
     options = _options_from_flags(task, args)  # a flag of another task first: it is no path
     check_inputs_exist(args, "init_checkpoint", "train_file", "dev_file")
-    train, _ = task.read_run_files(options, args.train_file, args.dev_file)
-    task.label_names(train, options)
+    check_checkpoint(args, "init_checkpoint")
+    train, dev = task.read_run_files(options, args.train_file, args.dev_file)
+    labels = task.label_names(train, options)
+    for examples in (train, dev or []):
+        task.check_labels(examples, labels)
 
 
 def run_finetune_command(args: argparse.Namespace) -> int:

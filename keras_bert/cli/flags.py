@@ -59,3 +59,20 @@ def check_inputs_exist(args: argparse.Namespace, *names: str) -> None:
         value = getattr(args, name, None)
         if value and not is_remote(value) and not os.path.exists(value):
             raise FileNotFoundError(f"--{name} {value!r} does not exist")
+
+
+def check_checkpoint(args: argparse.Namespace, name: str):
+    """The encoder architecture (a ``BertConfig``) the checkpoint of flag ``name`` states in
+    its config file, before TensorFlow loads (``checkpoints.formats.stored_config``); None
+    where the flag is not given, the path is remote or only the weights' file states it.
+    ValueError (FileNotFoundError) naming the flag for a path that holds no BERT checkpoint:
+    another model's config.json, or none of the files a checkpoint has."""
+    from keras_bert.checkpoints.formats import stored_config
+    from keras_bert.fileio import is_remote
+    value = getattr(args, name, None)
+    if not value or is_remote(value):
+        return None
+    try:
+        return stored_config(value)
+    except (ValueError, FileNotFoundError) as e:
+        raise type(e)(f"--{name}: {e}") from None

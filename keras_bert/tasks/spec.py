@@ -97,6 +97,11 @@ class TaskSpec:
         """The label vocabulary, or None when the task has none."""
         return None
 
+    def check_labels(self, examples: Sequence, label_names: list[str] | None) -> None:
+        """DataError naming the file and line of the first example whose label is not among
+        ``label_names`` (what ``label_names`` returned), before any model is built; the task's
+        model refuses it later otherwise. Tasks without label names check nothing."""
+
     def build_model(self, checkpoint, labels, train_examples, options: CommonOptions,
                     lower_case: bool | None = None):
         """The task model (a ``keras_bert.models.task.BertTask``) on the encoder of

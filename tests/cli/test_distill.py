@@ -9,6 +9,7 @@ import pytest
 
 from keras_bert import BertClassifier, BertEncoder, BertPreprocessor, save_checkpoint
 from keras_bert.cli import main
+from tests.helpers import cli_before_tensorflow
 from tests.tasks.tiny_checkpoint import VOCAB
 
 ROWS = [("the movie was good", "pos"), ("a terrible film", "neg"), ("good", "pos"),
@@ -55,6 +56,15 @@ def test_writes_the_student_and_a_report_beside_the_teacher(files, tmp_path, cap
     assert report["student"]["kept_layers"] == [2]
     assert report["student"]["teacher"] == str(files / "teacher")
     assert report["student"]["parameters"] < report["teacher"]["parameters"]
+    for model in ("teacher", "student"):  # the same embeddings: the teacher's, copied
+        assert 0 < report[model]["embedding_parameters"] < report[model]["parameters"]
+    assert report["student"]["embedding_parameters"] == report["teacher"]["embedding_parameters"]
+    share = report["student"]["parameters"] / report["teacher"]["parameters"]
+    assert report["size"].startswith(
+        f"the student keeps {share:.0%} of the teacher's parameters "
+        f"({report['student']['parameters']:,} of {report['teacher']['parameters']:,})")
+    assert "its speed follows the 1 of 3 layers it keeps" in report["size"]
+    assert report["warning"] is None  # as many unlabelled texts as labelled, and copies
     assert set(report["dev"]) == {"teacher", "student", "majority"}
     assert report["dev"]["majority"]["accuracy"] == 0.5
     student = BertClassifier.from_pretrained(output / "student")
@@ -68,7 +78,8 @@ def test_writes_the_student_and_a_report_beside_the_teacher(files, tmp_path, cap
 
 @pytest.mark.parametrize("change, message", [
     (lambda args: args + ["--num_layers", "0"], "num_layers must be between 1 and 2"),
-    (lambda args: args + ["--num_layers", "3"], "num_layers must be between 1 and 2"),
+    (lambda args: args + ["--num_layers", "3"], "--num_layers 3: num_layers must be between 1 "
+     "and 2 \\(the teacher has 3 layers\\)"),
     (lambda args: args + ["--num_layers", "1", "--augment", "-1"],
      "--augment -1: give 0 or more copies"),
     (lambda args: [a.replace("train.csv", "empty.csv") for a in args] + ["--num_layers", "1"],
@@ -84,3 +95,39 @@ def test_bad_input_fails_in_one_line_and_writes_nothing(files, tmp_path, capsys,
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert re.search(message, error), error
     assert not output.exists()
+
+
+def test_few_unlabelled_texts_without_copies_are_reported(files, tmp_path, capsys):
+    output = tmp_path / "small"
+    assert main(command(files, output, "--num_layers", "2")) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["warning"].startswith("0 texts without labels beside 8 labelled ones, and no "
+                                        "augmented copies")
+    assert "--augment 2 adds changed copies" in report["warning"]
+    assert f"WARNING: {report['warning']}" in captured.err
+    assert f"size: {report['size']}" in captured.err
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--num_layers", "3"], "--num_layers 3: num_layers must be between 1 and 2 (the teacher "
+                            "has 3 layers), got 3"),
+    (["--num_layers", "5"], "--num_layers 5: num_layers must be between 1 and 2 (the teacher "
+                            "has 3 layers), got 5"),
+    (["--num_layers", "1", "--teacher", "{roberta}"],
+     "--teacher: {roberta}/config.json: model_type is 'roberta' (a roberta model), not 'bert'"),
+    (["--student", "{roberta}"],
+     "--student: {roberta}/config.json: model_type is 'roberta' (a roberta model), not 'bert'"),
+])
+def test_what_the_files_decide_fails_before_tensorflow(files, tmp_path, flags, message):
+    roberta = tmp_path / "roberta"
+    roberta.mkdir()
+    (roberta / "config.json").write_text('{"model_type": "roberta"}')
+    (roberta / "pytorch_model.bin").write_text("")
+    output = tmp_path / "small"
+    flags = [flag.format(roberta=roberta) for flag in flags]
+    code, error, tensorflow = cli_before_tensorflow(command(files, output, *flags))
+    assert code == 2 and not tensorflow, error
+    assert error.startswith(f"keras-bert distill: error: {message.format(roberta=roberta)}"), \
+        error
+    assert error.count("\n") == 1 and not output.exists()

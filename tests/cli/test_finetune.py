@@ -13,6 +13,7 @@ from keras_bert import BertClassifier, BertEncoder
 from keras_bert.cli import main
 from keras_bert.tokenization import BertTokenizer
 from keras_bert.tasks.squad.metrics import squad_scores
+from tests.helpers import cli_before_tensorflow
 from tests.tasks.tiny_checkpoint import tiny_checkpoint
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -93,15 +94,43 @@ def test_squad_v2_writes_predictions_and_official_scores(tmp_path, checkpoint):
     assert abs(sum(c["probability"] for c in nbest["where"]) - 1.0) < 1e-6
 
 
-def test_bad_input_fails_before_training_with_file_and_line(tmp_path, checkpoint, capsys):
+def test_a_dev_label_unknown_to_training_fails_before_tensorflow(tmp_path, checkpoint):
     train = write_jsonl(tmp_path / "train.jsonl", ROWS)
     dev = write_jsonl(tmp_path / "dev.jsonl", ROWS[:2] + [{"text": "odd", "label": "meh"}])
-    code = main(["finetune", "--task", "classification", "--init_checkpoint", checkpoint,
-                 "--train_file", train, "--dev_file", dev, "--output_dir",
-                 str(tmp_path / "out"), "--no_progress"])
-    assert code == 2
-    assert f"{dev}:3: unknown label 'meh'" in capsys.readouterr().err
+    code, error, tensorflow = cli_before_tensorflow(
+        ["finetune", "--task", "classification", "--init_checkpoint", checkpoint,
+         "--train_file", train, "--dev_file", dev, "--output_dir", str(tmp_path / "out"),
+         "--no_progress"])
+    assert code == 2 and not tensorflow, error
+    assert error == (f"keras-bert finetune: error: {dev}:3: label 'meh' is not one of the labels "
+                     f"the model learns ('neg', 'pos'); fix it, or pass every label name with "
+                     f"--labels\n")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("files, message", [
+    ({"config.json": json.dumps({"model_type": "roberta",
+                                 "architectures": ["RobertaForSequenceClassification"]}),
+      "model.safetensors": ""},
+     "--init_checkpoint: {path}/config.json: model_type is 'roberta' "
+     "(RobertaForSequenceClassification), not 'bert'; keras-bert reads BERT checkpoints only: "
+     "give a folder whose config.json says model_type 'bert'"),
+    ({"README.md": "notes"},
+     "--init_checkpoint: '{path}' is not a checkpoint directory: expected bert_config.json"),
+])
+def test_a_checkpoint_folder_that_holds_no_bert_fails_before_tensorflow(tmp_path, files,
+                                                                          message):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    train = write_jsonl(tmp_path / "train.jsonl", ROWS)
+    code, error, tensorflow = cli_before_tensorflow(
+        ["finetune", "--task", "classification", "--init_checkpoint", str(folder),
+         "--train_file", train, "--output_dir", str(tmp_path / "out")])
+    assert code == 2 and not tensorflow, error
+    assert error.startswith(f"keras-bert finetune: error: {message.format(path=folder)}"), error
+    assert error.count("\n") == 1 and not (tmp_path / "out").exists()
 
 
 def write_reviews_csv(path, rows, columns=("product", "review", "score")):

@@ -18,7 +18,8 @@ from keras_bert.tasks.squad.reader import SquadAnswer, SquadExample
 from keras_bert.finetuning.distillation.augmentation import augmented_texts
 from keras_bert.finetuning.distillation.comparison import compare
 from keras_bert.finetuning.distillation.loss import SoftTargetLoss
-from keras_bert.finetuning.distillation.student import kept_layers, student_of
+from keras_bert.config import kept_layers
+from keras_bert.finetuning.distillation.student import student_of
 from tests.tasks.tiny_checkpoint import VOCAB
 
 TEXTS = ["the movie was good", "a terrible film", "good", "the meal was bad and the film awful",

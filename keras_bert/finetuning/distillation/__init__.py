@@ -10,7 +10,7 @@ through its own ``fit`` recipe, nor save and export as itself), and its loss can
 labelled and unlabelled rows differently in one batch.
 
 One module per part: ``run`` (``distill``, the whole run), ``student`` (``student_of``: the
-student a run starts from, ``kept_layers``), ``teacher`` (which models can teach,
+student a run starts from, on ``config.kept_layers``), ``teacher`` (which models can teach,
 ``load_teacher``), ``targets`` (``distillation_data``: the teacher's outputs beside the labels),
 ``loss`` (``SoftTargetLoss`` and the metrics that read the same targets), ``augmentation``
 (``augmented_texts``) and ``comparison`` (``compare``: teacher and student side by side).

@@ -90,11 +90,16 @@ def _with_augmented(teacher, texts, labels, text_pairs, copies: int, seed) -> tu
             None if text_pairs is None else text_pairs + extra_pairs)
 
 
-def _check_augmentable(teacher, texts, text_pairs) -> None:
-    """``augment`` changes raw texts: a classifier's (and a pair's). Another task's labels
-    (tags per word, answer spans, choices) would no longer line up with the changed words."""
+def can_augment(teacher) -> bool:
+    """Whether ``augment`` can change the teacher's texts: a text classifier's (and a pair's).
+    Another task's labels (tags per word, answer spans, choices) would no longer line up with
+    the changed words, nor a classifier's features with its texts."""
     from keras_bert.tasks.classification.model import BertClassifier
-    if not isinstance(teacher, BertClassifier) or getattr(teacher, "feature_names", None):
+    return isinstance(teacher, BertClassifier) and not getattr(teacher, "feature_names", None)
+
+
+def _check_augmentable(teacher, texts, text_pairs) -> None:
+    if not can_augment(teacher):
         raise ValueError(f"augment= changes raw texts, for text classifiers; a "
                          f"{type(teacher).__name__}'s labels would no longer match its "
                          f"changed inputs: give it more texts instead")

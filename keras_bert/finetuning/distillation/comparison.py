@@ -1,5 +1,6 @@
-"""Teacher and student side by side on labelled examples (``compare``): accuracy or mean squared
-error, the student's agreement with the teacher, speed, and the majority label's rate."""
+"""Teacher and student side by side: on labelled examples (``compare``: accuracy or mean squared
+error, the student's agreement with the teacher, speed, and the majority label's rate), and in
+size (``sizes``, ``size_note``: parameters, the embeddings' share, and what that means)."""
 
 from __future__ import annotations
 
@@ -65,3 +66,27 @@ def compare(teacher: BertTask, student: BertTask, texts, labels=None, text_pairs
             majority.append(float(np.bincount(truth.reshape(-1)).max() / truth.size))
         results["majority"] = {"accuracy": float(np.mean(majority))}
     return results
+
+
+def sizes(teacher: BertTask, student: BertTask) -> dict[str, dict[str, int]]:
+    """The teacher's and the student's sizes: {"teacher": {"layers", "parameters",
+    "embedding_parameters"}, "student": {...}}; the embeddings are the encoder's word,
+    position and segment tables and their LayerNorm."""
+    return {name: {"layers": model.encoder.bert_config.num_hidden_layers,
+                   "parameters": model.count_params(),
+                   "embedding_parameters": model.encoder.embeddings.count_params()}
+            for name, model in (("teacher", teacher), ("student", student))}
+
+
+def size_note(counts: dict[str, dict[str, int]]) -> str:
+    """One sentence on the numbers ``sizes`` gives: the student's parameters against the
+    teacher's, the embeddings' share of them, and why its speed follows the layers it keeps
+    rather than that share (an embedding is a table look-up per token: memory, almost no
+    time)."""
+    teacher, student = counts["teacher"], counts["student"]
+    return (f"the student keeps {student['parameters'] / teacher['parameters']:.0%} of the "
+            f"teacher's parameters ({student['parameters']:,} of {teacher['parameters']:,}), "
+            f"{student['embedding_parameters'] / student['parameters']:.0%} of them the "
+            f"embeddings, which cost memory but almost no time per text (a table look-up): its "
+            f"speed follows the {student['layers']} of {teacher['layers']} layers it keeps, not "
+            f"its share of the parameters")

@@ -10,8 +10,9 @@ import time
 from collections.abc import Sequence
 
 from keras_bert.config import DistillationSettings, FinetuneSettings
-from keras_bert.finetuning.distillation.augmentation import _check_copies, _with_augmented
-from keras_bert.finetuning.distillation.comparison import compare
+from keras_bert.finetuning.distillation.augmentation import (_check_copies, _with_augmented,
+                                                             can_augment)
+from keras_bert.finetuning.distillation.comparison import compare, size_note, sizes
 from keras_bert.finetuning.distillation.loss import LabelAccuracy, SoftTargetLoss, TeacherAgreement
 from keras_bert.finetuning.distillation.student import student_of
 from keras_bert.finetuning.distillation.targets import distillation_data
@@ -64,8 +65,8 @@ def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
             a tagger's TaggedSentences' tags). A span head's labels are its SquadExamples'
             answers (an example without one is unlabelled), so it takes None.
         text_pairs: the second text of each pair, for pair classifiers.
-        num_layers: a student of this many of the teacher's layers (``kept_layers``: spread
-            evenly, the top one kept), with its embeddings, pooler and head.
+        num_layers: a student of this many of the teacher's layers (``config.kept_layers``:
+            spread evenly, the top one kept), with its embeddings, pooler and head.
         student: instead, a checkpoint ``from_pretrained`` reads or a task model of the
             teacher's class, with the teacher's vocabulary.
         epochs, batch_size, learning_rate: the recipe's settings (3, 32, 5e-5).
@@ -75,7 +76,8 @@ def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
             n-grams kept: ``augmented_texts``, with ``seed``) join the texts, labelled by the
             teacher alone (0). Where there are few or no unlabelled texts, copies lift the
             students' accuracy (benchmarks/README.md, augmented copies); each copy costs a
-            text's training.
+            text's training. Without copies, texts without labels fewer than the labelled ones
+            (``DistillationSettings.few_unlabeled_per_labeled``) log a warning that says so.
         bucket_lengths: as ``fit``'s.
         seed: the shuffling seed; with ``keras.callbacks.BackupAndRestore`` in ``callbacks``,
             a run killed mid-way resumes where it was, as ``fit`` does.
@@ -91,7 +93,7 @@ def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
 
     Example:
     >>> import keras_bert
-    >>> from keras_bert.finetuning.distillation.student import kept_layers
+    >>> from keras_bert.config import kept_layers
     >>> kept_layers(12, 4)
     [2, 5, 8, 11]
     """
@@ -101,6 +103,11 @@ def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
     if not 0 <= label_weight <= 1:
         raise ValueError(f"label_weight must be in [0, 1], got {label_weight}")
     _check_copies(augment)
+    if labels is not None and can_augment(teacher):
+        labelled = sum(label is not None for label in labels)
+        warning = DEFAULTS.few_texts_warning(labelled, len(labels) - labelled, augment)
+        if warning:
+            logger.warning(warning)
     if augment:
         texts, labels, text_pairs = _with_augmented(teacher, texts, labels, text_pairs, augment,
                                                     seed)
@@ -134,6 +141,7 @@ def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
         trained, model = model, type(model).from_config(model.get_config())
         model.set_weights(trained.get_weights())
         model.compile()
+    logger.info("%s", size_note(sizes(teacher, model)))
     model.dev_scores = None
     if validation_data is not None:
         model.dev_scores = compare(teacher, model, *_validation_parts(validation_data),

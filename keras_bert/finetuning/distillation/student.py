@@ -8,20 +8,10 @@ import logging
 
 import keras
 
+from keras_bert.config import kept_layers
 from keras_bert.models.task import BertTask
 
 logger = logging.getLogger(__name__)
-
-
-def kept_layers(teacher_layers: int, num_layers: int) -> list[int]:
-    """The teacher's layers (0-based) a ``num_layers`` student starts from: spread evenly, the
-    top one always kept (it feeds the head): 12 -> 4 keeps 2, 5, 8, 11; 6 -> 3 keeps 1, 3, 5;
-    6 -> 2 keeps 2, 5. DistilBERT's initialisation takes one layer in two the same way."""
-    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or not (
-            0 < num_layers < teacher_layers):
-        raise ValueError(f"num_layers must be between 1 and {teacher_layers - 1} (the teacher "
-                         f"has {teacher_layers} layers), got {num_layers!r}")
-    return [round((index + 1) * teacher_layers / num_layers) - 1 for index in range(num_layers)]
 
 
 def _copy_of(layer):

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from keras_bert.config import CLASSIFIER_POOLINGS
+from keras_bert.errors import DataError
 from keras_bert.tasks.spec import (DEV_PREDICTIONS, CommonOptions, TaskSpec, collected_label_names,
                                    packed_length, RecordsFile, require_vocabulary)
 from keras_bert.tasks.classification import glue, jsonl
@@ -128,6 +129,17 @@ class ClassificationSpec(TaskSpec):
             if names:
                 return list(names)
         return collected_label_names(train_examples, options)
+
+    def check_labels(self, examples, label_names: list[str] | None) -> None:
+        if self.regression or label_names is None:
+            return
+        known = set(label_names)
+        for example in examples:
+            if example.label is not None and str(example.label) not in known:
+                raise DataError(f"label {example.label!r} is not one of the labels the "
+                                f"model learns ({', '.join(map(repr, label_names))}); fix it, "
+                                f"or pass every label name with --labels", example.path,
+                                example.line)
 
     def build_model(self, checkpoint, labels, train_examples,
                     options: ClassificationOptions, lower_case: bool | None = None):

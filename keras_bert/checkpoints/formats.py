@@ -1,0 +1,62 @@
+"""Which checkpoint format a path holds, and the encoder architecture its config file states, told
+from its files in pure Python (no TensorFlow, no weights read): ``detect_format``, where
+``reading.read_checkpoint`` starts, and ``stored_config``, which the command line's checks read
+before TensorFlow loads."""
+
+from __future__ import annotations
+
+import os
+
+from keras_bert import fileio
+from keras_bert.checkpoints import huggingface, keras_hub
+from keras_bert.config import BertConfig
+from keras_bert.fileio import join
+
+KERAS_MODEL_NAME = "model.keras"  # ours: the saved model, beside bert_config.json
+GOOGLE_CONFIG_NAME = "bert_config.json"  # Google's TF1 checkpoints, and ours
+
+
+def detect_format(path: fileio.PathLike) -> str:
+    """'keras', 'hf', 'google' or 'keras-hub' for a checkpoint directory, prefix or .keras
+    file; ValueError saying what a directory lacks, FileNotFoundError where nothing is."""
+    path = os.fspath(path)
+    if path.endswith(".keras") and fileio.exists(path):
+        return "keras"
+    if fileio.isdir(path):
+        if fileio.exists(join(path, KERAS_MODEL_NAME)):
+            return "keras"
+        if keras_hub.is_keras_hub_preset(path):
+            return "keras-hub"
+        if fileio.exists(join(path, huggingface.CONFIG_NAME)):
+            if huggingface.is_hf_directory(path):
+                return "hf"
+            raise ValueError(
+                f"{path!r} has config.json but no weights: expected one of "
+                f"{', '.join(huggingface.WEIGHT_FILES)} (a Hugging Face folder)")
+        if fileio.exists(join(path, GOOGLE_CONFIG_NAME)) and fileio.glob(join(path, "*.index")):
+            return "google"
+        raise ValueError(
+            f"{path!r} is not a checkpoint directory: expected bert_config.json + *.ckpt.index "
+            "(Google TF1), config.json + model.safetensors, pytorch_model.bin or tf_model.h5 "
+            "(Hugging Face), "
+            f"config.json + model.weights.h5 (a keras-hub preset), or {KERAS_MODEL_NAME} "
+            "(keras-bert)")
+    if fileio.exists(path + ".index"):
+        return "google"
+    raise FileNotFoundError(f"checkpoint {path!r} does not exist")
+
+
+def stored_config(path: fileio.PathLike) -> BertConfig | None:
+    """The encoder architecture the checkpoint at ``path`` states in its config file, read
+    with ``json`` alone: config.json for a Hugging Face folder (ValueError naming the file for
+    a model_type other than 'bert'), bert_config.json for ours and Google's; None where only
+    the weights' file states it (a bare ``.keras`` file, a Google prefix, a keras-hub preset).
+    ``detect_format``'s errors first, for a path that holds no checkpoint."""
+    fmt = detect_format(path)
+    path = os.fspath(path)
+    if not fileio.isdir(path) or fmt == "keras-hub":
+        return None
+    if fmt == "hf":
+        return BertConfig.from_hf_json_file(join(path, huggingface.CONFIG_NAME))
+    config_path = join(path, GOOGLE_CONFIG_NAME)
+    return BertConfig.from_json_file(config_path) if fileio.exists(config_path) else None
