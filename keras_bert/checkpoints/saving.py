@@ -8,6 +8,7 @@ vocabulary and casing go with it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -39,9 +40,10 @@ def save_checkpoint(model, path: fileio.PathLike, format: str = "keras", *,
     """Saves ``model`` (a BertEncoder, BertPretrainer or task model) to the directory ``path``.
 
     Formats:
-        ``"keras"``: ours, a preset: ``model.keras`` (the whole model, int8 included),
-            bert_config.json, vocab.txt and tokenizer_config.json (its casing); every
-            ``from_pretrained``, ``keras-bert export`` and ``--init_checkpoint`` read it.
+        ``"keras"``: ours, a preset: ``model.keras`` (the whole model, int8 included,
+            saved as an uncompiled model: no optimizer, no compile settings), bert_config.json,
+            vocab.txt and tokenizer_config.json (its casing); every ``from_pretrained``,
+            ``keras-bert export`` and ``--init_checkpoint`` read it.
         ``"hf"``: a Hugging Face folder that transformers' auto class of the head loads
             (BertModel, BertForPreTraining, BertForSequenceClassification,
             BertForTokenClassification, BertForQuestionAnswering, BertForMultipleChoice; label
@@ -49,6 +51,13 @@ def save_checkpoint(model, path: fileio.PathLike, format: str = "keras", *,
             as a sentence-transformers folder.
         ``"google"``: a TF1 checkpoint with Google's names: the encoder, the pretraining heads,
             run_classifier.py's classifier and run_squad.py's span head.
+
+    A checkpoint in any format holds the model, not its training: a compiled model's optimizer
+    state (two Adam moments per weight, twice the weights' size) is left out of ``"keras"`` too,
+    as the other formats leave it out, and the model loads uncompiled. This is the one place
+    that decides it. Where training must go on from its state, that state is saved apart:
+    ``keras-bert finetune`` resumes from ``checkpoints/`` (``EpochCheckpoint``), and Keras'
+    own ``model.save("x.keras")`` keeps the optimizer.
 
     The directory appears only when everything was written (``fileio.atomic_output_dir``); a
     head a format has no name for (Google's has none for tagging, multiple choice or sentence
@@ -120,6 +129,22 @@ def save_checkpoint(model, path: fileio.PathLike, format: str = "keras", *,
     return path
 
 
+@contextlib.contextmanager
+def _uncompiled(model):
+    """Within it, ``model`` saves as Keras saves a model never compiled: without its optimizer
+    (whose variables Keras writes wherever ``model.optimizer`` is one) and without a compile
+    configuration (``compiled`` False). Both are back afterwards, so training goes on."""
+    if not getattr(model, "compiled", False):
+        yield
+        return
+    optimizer = model.optimizer
+    model.optimizer, model.compiled = None, False
+    try:
+        yield
+    finally:
+        model.optimizer, model.compiled = optimizer, True
+
+
 def _vocabulary(model, vocabulary, lower_case):
     """(tokens or None, lower_case) from the model's preprocessor or ``vocabulary``."""
     preprocessor = getattr(model, "preprocessor", None)
@@ -175,7 +200,8 @@ def _array(weight: WeightName, transposed: bool) -> np.ndarray:
 
 
 def _write_keras(model, encoder, directory: str, tokens, lower_case) -> None:
-    model.save(os.path.join(directory, KERAS_MODEL_NAME))
+    with _uncompiled(model):
+        model.save(os.path.join(directory, KERAS_MODEL_NAME))
     encoder.bert_config.to_json_file(os.path.join(directory, GOOGLE_CONFIG_NAME))
     if tokens is not None:
         vocab_lib.save_vocab(tokens, os.path.join(directory, vocab_lib.VOCAB_FILENAME))

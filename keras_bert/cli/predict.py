@@ -38,7 +38,7 @@ def add_parser(subparsers) -> None:
     evaluate.add_argument("--predictions_file",
                           help="also write one prediction per example here (JSON Lines, or "
                                "CSV when it ends in .csv)")
-    _add_common_flags(evaluate)
+    _add_common_flags(evaluate, records="--predictions_file")
     evaluate.set_defaults(run=run_evaluate, check=_check_local_inputs)
 
     predict = subparsers.add_parser(
@@ -57,7 +57,7 @@ def add_parser(subparsers) -> None:
                               "evaluate; with --server: the served model's name")
     predict.add_argument("--input_file", help="examples, in the task's format")
     predict.add_argument("--output_file", help="where the predictions go (default: stdout)")
-    _add_common_flags(predict)
+    _add_common_flags(predict, records="the predictions")
     served = predict.add_argument_group("a served model (--server)")
     served.add_argument("--server", help="host:port of a model server")
     served.add_argument("--protocol", choices=("grpc", "rest"), default="grpc",
@@ -75,14 +75,32 @@ def add_parser(subparsers) -> None:
     predict.set_defaults(run=run_predict, check=_check_predict_inputs)
 
 
-def _add_common_flags(parser: argparse.ArgumentParser) -> None:
+def _add_common_flags(parser: argparse.ArgumentParser, records: str) -> None:
     parser.add_argument("--batch_size", type=int, default=FinetuneSettings.batch_size,
                         help="rows per batch (default: %(default)s)")
-    ClassificationSpec().add_column_arguments(parser, files="--input_file")
+    spec = ClassificationSpec()
+    spec.add_keep_columns_argument(spec.add_column_arguments(parser, files="--input_file"),
+                                   "--input_file", records)
 
 
 def _check_local_inputs(args: argparse.Namespace) -> None:
+    """The paths exist; with --keep_columns, --input_file has them (read as classification
+    reads it, since only classification and regression models keep columns)."""
     check_inputs_exist(args, "model", "input_file")
+    if args.keep_columns:
+        if not args.input_file:
+            raise ValueError("--keep_columns copies columns of --input_file; TEXTs have none")
+        spec = ClassificationSpec()
+        spec.read_examples(args.input_file, spec.options_class(**_column_flags(args)),
+                           with_labels=False)
+
+
+def _column_flags(args: argparse.Namespace) -> dict:
+    """{field: value} of the classification flags given (set to other than their default)."""
+    defaults = ClassificationSpec.options_class()
+    return {name: getattr(args, name) for name in (*ClassificationSpec.COLUMN_FLAGS,
+                                                   "keep_columns")
+            if getattr(args, name) != getattr(defaults, name)}
 
 
 def _check_predict_inputs(args: argparse.Namespace) -> None:
@@ -94,6 +112,9 @@ def _check_predict_inputs(args: argparse.Namespace) -> None:
                        if getattr(args, name) is not None]
         if served_only:
             raise ValueError(f"{', '.join(served_only)} apply to a served model (--server)")
+    elif args.keep_columns:
+        raise ValueError("--keep_columns copies columns of --input_file, which a served model "
+                         "(--server) does not read")
     elif not args.texts or args.input_file:
         raise ValueError("a served model (--server) is asked about TEXTs given on the command "
                          "line, not --input_file")
@@ -115,9 +136,7 @@ def _load(args: argparse.Namespace):
     from keras_bert.tasks.checkpoint_models import model_of_checkpoint
     model = model_of_checkpoint(args.model)
     task = model_task(model)
-    defaults = ClassificationSpec.options_class()
-    flags = {name: getattr(args, name) for name in ClassificationSpec.COLUMN_FLAGS
-             if getattr(args, name) != getattr(defaults, name)}
+    flags = _column_flags(args)
     if flags and not isinstance(task, ClassificationSpec):
         raise ValueError(f"{', '.join('--' + name for name in flags)} apply to classification "
                          f"and regression models; {args.model!r} holds a {task.name} model")
@@ -164,13 +183,19 @@ def run_predict(args: argparse.Namespace) -> int:
     else:
         examples = task.examples_of_texts(args.texts)
         options = task.resolve_options(options, [])
-    records = task.predict(model, examples, options, args.batch_size)
-    if args.output_file:
-        write_records(args.output_file, records)
+    _put(task.predict(model, examples, options, args.batch_size), args.output_file)
+    return 0
+
+
+def _put(records: list[dict], output_file: str | None) -> None:
+    """The predictions written to ``output_file`` (and where, and how many, said on stderr),
+    or printed to stdout, one JSON object a line."""
+    if output_file:
+        write_records(output_file, records)
+        print(f"wrote {len(records):,} predictions to {output_file}", file=sys.stderr)
     else:
         for record in records:
             print(json.dumps(record, ensure_ascii=False))
-    return 0
 
 
 def _predict_served(args: argparse.Namespace) -> int:
@@ -212,11 +237,7 @@ def _predict_served(args: argparse.Namespace) -> int:
             record["choices"] = args.choices[row]
         record.update({name: jsonable(outputs[name][row]) for name in wanted})
         records.append(record)
-    if args.output_file:
-        write_records(args.output_file, records)
-    else:
-        for record in records:
-            print(json.dumps(record))
+    _put(records, args.output_file)
     return 0
 
 

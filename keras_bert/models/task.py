@@ -270,7 +270,8 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         super().compile(optimizer=optimizer, **compile_arguments)
 
     def get_compile_config(self):
-        if self.recipe.settings is None:
+        if self.recipe.settings is None or not self.compiled:
+            # Not the recipe's, or saved as uncompiled (save_checkpoint keeps no training state).
             return super().get_compile_config()
         if self.recipe.optimizer is None:
             # An "auto" optimizer that fit has not made yet is a placeholder: save no compile

@@ -24,6 +24,9 @@ class TextExample:
         features: {name: value} of the other columns a classifier with features reads (as
             read: strings from TSV/CSV, JSON values from JSONL; None or "" when missing), or
             None.
+        kept: {name: value} of the columns copied as they are into the example's prediction
+            record (``keep_columns``, e.g. an id; as read, None where a JSONL line lacks one),
+            or None.
     """
     text: str
     text_pair: str | None = None
@@ -31,6 +34,7 @@ class TextExample:
     path: str | None = None
     line: int | None = None
     features: dict | None = None
+    kept: dict | None = None
 
 
 @dataclasses.dataclass(frozen=True)

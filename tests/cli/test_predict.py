@@ -108,6 +108,47 @@ def test_finetune_writes_curves_and_dev_predictions(finetuned):
     assert [e["epoch"] for e in results["epochs"]] == [1, 2]
 
 
+def test_best_model_keeps_no_optimizer_state_and_predicts_as_the_run_did(finetuned, tmp_path):
+    import io
+    import zipfile
+
+    import h5py
+    import keras
+
+    out, _, _, dev = finetuned
+    with zipfile.ZipFile(out / "best_model" / "model.keras") as archive:
+        config = json.loads(archive.read("config.json"))
+        with h5py.File(io.BytesIO(archive.read("model.weights.h5")), "r") as weights:
+            entries = []
+            weights.visit(entries.append)
+    assert any(entry.startswith("layers/bert_encoder") for entry in entries)
+    assert not [entry for entry in entries if "optimizer" in entry]
+    assert not config.get("compile_config")
+    # It loads with plain Keras, uncompiled, and predicts what the run's model predicted.
+    model = keras.saving.load_model(str(out / "best_model" / "model.keras"))
+    assert not model.compiled
+    kept = [json.loads(line) for line in (out / "dev_predictions.jsonl").read_text()
+            .splitlines()]
+    probabilities = model.predict([row["review"] for row in ROWS], verbose=0)
+    np.testing.assert_allclose(
+        probabilities, [[r["probabilities"][name] for name in ("neg", "pos")] for r in kept],
+        atol=1e-5)
+    # And it is fine-tuned again as any checkpoint is (the dev predictions carrying the ids).
+    again = tmp_path / "again"
+    with_ids = write_csv(tmp_path / "with_ids.csv", [{"id": f"r{i}", **row}
+                                                     for i, row in enumerate(ROWS)],
+                         columns=("id", "review", "stars"))
+    assert main(["finetune", "--task", "classification", "--init_checkpoint",
+                 str(out / "best_model"), "--train_file", with_ids, "--dev_file", with_ids,
+                 "--output_dir", str(again), "--text_column", "review", "--label_column",
+                 "stars", "--keep_columns", "id", "--epochs", "1", "--batch_size", "8",
+                 "--max_seq_length", "16", "--no_progress"]) == 0
+    assert (again / "best_model" / "model.keras").exists()
+    assert [json.loads(line)["id"] for line in
+            (again / "dev_predictions.jsonl").read_text().splitlines()] == \
+        [f"r{i}" for i in range(len(ROWS))]
+
+
 def test_evaluate_and_predict_offline_agree_with_the_run(finetuned, tmp_path, capsys):
     out, _, _, dev = finetuned
     model_dir = str(out / "best_model")
@@ -143,6 +184,45 @@ def test_evaluate_and_predict_offline_agree_with_the_run(finetuned, tmp_path, ca
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["text"] for r in lines] == [ROWS[0]["review"], "a meal"]
     assert lines[0]["label"] == kept[0]["label"]
+
+
+def test_predict_says_where_it_wrote_and_keeps_the_columns_named(finetuned, tmp_path, capsys):
+    out, _, _, _ = finetuned
+    model_dir = str(out / "best_model")
+    rows = [{"id": f"r{i}", **row} for i, row in enumerate(ROWS)]
+    csv_input = write_csv(tmp_path / "test.csv", rows, columns=("id", "review", "stars"))
+    jsonl_input = tmp_path / "test.jsonl"
+    jsonl_input.write_text("".join(json.dumps({"id": i, "text": row["review"]}) + "\n"
+                                   for i, row in enumerate(ROWS)))
+    for source, columns in ((csv_input, ["--text_column", "review"]),
+                            (str(jsonl_input), [])):
+        for suffix in (".jsonl", ".csv"):
+            output = tmp_path / f"from_{os.path.basename(source)}{suffix}"
+            assert main(["predict", "--model", model_dir, "--input_file", source, *columns,
+                         "--keep_columns", "id", "--output_file", str(output)]) == 0
+            captured = capsys.readouterr()
+            assert captured.out == ""
+            assert captured.err.strip().splitlines()[-1] == \
+                f"wrote {len(ROWS):,} predictions to {output}"
+            if suffix == ".csv":
+                with open(output) as f:
+                    records = list(csv.DictReader(f))
+                ids = [str(i) if source.endswith(".jsonl") else f"r{i}"
+                       for i in range(len(ROWS))]
+            else:
+                records = [json.loads(line) for line in output.read_text().splitlines()]
+                ids = list(range(len(ROWS))) if source.endswith(".jsonl") else \
+                    [f"r{i}" for i in range(len(ROWS))]
+            assert list(records[0])[:3] == ["id", "text", "label"], (source, suffix)
+            assert [r["id"] for r in records] == ids, (source, suffix)
+            assert [r["text"] for r in records] == [row["review"] for row in ROWS]
+    # evaluate's predictions file keeps them too.
+    assert main(["evaluate", "--model", model_dir, "--input_file", csv_input, "--text_column",
+                 "review", "--label_column", "stars", "--keep_columns", "id",
+                 "--predictions_file", str(tmp_path / "scored.jsonl")]) == 0
+    scored = [json.loads(line) for line in (tmp_path / "scored.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in scored] == [f"r{i}" for i in range(len(ROWS))]
+    assert all("true_label" in r for r in scored)
 
 
 def test_evaluate_warns_about_a_model_that_predicts_one_class(finetuned, tmp_path, capsys):
@@ -203,6 +283,17 @@ def test_bad_inputs_fail_before_tensorflow_loads_and_leave_nothing(checkpoint, t
                            train], "--model"),
         "missing input": (["predict", "--model", checkpoint, "--input_file",
                            str(tmp_path / "nope.csv")], "--input_file"),
+        "missing kept column": (["predict", "--model", checkpoint, "--input_file", train,
+                                 "--text_column", "review", "--keep_columns", "id"],
+                                f"{train}:1: missing kept column 'id'; the header has "
+                                f"'review', 'stars'"),
+        "kept column named as a field": (["predict", "--model", checkpoint, "--input_file",
+                                          train, "--text_column", "review", "--keep_columns",
+                                          "label"], "--keep_columns label: a prediction record "
+                                                    "has a field 'label' of its own"),
+        "kept column of texts": (["predict", "--model", checkpoint, "--keep_columns", "id",
+                                  "some text"], "--keep_columns copies columns of "
+                                                "--input_file"),
         "export": (["export", str(tmp_path / "nope"), str(tmp_path / "models"),
                     "--model_name", "m"], "does not exist"),
         "extract-features": (["extract-features", "--init_checkpoint", checkpoint,

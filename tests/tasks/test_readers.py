@@ -153,6 +153,15 @@ def test_named_columns_that_are_missing_or_used_twice(tmp_path):
                   text_column="sentence")
 
 
+def test_kept_columns_come_as_they_are_or_fail_naming_the_header(tmp_path):
+    path = write(tmp_path, "test.tsv", "id\ttext\tlabel\n 007 \tfine\t1\n")
+    assert [e.kept for e in read_glue(path, with_labels=False, keep_columns=["id", "label"])] \
+        == [{"id": " 007 ", "label": "1"}]
+    with pytest.raises(DataError, match=r"test\.tsv:1: missing kept column 'row'; the header "
+                                        r"has 'id', 'text', 'label'$"):
+        read_glue(path, keep_columns=["row"])
+
+
 def test_jsonl_keys_named_by_the_caller(tmp_path):
     path = write(tmp_path, "reviews.jsonl",
                  '{"product": "B001", "review": "Tasty, \\"cheap\\"", "score": 5}\n'
@@ -172,6 +181,13 @@ def test_jsonl_keys_named_by_the_caller(tmp_path):
         read_jsonl(path, text_key="review", text_pair_key="title", label_key="score")
     with pytest.raises(ValueError, match=r"^text_key and label_key both name 'review'"):
         read_jsonl(path, text_key="review", label_key="review")
+    # Kept keys come as their JSON values, None on a line without one.
+    kept = read_jsonl(path, text_key="review", label_key="score", keep_keys=["product", "summary"])
+    assert [e.kept for e in kept] == [{"product": "B001", "summary": None},
+                                      {"product": "B002", "summary": "no"}]
+    with pytest.raises(DataError, match=r"reviews\.jsonl: no line has the kept key 'id'; the "
+                                        r"lines have 'product', 'review', 'score', 'summary'$"):
+        read_jsonl(path, text_key="review", label_key="score", keep_keys=["id"])
 
 
 def test_jsonl(tmp_path):

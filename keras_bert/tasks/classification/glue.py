@@ -109,7 +109,8 @@ def _column(header: list[str] | None, column: str | int | None, path: str, what:
 def read_glue(path: str, task: str = "generic", with_labels: bool = True,
               feature_columns: Sequence[str] = (), text_column: str | None = None,
               text_pair_column: str | None = None, label_column: str | None = None,
-              dialect: str | None = None) -> list[TextExample]:
+              dialect: str | None = None, keep_columns: Sequence[str] = ()
+              ) -> list[TextExample]:
     """Reads a GLUE-style TSV/CSV file into TextExamples.
 
     Args:
@@ -128,15 +129,17 @@ def read_glue(path: str, task: str = "generic", with_labels: bool = True,
         dialect: "csv" (commas, standard CSV quoting: fields may hold commas, quotes and
             newlines) or "tsv" (tabs, no quoting: GLUE's files contain stray quote
             characters); None: "csv" for ``.csv`` files, else "tsv".
+        keep_columns: more columns to read, by header name, into each example's ``kept`` as
+            they are (strings), to be copied into its prediction record (an id, say).
 
     Returns:
         One TextExample per row; labels are class names (str), floats for STS-B. ``generic``
         labels stay strings (``float(label)`` them for regression).
 
     Raises:
-        DataError: a missing text, text_pair, label or feature column (the message lists the
-            header's), a row with too few fields, an empty text, an unknown label or a
-            non-numeric STS-B score; the message names the file and line.
+        DataError: a missing text, text_pair, label, feature or kept column (the message
+            lists the header's), a row with too few fields, an empty text, an unknown label or
+            a non-numeric STS-B score; the message names the file and line.
         ValueError: two of the columns (text, text_pair, label, features) are the same.
 
     Example:
@@ -181,12 +184,14 @@ def read_glue(path: str, task: str = "generic", with_labels: bool = True,
         label_index = _column(header, label_column, path, "label", with_labels)
     feature_indexes = {name: _column(header, name, path, "feature", True)
                        for name in feature_columns}
+    kept_indexes = {name: _column(header, name, path, "kept", True) for name in keep_columns}
     examples = []
     for line, fields in [*pending, *rows]:
         if not fields or fields == [""]:
             continue
         needed = max(i for i in (text_index, pair_index, label_index if with_labels else None,
-                                 *feature_indexes.values()) if i is not None)
+                                 *feature_indexes.values(), *kept_indexes.values())
+                     if i is not None)
         if len(fields) <= needed:
             raise DataError(f"expected at least {needed + 1} fields, found {len(fields)}; "
                             f"check the separator ({'comma' if dialect == 'csv' else 'tab'})"
@@ -199,7 +204,9 @@ def read_glue(path: str, task: str = "generic", with_labels: bool = True,
             label = _parse_label(fields[label_index].strip(), layout, path, line)
         features = ({name: fields[index].strip() for name, index in feature_indexes.items()}
                     if feature_columns else None)
-        examples.append(TextExample(text, pair, label, path, line, features))
+        kept = ({name: fields[index] for name, index in kept_indexes.items()}
+                if keep_columns else None)
+        examples.append(TextExample(text, pair, label, path, line, features, kept))
     return examples
 
 

@@ -14,7 +14,8 @@ from keras_bert.tasks.input_examples import TextExample, check_distinct_columns,
 
 def read_jsonl(path: str, with_labels: bool = True, text_key: str | None = None,
                text_pair_key: str | None = None, label_key: str | None = None,
-               feature_keys: Sequence[str] = ()) -> list[TextExample]:
+               feature_keys: Sequence[str] = (), keep_keys: Sequence[str] = ()
+               ) -> list[TextExample]:
     """Reads ``{"text": ..., "text_pair": ..., "label": ...}`` lines into TextExamples.
 
     Blank lines are skipped. Labels keep their JSON type: strings or ints name classes (the
@@ -33,8 +34,8 @@ def read_jsonl(path: str, with_labels: bool = True, text_key: str | None = None,
 
     Raises:
         DataError: invalid JSON, a line that is not an object, a missing or empty text, a
-            missing label, or a named text pair or feature that no line has; the message
-            names the file and line.
+            missing label, or a named text pair, feature or kept key that no line has; the
+            message names the file and line.
         ValueError: two of the keys (text, text pair, label, features) are the same.
 
     Example:
@@ -53,6 +54,7 @@ def read_jsonl(path: str, with_labels: bool = True, text_key: str | None = None,
                             "label_key": label_key,
                             **{f"feature key {name!r}": name for name in feature_keys}})
     examples = []
+    seen_keys = {}  # every line's keys, in order of appearance, for the kept keys' check
     for line_number, line in enumerate(read_text_lines(path), start=1):
         if not line.strip():
             continue
@@ -64,6 +66,7 @@ def read_jsonl(path: str, with_labels: bool = True, text_key: str | None = None,
         if not isinstance(record, dict):
             raise DataError(f"expected a JSON object with {text_key!r} and {label_key!r}, got "
                             f"{type(record).__name__}", path, line_number)
+        seen_keys.update(dict.fromkeys(record))
         if text_key not in record:
             raise DataError(f"missing text field {text_key!r}; the line has "
                             f"{', '.join(map(repr, record))}", path, line_number)
@@ -79,8 +82,9 @@ def read_jsonl(path: str, with_labels: bool = True, text_key: str | None = None,
             label = str(label).lower()
         features = ({name: record.get(name) for name in feature_keys} if feature_keys
                     else None)
+        kept = {name: record.get(name) for name in keep_keys} if keep_keys else None
         examples.append(TextExample(text, pair, label if with_labels else None, path,
-                                    line_number, features))
+                                    line_number, features, kept))
     if not examples:
         raise DataError("the file holds no examples", path)
     if pair_required and all(e.text_pair is None for e in examples):
@@ -88,4 +92,8 @@ def read_jsonl(path: str, with_labels: bool = True, text_key: str | None = None,
     for name in feature_keys:
         if all(e.features[name] is None for e in examples):
             raise DataError(f"no line has the feature {name!r} (or every value is null)", path)
+    for name in keep_keys:
+        if name not in seen_keys:
+            raise DataError(f"no line has the kept key {name!r}; the lines have "
+                            f"{', '.join(map(repr, seen_keys))}", path)
     return examples

@@ -26,7 +26,7 @@ def _name_list(text: str) -> list[str]:
 class ClassificationOptions(CommonOptions):
     """The classification and regression settings (``--data_format``, ``--text_column``,
     ``--text_pair_column``, ``--label_column``, ``--numeric_features``,
-    ``--categorical_features``).
+    ``--categorical_features``, ``--keep_columns``).
 
     Args:
         data_format: a GLUE layout (cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli),
@@ -39,6 +39,9 @@ class ClassificationOptions(CommonOptions):
         numeric_features, categorical_features: columns (JSONL keys) read beside the text.
         pooling: the classifier's text vector, one of ``CLASSIFIER_POOLINGS`` (None: a saved
             classifier's own, else "pooled").
+        keep_columns: columns (JSONL keys) copied as they are into each example's prediction
+            record, before the prediction (an id, say); none may share a name with a record's
+            own fields (``RECORD_FIELDS``).
     """
     data_format: str = "auto"
     text_column: str | None = None
@@ -47,6 +50,7 @@ class ClassificationOptions(CommonOptions):
     numeric_features: Sequence[str] = ()
     categorical_features: Sequence[str] = ()
     pooling: str | None = None
+    keep_columns: Sequence[str] = ()
 
     @property
     def feature_columns(self) -> list[str]:
@@ -62,6 +66,9 @@ class ClassificationSpec(TaskSpec):
 
     # The flags that say how to read a file, which evaluate and predict take too.
     COLUMN_FLAGS = ("data_format", "text_column", "text_pair_column", "label_column")
+    # The fields of a prediction record (``_records``), which no kept column may be named as.
+    RECORD_FIELDS = ("text", "text_pair", "label", "probabilities", "true_label", "score",
+                     "true_score")
 
     def add_arguments(self, parser) -> None:
         group = self.add_column_arguments(parser)
@@ -82,6 +89,17 @@ class ClassificationSpec(TaskSpec):
                                 "the token vectors, as sentence-transformers models such as "
                                 "MiniLM were trained to be read) (default: a saved "
                                 "classifier's own, else pooled)")
+        self.add_keep_columns_argument(group, "the training and dev files",
+                                       "dev_predictions.jsonl")
+
+    def add_keep_columns_argument(self, group, files: str, records: str) -> None:
+        """Adds ``--keep_columns``: the columns of ``files`` that the command copies into
+        each of its prediction records (``records`` names where they go, in the help)."""
+        group.add_argument("--keep_columns", type=_name_list,
+                           default=ClassificationOptions.keep_columns, metavar="NAMES",
+                           help=f"comma-separated columns (JSONL keys) of {files} copied as "
+                                f"they are into each record of {records}, before the "
+                                f"prediction (e.g. an id)")
 
     def add_column_arguments(self, parser, files: str = "the training and dev files"):
         """Adds the flags that say how to read a file (``COLUMN_FLAGS``) in a group of their
@@ -109,17 +127,24 @@ class ClassificationSpec(TaskSpec):
 
     def read_examples(self, path: str, options: ClassificationOptions,
                       with_labels: bool = True) -> list:
+        taken = [name for name in options.keep_columns if name in self.RECORD_FIELDS]
+        if taken:
+            raise ValueError(f"--keep_columns {taken[0]}: a prediction record has a field "
+                             f"{taken[0]!r} of its own (its fields: "
+                             f"{', '.join(self.RECORD_FIELDS)}); keep the other columns")
         if path.lower().endswith((".jsonl", ".json")) or options.data_format == "jsonl":
             return jsonl.read_jsonl(path, with_labels=with_labels, text_key=options.text_column,
                                     text_pair_key=options.text_pair_column,
                                     label_key=options.label_column,
-                                    feature_keys=options.feature_columns)
+                                    feature_keys=options.feature_columns,
+                                    keep_keys=options.keep_columns)
         generic = options.data_format in ("auto", *glue.DIALECTS)
         return glue.read_glue(
             path, "generic" if generic else options.data_format, with_labels=with_labels,
             feature_columns=options.feature_columns, text_column=options.text_column,
             text_pair_column=options.text_pair_column, label_column=options.label_column,
-            dialect=options.data_format if options.data_format in glue.DIALECTS else None)
+            dialect=options.data_format if options.data_format in glue.DIALECTS else None,
+            keep_columns=options.keep_columns)
 
     def label_names(self, train_examples, options: ClassificationOptions) -> list[str] | None:
         if self.regression:
@@ -184,13 +209,13 @@ class ClassificationSpec(TaskSpec):
         return self._records(model, examples, outputs)
 
     def _records(self, model, examples, outputs: np.ndarray) -> list[dict]:
-        """Per example: its text (and text_pair), the prediction (``label`` and
-        ``probabilities``; regression: ``score``) and, where it has one, ``true_label``
-        (``true_score``)."""
+        """Per example: its kept columns, its text (and text_pair), the prediction
+        (``label`` and ``probabilities``; regression: ``score``) and, where it has one,
+        ``true_label`` (``true_score``)."""
         records = []
         names = model.label_names or [str(i) for i in range(outputs.shape[-1])]
         for example, row in zip(examples, outputs):
-            record = {"text": example.text}
+            record = {**(example.kept or {}), "text": example.text}
             if example.text_pair is not None:
                 record["text_pair"] = example.text_pair
             if self.regression:
