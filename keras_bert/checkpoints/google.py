@@ -15,6 +15,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.checkpoints.detection import GOOGLE_CONFIG_NAME
 from keras_bert.config import BertConfig
 from keras_bert import fileio
 from keras_bert.fileio import join
@@ -22,7 +23,6 @@ from keras_bert.tokenization import vocab as vocab_lib
 
 logger = logging.getLogger(__name__)
 
-CONFIG_NAME = "bert_config.json"
 VOCAB_NAME = "vocab.txt"
 CHECKPOINT_NAME = "bert_model.ckpt"
 
@@ -82,9 +82,9 @@ def read_google_checkpoint(path: str) -> tuple[BertConfig, CheckpointValues, str
     """Reads (config, variables, vocab path or None) from a directory or checkpoint prefix."""
     prefix = find_checkpoint_prefix(path)
     directory = path if fileio.isdir(path) else os.path.dirname(prefix)
-    config_path = join(directory, CONFIG_NAME)
+    config_path = join(directory, GOOGLE_CONFIG_NAME)
     if not fileio.exists(config_path):
-        raise FileNotFoundError(f"{directory!r} has a checkpoint but no {CONFIG_NAME}")
+        raise FileNotFoundError(f"{directory!r} has a checkpoint but no {GOOGLE_CONFIG_NAME}")
     config = BertConfig.from_json_file(config_path)
     values = CheckpointValues(prefix)
     if "_CHECKPOINTABLE_OBJECT_GRAPH" in values and not any(n.startswith("bert/") for n in values):
@@ -109,7 +109,7 @@ def write_google_checkpoint(directory: str, config: BertConfig, values: dict[str
             "exact erf GELU: Google's format has no erf form. Outputs move slightly (up to 3e-3 "
             "on MiniLM); use the hf or keras format to keep the exact form")
         config = dataclasses.replace(config, hidden_act="gelu")
-    config.to_json_file(join(directory, CONFIG_NAME))
+    config.to_json_file(join(directory, GOOGLE_CONFIG_NAME))
     names = sorted(values)
     tf.raw_ops.SaveV2(
         prefix=join(directory, CHECKPOINT_NAME),

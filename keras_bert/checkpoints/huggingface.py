@@ -23,9 +23,9 @@ from safetensors.numpy import save as save_safetensors
 from keras_bert import fileio
 from keras_bert.checkpoints.stored_head import (HF_ARCHITECTURES, StoredHead, hf_head,
                                                 sentence_transformers_head)
-from keras_bert.checkpoints import hf_weights
+from keras_bert.checkpoints.detection import HF_CONFIG_NAME
 from keras_bert.checkpoints.hf_weights import has_hf_weights, read_hf_weights
-from keras_bert.checkpoints.tf_h5 import TF_WEIGHT_FILES, has_tf_weights, read_tf_weights
+from keras_bert.checkpoints.tf_h5 import read_tf_weights
 from keras_bert.config import BertConfig
 from keras_bert.fileio import join
 from keras_bert.tokenization.hf_tokenizer_files import write_hf_tokenizer_files
@@ -35,26 +35,17 @@ from keras_bert.tokenization.pretrained_vocab import (SENTENCE_CONFIG_NAME,
 
 logger = logging.getLogger(__name__)
 
-CONFIG_NAME = "config.json"
 SAFETENSORS_NAME = "model.safetensors"
 MODULES_NAME = "modules.json"  # sentence-transformers
 POOLING_DIR = "1_Pooling"
 NORMALIZE_DIR = "2_Normalize"
-# Every weight file a folder may hold, in order of preference: PyTorch's, then TensorFlow's.
-WEIGHT_FILES: tuple[str, ...] = (*hf_weights.WEIGHT_FILES, *TF_WEIGHT_FILES)
-
-
-def is_hf_directory(path: str) -> bool:
-    """Whether ``path`` holds config.json and one of WEIGHT_FILES."""
-    return fileio.exists(join(path, CONFIG_NAME)) and (has_hf_weights(path)
-                                                      or has_tf_weights(path))
 
 
 def read_hf_directory(path: str) -> tuple[BertConfig, dict[str, np.ndarray], StoredHead | None,
                                           list[str] | None, bool | None]:
     """(config, {key: array} as stored, head, vocabulary tokens, lower_case) of a folder; the
     vocabulary and casing are None where it has no tokenizer files."""
-    config_path = join(path, CONFIG_NAME)
+    config_path = join(path, HF_CONFIG_NAME)
     with fileio.open_file(config_path) as f:
         try:
             hf_config = json.load(f)
@@ -81,7 +72,7 @@ def _sentence_transformers_head(path: str) -> StoredHead | None:
     pooling = next((m for m in modules if str(m.get("type", "")).endswith("Pooling")), None)
     pooling_config = None
     if pooling is not None:
-        pooling_path = join(path, pooling.get("path") or POOLING_DIR, CONFIG_NAME)
+        pooling_path = join(path, pooling.get("path") or POOLING_DIR, HF_CONFIG_NAME)
         if fileio.exists(pooling_path):
             with fileio.open_file(pooling_path) as f:
                 pooling_config = json.load(f)
@@ -98,7 +89,7 @@ def write_hf_directory(directory: str, config: BertConfig, values: Mapping[str, 
     fileio.makedirs(directory)
     hf_config = config.to_hf_dict(architectures=(_architecture(head),))
     hf_config.update(_label_fields(head))
-    with fileio.open_file(join(directory, CONFIG_NAME), "w") as f:
+    with fileio.open_file(join(directory, HF_CONFIG_NAME), "w") as f:
         f.write(json.dumps(hf_config, indent=2) + "\n")
     tensors = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in values.items()}
     with fileio.open_file(join(directory, SAFETENSORS_NAME), "wb") as f:
@@ -141,7 +132,7 @@ def _write_sentence_transformers_files(directory: str, config: BertConfig, head:
         fileio.makedirs(join(directory, NORMALIZE_DIR))
     fileio.write_json(join(directory, MODULES_NAME), modules)
     fileio.makedirs(join(directory, POOLING_DIR))
-    fileio.write_json(join(directory, POOLING_DIR, CONFIG_NAME), {
+    fileio.write_json(join(directory, POOLING_DIR, HF_CONFIG_NAME), {
         "word_embedding_dimension": config.hidden_size,
         "pooling_mode_cls_token": head.pooling == "cls",
         "pooling_mode_mean_tokens": head.pooling == "mean",
@@ -151,5 +142,4 @@ def _write_sentence_transformers_files(directory: str, config: BertConfig, head:
         "max_seq_length": seq_length or config.max_position_embeddings, "do_lower_case": False})
 
 
-__all__ = ["CONFIG_NAME", "WEIGHT_FILES", "is_hf_directory", "read_hf_directory",
-           "write_hf_directory"]
+__all__ = ["read_hf_directory", "write_hf_directory"]

@@ -1,7 +1,7 @@
 """Reading a checkpoint of any format into one format-neutral ``Checkpoint``, and assigning its
 values to a model's weights by the names table (``names``), checking everything first.
 
-Formats (``detect_format``): ``keras`` (ours: a directory with model.keras, bert_config.json and
+Formats (``detection.detect_format``, pure Python): ``keras`` (ours: a directory with model.keras, bert_config.json and
 the vocabulary, or a bare ``.keras`` file), ``hf`` (a Hugging Face folder, sentence-transformers
 folders and the tf_model.h5 folders of transformers 4.x's TensorFlow classes included),
 ``google`` (a TF1 checkpoint directory or prefix, run_classifier.py's and run_squad.py's
@@ -27,6 +27,7 @@ import numpy as np
 
 from keras_bert import fileio
 from keras_bert.checkpoints import google, huggingface, keras_hub
+from keras_bert.checkpoints.detection import KERAS_MODEL_NAME, detect_format
 from keras_bert.checkpoints.stored_head import StoredHead, google_head
 from keras_bert.checkpoints.names import (WeightName, encoder_of, is_ignored_google_name,
                                           is_ignored_hf_key, normalize_hf_key)
@@ -38,7 +39,6 @@ from keras_bert.tokenization.pretrained_vocab import (has_pretrained_vocabulary,
 
 logger = logging.getLogger(__name__)
 
-KERAS_MODEL_NAME = "model.keras"
 MAX_LISTED = 40  # missing names a mismatch error lists
 
 
@@ -79,36 +79,6 @@ class Checkpoint:
     def key(self, weight: WeightName) -> str | None:
         """The name of ``weight`` in this checkpoint's naming."""
         return weight.hf if self.naming == "hf" else weight.google
-
-
-def detect_format(path: fileio.PathLike) -> str:
-    """'keras', 'hf', 'google' or 'keras-hub' for a checkpoint directory, prefix or .keras
-    file."""
-    path = os.fspath(path)
-    if path.endswith(".keras") and fileio.exists(path):
-        return "keras"
-    if fileio.isdir(path):
-        if fileio.exists(join(path, KERAS_MODEL_NAME)):
-            return "keras"
-        if keras_hub.is_keras_hub_preset(path):
-            return "keras-hub"
-        if fileio.exists(join(path, huggingface.CONFIG_NAME)):
-            if huggingface.is_hf_directory(path):
-                return "hf"
-            raise ValueError(
-                f"{path!r} has config.json but no weights: expected one of "
-                f"{', '.join(huggingface.WEIGHT_FILES)} (a Hugging Face folder)")
-        if fileio.exists(join(path, google.CONFIG_NAME)) and fileio.glob(join(path, "*.index")):
-            return "google"
-        raise ValueError(
-            f"{path!r} is not a checkpoint directory: expected bert_config.json + *.ckpt.index "
-            "(Google TF1), config.json + model.safetensors, pytorch_model.bin or tf_model.h5 "
-            "(Hugging Face), "
-            f"config.json + model.weights.h5 (a keras-hub preset), or {KERAS_MODEL_NAME} "
-            "(keras-bert)")
-    if fileio.exists(path + ".index"):
-        return "google"
-    raise FileNotFoundError(f"checkpoint {path!r} does not exist")
 
 
 def read_checkpoint(path: fileio.PathLike, fmt: str | None = None) -> Checkpoint:

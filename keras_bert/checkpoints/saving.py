@@ -22,7 +22,7 @@ from keras_bert.checkpoints.names import (POOLERLESS_TASKS, WeightName, encoder_
                                           encoder_weight_names, is_pooler, masked_lm_weight_names,
                                           pretraining_head_weight_names, task_head_weight_names)
 from keras_bert.checkpoints import FORMATS
-from keras_bert.checkpoints.reading import KERAS_MODEL_NAME
+from keras_bert.checkpoints.detection import GOOGLE_CONFIG_NAME, KERAS_MODEL_NAME
 from keras_bert.errors import SaveError, one_line_reason
 from keras_bert.fileio import atomic_output_dir
 from keras_bert.layers.int8 import is_int8
@@ -176,7 +176,7 @@ def _array(weight: WeightName, transposed: bool) -> np.ndarray:
 
 def _write_keras(model, encoder, directory: str, tokens, lower_case) -> None:
     model.save(os.path.join(directory, KERAS_MODEL_NAME))
-    encoder.bert_config.to_json_file(os.path.join(directory, google.CONFIG_NAME))
+    encoder.bert_config.to_json_file(os.path.join(directory, GOOGLE_CONFIG_NAME))
     if tokens is not None:
         vocab_lib.save_vocab(tokens, os.path.join(directory, vocab_lib.VOCAB_FILENAME))
     if lower_case is not None:

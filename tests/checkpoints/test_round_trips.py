@@ -10,7 +10,8 @@ import tensorflow as tf
 from safetensors.numpy import load_file
 
 from keras_bert import BertConfig, BertEncoder, BertPretrainer
-from keras_bert.checkpoints.reading import CheckpointMismatchError, detect_format
+from keras_bert.checkpoints.detection import detect_format
+from keras_bert.checkpoints.reading import CheckpointMismatchError
 from keras_bert.checkpoints.saving import save_checkpoint
 from keras_bert.tasks.checkpoint_models import convert_checkpoint as convert
 from keras_bert.tasks.checkpoint_models import model_of_checkpoint
