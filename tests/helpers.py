@@ -1,5 +1,9 @@
 """Small helpers shared by the tests (import as `from tests.helpers import ...`)."""
 
+import json
+import os
+import subprocess
+import sys
 import time
 from typing import Callable
 
@@ -37,3 +41,27 @@ def wait_until(condition: Callable[[], object], timeout_s: float = 60.0,
             text = message() if callable(message) else message
             raise AssertionError(f"after {timeout_s:g} s: {text}")
         time.sleep(0.01)
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_MAIN_IN_FRESH_PROCESS = (
+    "import contextlib, io, json, sys\n"
+    "from keras_bert.cli import main\n"
+    "results = {}\n"
+    "for name, argv in json.loads(sys.argv[1]).items():\n"
+    "    err = io.StringIO()\n"
+    "    with contextlib.redirect_stderr(err):\n"
+    "        results[name] = [main(argv), err.getvalue()]\n"
+    "print(json.dumps({'results': results, 'tf': 'tensorflow' in sys.modules}))\n")
+
+
+def main_in_fresh_process(cases: dict[str, list[str]], timeout_s: float = 300
+                          ) -> tuple[dict[str, tuple[int, str]], bool]:
+    """Runs `keras-bert` (``cli.main``) on each of ``cases`` ({name: argv}) in one fresh
+    interpreter; returns ({name: (exit code, stderr)}, whether TensorFlow got loaded)."""
+    run = subprocess.run([sys.executable, "-c", _MAIN_IN_FRESH_PROCESS, json.dumps(cases)],
+                         cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True,
+                         text=True, timeout=timeout_s)
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads(run.stdout.splitlines()[-1])
+    return {name: tuple(result) for name, result in report["results"].items()}, report["tf"]

@@ -3,20 +3,15 @@ numbered folder in it holding one) fails at start, before TensorFlow loads, in o
 says what the folder holds and the export command; TF Serving's valid layouts, versions that
 have yet to appear included, still start."""
 
-import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from keras_bert.serving.base_paths import check_base_paths
 from keras_bert.serving.config_files import single_model_config
+from tests.helpers import main_in_fresh_process
 from tests.serving.server_helpers import write_model_config
 from tests.tasks.tiny_checkpoint import tiny_checkpoint
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 
 def make(folder, *files: str) -> str:
     """``folder`` with each of ``files`` (empty; a name's folders made)."""
@@ -76,27 +71,15 @@ def test_serve_refuses_a_real_checkpoint_before_tensorflow_loads(tmp_path, free_
     cases = {"base path": ["serve", "--port", str(port), "--model_base_path", checkpoint],
              "config file": ["serve", "--port", str(port), "--rest_api_port", str(rest_port),
                              "--model_config_file", config]}
-    script = ("import contextlib, io, json, sys\n"
-              "from keras_bert.cli import main\n"
-              "results = {}\n"
-              "for name, argv in json.loads(sys.argv[1]).items():\n"
-              "    err = io.StringIO()\n"
-              "    with contextlib.redirect_stderr(err):\n"
-              "        results[name] = [main(argv), err.getvalue()]\n"
-              "print(json.dumps({'results': results, 'tf': 'tensorflow' in sys.modules}))\n")
-    run = subprocess.run([sys.executable, "-c", script, json.dumps(cases)], cwd=ROOT,
-                         env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True, text=True,
-                         timeout=120)
-    assert run.returncode == 0, run.stderr[-3000:]
-    report = json.loads(run.stdout.splitlines()[-1])
+    results, tensorflow_loaded = main_in_fresh_process(cases, timeout_s=120)
     for name, model in (("base path", "default"), ("config file", "tiny")):
-        assert report["results"][name] == [2, (
+        assert results[name] == (2, (
             f"model server: error: model {model}: {checkpoint} is a keras-bert checkpoint "
             "(model.keras), not a SavedModel base path (numbered version directories each "
             f"holding saved_model.pb); export it first: keras-bert export {checkpoint} "
             f"EXPORT_BASE --model_name {model}, then serve --model_base_path "
-            f"EXPORT_BASE/{model}\n")], name
-    assert not report["tf"], "the check loaded TensorFlow"
+            f"EXPORT_BASE/{model}\n")), name
+    assert not tensorflow_loaded, "the check loaded TensorFlow"
     # The server made in-process (python -m keras_bert.serving.server, tests) refuses it too.
     from keras_bert.serving.server import ModelServer, build_flag_parser
     with pytest.raises(ValueError, match=f"^model default: {checkpoint} is a keras-bert "):
