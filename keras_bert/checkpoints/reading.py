@@ -1,13 +1,14 @@
 """Reading a checkpoint of any format into one format-neutral ``Checkpoint``, and assigning its
 values to a model's weights by the names table (``names``), checking everything first.
 
-Formats (``detection.detect_format``, pure Python): ``keras`` (ours: a directory with model.keras, bert_config.json and
-the vocabulary, or a bare ``.keras`` file), ``hf`` (a Hugging Face folder, sentence-transformers
-folders and the tf_model.h5 folders of transformers 4.x's TensorFlow classes included),
-``google`` (a TF1 checkpoint directory or prefix, run_classifier.py's and run_squad.py's
-fine-tuned ones included) and ``keras-hub`` (a keras-hub preset of a BertBackbone or
-BertTextClassifier). This package sits below the models and imports none of them: the model
-classes read a ``Checkpoint`` in their ``from_pretrained`` and assign its values here.
+Formats (``detection.detect_format``, pure Python): ``keras`` (ours: a directory with
+model.keras, bert_config.json and the vocabulary, or a bare ``.keras`` file), ``hf`` (a Hugging
+Face folder, sentence-transformers folders and the tf_model.h5 folders of transformers 4.x's
+TensorFlow classes included), ``google`` (a TF1 checkpoint directory or prefix,
+run_classifier.py's and run_squad.py's fine-tuned ones included) and ``keras-hub`` (a keras-hub
+preset of a BertBackbone or BertTextClassifier). This package sits below the models and imports
+none of them: the model classes read a ``Checkpoint`` in their ``from_pretrained`` and assign
+its values here.
 
 Loading checks every name and shape before any weight is assigned, so a failed load changes
 nothing.

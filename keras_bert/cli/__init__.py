@@ -123,7 +123,9 @@ def _serve(argv: list[str], verbose: bool) -> int:
     prog = f"keras-bert {SERVE}"
     args = build_flag_parser(prog).parse_args(argv)  # --help and flag errors exit here
     try:  # a base path that holds a checkpoint fails here, before TensorFlow takes seconds
-        check_base_paths(model_server_config(args))
+        # (a gs:// path loads TensorFlow to look, and its start-up lines go here)
+        with contextlib.nullcontext() if verbose else tf_startup.stderr_captured():
+            check_base_paths(model_server_config(args))
     except (ValueError, OSError) as e:
         print(f"model server: error: {e}", file=sys.stderr)
         return 2

@@ -95,7 +95,7 @@ class ServingClient:
         else the one the model's metadata says takes text) for ``texts`` (and ``text_pairs``,
         or for a multiple-choice model ``choices``: one list of the same length per text)."""
         signature_name = self.text_signature(model, version, signature_name)
-        inputs = {"text": np.array([t.encode("utf-8") for t in texts], dtype=object)}
+        inputs = {TEXT_INPUT: np.array([t.encode("utf-8") for t in texts], dtype=object)}
         if text_pairs is not None:
             if len(text_pairs) != len(texts):
                 raise ValueError(f"{len(texts)} texts but {len(text_pairs)} text_pairs")
