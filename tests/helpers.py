@@ -43,20 +43,34 @@ def wait_until(condition: Callable[[], object], timeout_s: float = 60.0,
         time.sleep(0.01)
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_MAIN_IN_FRESH_PROCESS = (
+    "import contextlib, io, json, sys\n"
+    "from keras_bert.cli import main\n"
+    "results = {}\n"
+    "for name, argv in json.loads(sys.argv[1]).items():\n"
+    "    err = io.StringIO()\n"
+    "    with contextlib.redirect_stderr(err):\n"
+    "        results[name] = [main(argv), err.getvalue()]\n"
+    "print(json.dumps({'results': results, 'tf': 'tensorflow' in sys.modules}))\n")
+
+
+def main_in_fresh_process(cases: dict[str, list[str]], timeout_s: float = 300
+                          ) -> tuple[dict[str, tuple[int, str]], bool]:
+    """Runs `keras-bert` (``cli.main``) on each of ``cases`` ({name: argv}) in one fresh
+    interpreter; returns ({name: (exit code, stderr)}, whether TensorFlow got loaded)."""
+    run = subprocess.run([sys.executable, "-c", _MAIN_IN_FRESH_PROCESS, json.dumps(cases)],
+                         cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True,
+                         text=True, timeout=timeout_s)
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads(run.stdout.splitlines()[-1])
+    return {name: tuple(result) for name, result in report["results"].items()}, report["tf"]
+
+
 def cli_before_tensorflow(argv: list[str]) -> tuple[int, str, bool]:
     """`keras-bert ARGV` in a fresh process: (exit code, stderr, whether TensorFlow was
     imported), so that a test sees a bad input refused by the command's check, before
     TensorFlow loads."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    script = ("import contextlib, io, json, sys\n"
-              "from keras_bert.cli import main\n"
-              "err = io.StringIO()\n"
-              "with contextlib.redirect_stderr(err):\n"
-              "    code = main(json.loads(sys.argv[1]))\n"
-              "print(json.dumps([code, err.getvalue(), 'tensorflow' in sys.modules]))\n")
-    run = subprocess.run([sys.executable, "-c", script, json.dumps(argv)], cwd=root,
-                         env={**os.environ, "PYTHONPATH": root}, capture_output=True, text=True,
-                         timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
-    code, stderr, tensorflow = json.loads(run.stdout.splitlines()[-1])
+    results, tensorflow = main_in_fresh_process({"run": argv})
+    code, stderr = results["run"]
     return code, stderr, tensorflow

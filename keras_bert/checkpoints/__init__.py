@@ -7,8 +7,8 @@ between them for the encoder, the pretraining heads and each task head.
 ``reading.read_checkpoint`` reads any of them into a format-neutral ``Checkpoint`` (which model
 classes turn into themselves in ``from_pretrained``), ``saving.save_checkpoint`` writes any
 model in any format. This package sits below the models and imports none of them. Importing it
-imports nothing: the pure readers (``hf_weights``, ``tf_h5``, ``keras_hub``) stay free of
-TensorFlow.
+imports nothing: ``detection`` (which format a path holds) and the pure readers
+(``hf_weights``, ``tf_h5``, ``keras_hub``) stay free of TensorFlow.
 """
 
 FORMATS = ("keras", "google", "hf")  # what saving.save_checkpoint writes

@@ -1,7 +1,8 @@
 """Which checkpoint format a path holds, and the encoder architecture its config file states, told
 from its files in pure Python (no TensorFlow, no weights read): ``detect_format``, where
-``reading.read_checkpoint`` starts, and ``stored_config``, which the command line's checks read
-before TensorFlow loads."""
+``reading.read_checkpoint`` starts; ``describe_checkpoint``, what a path holds in words
+(`keras-bert serve` refuses a checkpoint folder given where a SavedModel base path belongs);
+and ``stored_config``, which the command line's checks read before TensorFlow loads."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from keras_bert.fileio import join
 
 KERAS_MODEL_NAME = "model.keras"  # ours: the saved model, beside bert_config.json
 GOOGLE_CONFIG_NAME = "bert_config.json"  # Google's TF1 checkpoints, and ours
+FORMAT_TITLES = {"keras": "a keras-bert checkpoint", "hf": "a Hugging Face checkpoint",
+                 "google": "a Google TF1 checkpoint", "keras-hub": "a keras-hub preset"}
 
 
 def detect_format(path: fileio.PathLike) -> str:
@@ -44,6 +47,30 @@ def detect_format(path: fileio.PathLike) -> str:
     if fileio.exists(path + ".index"):
         return "google"
     raise FileNotFoundError(f"checkpoint {path!r} does not exist")
+
+
+def describe_checkpoint(path: fileio.PathLike) -> str | None:
+    """What checkpoint ``path`` holds, with the files that tell, e.g. "a keras-bert checkpoint
+    (model.keras)" or "a Hugging Face checkpoint (config.json + model.safetensors)"; None where
+    it holds none (or nothing is there)."""
+    path = os.fspath(path)
+    try:
+        fmt = detect_format(path)
+    except (ValueError, FileNotFoundError):
+        return None
+    if not fileio.isdir(path):
+        return f"{FORMAT_TITLES[fmt]} ({os.path.basename(path.rstrip('/'))})"
+    if fmt == "keras":
+        files = [KERAS_MODEL_NAME]
+    elif fmt == "keras-hub":
+        files = [keras_hub.CONFIG_NAME, keras_hub.WEIGHTS_NAME]
+    elif fmt == "hf":
+        files = [huggingface.CONFIG_NAME, next(name for name in huggingface.WEIGHT_FILES
+                                               if fileio.exists(join(path, name)))]
+    else:
+        index = sorted(fileio.glob(join(path, "*.index")))[0]
+        files = [GOOGLE_CONFIG_NAME, os.path.basename(index.rstrip("/"))]
+    return f"{FORMAT_TITLES[fmt]} ({' + '.join(files)})"
 
 
 def stored_config(path: fileio.PathLike) -> BertConfig | None:

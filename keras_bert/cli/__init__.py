@@ -115,10 +115,20 @@ def start_tensorflow_quietly() -> None:
 
 
 def _serve(argv: list[str], verbose: bool) -> int:
-    """`keras-bert serve`: tensorflow_model_server's flags, parsed before TensorFlow loads."""
+    """`keras-bert serve`: tensorflow_model_server's flags, parsed and the models' base paths
+    checked (``base_paths.check_base_paths``) before TensorFlow loads."""
+    from keras_bert.serving.base_paths import check_base_paths
+    from keras_bert.serving.config_files import model_server_config
     from keras_bert.serving.flags import build_flag_parser
     prog = f"keras-bert {SERVE}"
-    build_flag_parser(prog).parse_args(argv)  # --help and flag errors exit here
+    args = build_flag_parser(prog).parse_args(argv)  # --help and flag errors exit here
+    try:  # a base path that holds a checkpoint fails here, before TensorFlow takes seconds
+        # (a gs:// path loads TensorFlow to look, and its start-up lines go here)
+        with contextlib.nullcontext() if verbose else tf_startup.stderr_captured():
+            check_base_paths(model_server_config(args))
+    except (ValueError, OSError) as e:
+        print(f"model server: error: {e}", file=sys.stderr)
+        return 2
     if not verbose:
         start_tensorflow_quietly()
     from keras_bert.serving.server import main as serve

@@ -68,7 +68,10 @@ def add_parser(subparsers) -> None:
                         help='a multiple-choice model\'s choices as a JSON list, e.g. '
                              '\'["and left.", "then slept."]\' (once per TEXT)')
     served.add_argument("--version", type=int, help="a specific version (default: latest)")
-    served.add_argument("--signature", default="", help="signature (default: serving_default)")
+    served.add_argument("--signature", default="",
+                        help="the signature to ask; it must take raw text (default: the one "
+                             "the model's metadata says takes it: serving_default, or "
+                             "serve_text in an export with --serving_default transformers)")
     served.add_argument("--outputs", help="comma-separated outputs to print (default: all)")
     served.add_argument("--timeout_s", type=float, default=30.0,
                         help="seconds to wait for the answer (default: %(default)s)")

@@ -15,6 +15,11 @@ from tensorflow.core.framework import types_pb2
 
 PROTOCOLS = ("grpc", "rest")
 MAX_MESSAGE_BYTES = 64 << 20
+# The input that raw text goes into, and TF Serving's default signature: the one asked for raw
+# text where several signatures take it (an export with serving_default="transformers" takes
+# ids there and text in serve_text).
+TEXT_INPUT = "text"
+DEFAULT_SIGNATURE = "serving_default"
 
 
 class ServingError(RuntimeError):
@@ -54,6 +59,7 @@ class ServingClient:
         self.timeout_s = timeout_s
         self._stub = self._channel = None
         self._output_dtypes: dict[tuple, dict[str, np.dtype]] = {}
+        self._text_signatures: dict[tuple, str] = {}
         if protocol == "grpc":
             import grpc
             from tensorflow_serving.apis import prediction_service_pb2_grpc
@@ -85,9 +91,11 @@ class ServingClient:
                      text_pairs: Sequence[str] | None = None, signature_name: str = "",
                      version: int | None = None,
                      choices: Sequence[Sequence[str]] | None = None) -> dict[str, np.ndarray]:
-        """serving_default (raw text) outputs for ``texts`` (and ``text_pairs``, or for a
-        multiple-choice model ``choices``: one list of the same length per text)."""
-        inputs = {"text": np.array([t.encode("utf-8") for t in texts], dtype=object)}
+        """The outputs of the signature that takes raw text (``text_signature``: the one named,
+        else the one the model's metadata says takes text) for ``texts`` (and ``text_pairs``,
+        or for a multiple-choice model ``choices``: one list of the same length per text)."""
+        signature_name = self.text_signature(model, version, signature_name)
+        inputs = {TEXT_INPUT: np.array([t.encode("utf-8") for t in texts], dtype=object)}
         if text_pairs is not None:
             if len(text_pairs) != len(texts):
                 raise ValueError(f"{len(texts)} texts but {len(text_pairs)} text_pairs")
@@ -139,6 +147,23 @@ class ServingClient:
         return self._output_dtypes[key]
 
     # ------------------------------------------------------------------------------- metadata
+    def text_signature(self, model: str, version: int | None = None,
+                       signature_name: str = "") -> str:
+        """The name of the model's signature that takes raw text (a string input "text"), from
+        its metadata (asked once per model and version): ``signature_name`` where it takes
+        text, else serving_default where it does, else the first by name that does.
+
+        Raises:
+            ValueError: ``signature_name`` is missing or takes no text (naming those that do),
+                or no signature takes text (listing each with its inputs); one line.
+            ServingError: the server refused the metadata request.
+        """
+        key = (model, version, signature_name)
+        if key not in self._text_signatures:
+            self._text_signatures[key] = _text_signature(
+                model, self.metadata(model, version)["signature_def"], signature_name)
+        return self._text_signatures[key]
+
     def metadata(self, model: str, version: int | None = None) -> dict:
         """{"signature_def": {name: SignatureDef as JSON}} of the served version."""
         if self.protocol == "rest":
@@ -178,6 +203,42 @@ class ServingClient:
         except TimeoutError:
             raise ServingError("DEADLINE_EXCEEDED", f"no answer from http://{self.server} "
                                                     f"within {self.timeout_s} s") from None
+
+
+def _takes_text(signature: dict) -> bool:
+    return signature.get("inputs", {}).get(TEXT_INPUT, {}).get("dtype") == "DT_STRING"
+
+
+def _inputs_line(signature: dict) -> str:
+    """A signature's inputs as "name (dtype), ...", e.g. "input_ids (int32), text (string)"."""
+    inputs = signature.get("inputs", {})
+    return ", ".join(f"{name} ({info.get('dtype', 'DT_INVALID').removeprefix('DT_').lower()})"
+                     for name, info in sorted(inputs.items())) or "no inputs"
+
+
+def _text_signature(model: str, signatures: dict[str, dict], signature_name: str) -> str:
+    """``ServingClient.text_signature`` on the model's {name: SignatureDef as JSON}."""
+    # The SavedModel's own entries (__saved_model_init_op) are no signatures to call.
+    signatures = {name: signature for name, signature in signatures.items()
+                  if not name.startswith("__")}
+    takes_text = sorted((name for name, signature in signatures.items()
+                         if _takes_text(signature)),
+                        key=lambda name: (name != DEFAULT_SIGNATURE, name))
+    if signature_name in takes_text or (not signature_name and takes_text):
+        return signature_name or takes_text[0]
+    if not takes_text:
+        listed = "; ".join(f"{name} takes {_inputs_line(signature)}"
+                           for name, signature in sorted(signatures.items()))
+        raise ValueError(f"no signature of model {model!r} takes raw text (a string input "
+                         f"{TEXT_INPUT!r}): {listed}")
+    if signature_name in signatures:
+        problem = (f"signature {signature_name!r} of model {model!r} takes "
+                   f"{_inputs_line(signatures[signature_name])}, not raw text")
+    else:
+        problem = (f"model {model!r} has no signature {signature_name!r} (it has "
+                   f"{', '.join(sorted(signatures))})")
+    raise ValueError(f"{problem}; {' and '.join(takes_text)} "
+                     f"{'takes' if len(takes_text) == 1 else 'take'} raw text")
 
 
 def _model_path(model: str, version: int | None) -> str:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 import posixpath
@@ -129,6 +130,16 @@ def load_batching_options(path: str | None) -> BatchingOptions:
     if not path:
         return BatchingOptions()
     return BatchingOptions.from_proto(read_text_proto(path, BatchingParameters()))
+
+
+def model_server_config(args: argparse.Namespace) -> ModelServerConfig:
+    """The models the flags name: --model_config_file's, else --model_name at
+    --model_base_path."""
+    if args.model_config_file:
+        return load_model_server_config(args.model_config_file)
+    if args.model_base_path:
+        return single_model_config(args.model_name, args.model_base_path)
+    raise ValueError("give --model_base_path (with --model_name) or --model_config_file")
 
 
 def single_model_config(name: str, base_path: str) -> ModelServerConfig:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import grpc
-import tensorflow as tf
 
 # tensorflow_serving/model_servers/http_server.cc: ToHTTPStatusCode.
 HTTP_STATUS = {
@@ -90,6 +89,8 @@ def from_exception(error: BaseException) -> ServingError:
     TensorFlow's errors carry canonical codes (the same numbers as gRPC's); anything else is an
     INTERNAL error, since it is a fault of the server or the model, not of the request.
     """
+    import tensorflow as tf  # the error is TensorFlow's only where TensorFlow runs
+
     if isinstance(error, ServingError):
         return error
     if isinstance(error, tf.errors.OpError):

@@ -27,7 +27,8 @@ from keras_bert import fileio
 from keras_bert.serving import config_files as config_lib
 from keras_bert.serving.errors import (ServingError, failed_precondition, from_exception,
                                        invalid_argument, not_found, permission_denied)
-from keras_bert.serving.servable import Servable, is_version_dir
+from keras_bert.serving.base_paths import is_version_dir, list_versions
+from keras_bert.serving.servable import Servable
 
 logger = logging.getLogger(__name__)
 
@@ -68,18 +69,6 @@ def directory_fingerprint(path: str) -> tuple:
                 continue  # removed while walking
             entries.append((full[len(path):], stat.length, stat.mtime_nsec))
     return tuple(sorted(entries))
-
-
-def list_versions(base_path: str) -> list[int]:
-    """The numeric version directories under ``base_path`` holding a complete SavedModel."""
-    if not fileio.isdir(base_path):
-        return []
-    versions = []
-    for entry in fileio.listdir(base_path):
-        entry = entry.rstrip("/")
-        if entry.isdigit() and is_version_dir(f"{base_path.rstrip('/')}/{entry}"):
-            versions.append(int(entry))
-    return sorted(versions)
 
 
 def aspired_versions(model: config_lib.ModelConfig, versions: list[int]) -> list[int]:

@@ -251,8 +251,3 @@ def _check_servable_ops(meta_graph, path: str) -> None:
     if bad:
         raise ValueError(f"SavedModel {path!r} calls Python ({', '.join(bad)}); TF Serving "
                          "cannot run it")
-
-
-def is_version_dir(path: str) -> bool:
-    """True for a complete SavedModel directory (saved_model.pb or .pbtxt present)."""
-    return any(fileio.exists(fileio.join(path, f)) for f in ("saved_model.pb", "saved_model.pbtxt"))

@@ -16,6 +16,7 @@ import threading
 import tensorflow as tf
 
 from keras_bert.serving import config_files as config_lib
+from keras_bert.serving.base_paths import check_base_paths
 from keras_bert.serving.batching import BatchScheduler
 from keras_bert.serving.errors import ServingError
 from keras_bert.serving.flags import build_flag_parser
@@ -68,12 +69,8 @@ class ModelServer:
 
     def __init__(self, args: argparse.Namespace):
         self.args = args
-        if args.model_config_file:
-            model_config = config_lib.load_model_server_config(args.model_config_file)
-        elif args.model_base_path:
-            model_config = config_lib.single_model_config(args.model_name, args.model_base_path)
-        else:
-            raise ValueError("give --model_base_path (with --model_name) or --model_config_file")
+        model_config = config_lib.model_server_config(args)
+        check_base_paths(model_config)
         if not args.port and not args.rest_api_port:
             raise ValueError("--port and --rest_api_port are both 0; nothing would listen")
         if args.max_rows_per_call < 0:

@@ -5,7 +5,6 @@ inputs checked before TensorFlow loads."""
 import csv
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -14,9 +13,9 @@ import pytest
 from keras_bert import BertClassifier, BertTokenClassifier
 from keras_bert.checkpoints.saving import save_checkpoint
 from keras_bert.cli import main
+from tests.helpers import main_in_fresh_process
 from tests.tasks.tiny_checkpoint import tiny_checkpoint
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROWS = [{"review": f"the {w} was {a}", "stars": label} for w in ("movie", "film", "book", "meal")
         for a, label in (("good", "pos"), ("awful", "neg"))]
 
@@ -300,24 +299,12 @@ def test_bad_inputs_fail_before_tensorflow_loads_and_leave_nothing(checkpoint, t
                               "--input_file", str(tmp_path / "nope.txt"), "--output_file",
                               str(tmp_path / "features.jsonl")], "--input_file"),
     }
-    script = ("import contextlib, io, json, sys\n"
-              "from keras_bert.cli import main\n"
-              "results = {}\n"
-              "for name, argv in json.loads(sys.argv[1]).items():\n"
-              "    err = io.StringIO()\n"
-              "    with contextlib.redirect_stderr(err):\n"
-              "        results[name] = [main(argv), err.getvalue()]\n"
-              "print(json.dumps({'results': results, 'tf': 'tensorflow' in sys.modules}))\n")
-    run = subprocess.run([sys.executable, "-c", script,
-                          json.dumps({name: argv for name, (argv, _) in cases.items()})],
-                         cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True,
-                         text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
-    report = json.loads(run.stdout.splitlines()[-1])
+    results, tensorflow_loaded = main_in_fresh_process(
+        {name: argv for name, (argv, _) in cases.items()})
     for name, (_, expected) in cases.items():
-        rc, message = report["results"][name]
+        rc, message = results[name]
         assert rc == 2 and expected in message, (name, message)
-    assert not report["tf"], "a bad input loaded TensorFlow before failing"
+    assert not tensorflow_loaded, "a bad input loaded TensorFlow before failing"
     assert not os.path.exists(out)
 
 
