@@ -18,7 +18,8 @@ import tensorflow as tf
 from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.models.encoder import SavesWhole, quantization_passes
 from keras_bert.models.int8_calibration import calibrate_before_quantize
-from keras_bert.recipe.batches import PackedRows, int32_ids_dataset, is_packed
+from keras_bert.recipe.batches import PackedRows
+from keras_bert.recipe.inputs import int32_ids_dataset, is_packed
 from keras_bert.recipe.fit import RECIPE, RecipeState
 from keras_bert.recipe.fit import fit as recipe_fit
 from keras_bert.models.task_loading import TaskLoading, tokenizer_of

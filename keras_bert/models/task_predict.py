@@ -10,7 +10,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.recipe.batches import INPUT_NAMES, PACK_BATCH_SIZE, int32_ids, is_packed
+from keras_bert.recipe.batches import INPUT_NAMES, PACK_BATCH_SIZE
+from keras_bert.recipe.inputs import int32_ids, is_packed
 from keras_bert.tokenization.preprocessor import trim_to_longest
 
 # Rows per chunk when a batch runs sorted by length in one traced call: predict's inputs of at

@@ -1,6 +1,7 @@
 """BERT's fine-tuning recipe (Devlin et al., 2018, section 4 and appendix A.3), apart from the
-models it trains: ``batches`` (examples tokenized once, batches of rows of similar length, each
-epoch a function of (seed, epoch)), ``plan`` (one run's data, steps, AdamW on its schedule and
+models it trains: ``inputs`` (packed ids of any integer dtype as int32, texts checked),
+``batches`` (examples tokenized once, batches of rows of similar length, each epoch a function
+of (seed, epoch)), ``plan`` (one run's data, steps, AdamW on its schedule and
 epoch hook) and ``fit`` (a run: what ``BertTask.fit``, ``keras-bert finetune`` and
 ``keras_bert.distill`` hand a model to). The recipe reaches a model only through the hooks it
 offers (``to_arrays``, ``pack_batch``, ``make_dataset``, ``adapt``,

@@ -27,6 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.config import normalize_bucket_lengths
+from keras_bert.recipe.inputs import int32_ids, is_packed
 from keras_bert.tokenization.packing import INPUT_NAMES
 
 logger = logging.getLogger(__name__)
@@ -40,52 +41,6 @@ WINDOW_BATCHES = 50  # batches per window of rows grouped by bucket
 # random, which costs learning on small, uniform data sets and buys little time there.
 MIN_GROUPING_SAVING = 0.2
 PACK_BATCH_SIZE = 256  # examples tokenized together
-
-
-def is_packed(x) -> bool:
-    """Whether ``x`` (arrays, tensors or a tf.data element spec) already holds packed ids."""
-    return isinstance(x, dict) and "input_word_ids" in x
-
-
-def int32_ids(x: dict) -> dict[str, np.ndarray]:
-    """Packed ids given as arrays of any integer dtype (NumPy's default int64, a list) as int32
-    [rows, ..., seq] arrays, what the model's inputs are; other entries (features) as arrays.
-
-    Raises:
-        ValueError: an id input that is not integer, or a value outside int32, named.
-    """
-    arrays = {}
-    for name, value in x.items():
-        array = np.asarray(value)
-        if name in INPUT_NAMES and array.dtype != np.int32:
-            if array.size and not np.issubdtype(array.dtype, np.integer):
-                raise ValueError(f"{name} must hold integer ids, got dtype {array.dtype}")
-            info = np.iinfo(np.int32)
-            if array.size and (array.min() < info.min or array.max() > info.max):
-                raise ValueError(f"{name} holds values outside int32")
-            array = array.astype(np.int32)
-        arrays[name] = array
-    return arrays
-
-
-def int32_ids_dataset(dataset: tf.data.Dataset) -> tf.data.Dataset:
-    """A dataset of packed ids (``x`` or ``(x, y[, sample_weight])``) whose id inputs of
-    another integer dtype are cast to int32; the dataset itself where they already are."""
-    spec = dataset.element_spec
-    ids_spec = spec[0] if isinstance(spec, tuple) else spec
-    if all(ids_spec[name].dtype == tf.int32 for name in INPUT_NAMES if name in ids_spec):
-        return dataset
-    for name in INPUT_NAMES:
-        if name in ids_spec and not ids_spec[name].dtype.is_integer:
-            raise ValueError(f"{name} must hold integer ids, got dtype "
-                             f"{ids_spec[name].dtype.name}")
-
-    def cast(x):
-        return {name: tf.cast(value, tf.int32) if name in INPUT_NAMES else value
-                for name, value in x.items()}
-    if isinstance(spec, tuple):
-        return dataset.map(lambda x, *rest: (cast(x), *rest))
-    return dataset.map(cast)
 
 
 def row_lengths(x: dict[str, np.ndarray]) -> np.ndarray:
@@ -400,21 +355,3 @@ class PackedRows:
             num_parallel_calls=tf.data.AUTOTUNE)
         return dataset.apply(tf.data.experimental.assert_cardinality(plan.num_batches)).prefetch(
             tf.data.AUTOTUNE)
-
-
-def is_text_arrays(x) -> bool:
-    """Whether ``x`` is already the output of ``to_arrays``: a tuple of string arrays."""
-    return isinstance(x, tuple) and bool(x) and all(isinstance(a, np.ndarray) for a in x)
-
-
-def as_string_array(values, what: str) -> np.ndarray:
-    """A 1-D object array of str (bytes decoded as UTF-8); ValueError naming ``what`` for an
-    entry that is not text. An empty text is valid and packs as ``[CLS] [SEP]``, as the served
-    signatures and Google's run_classifier.py pack it."""
-    array = np.asarray(values, dtype=object).reshape(-1)
-    for index, value in enumerate(array):
-        if isinstance(value, bytes):
-            value = array[index] = value.decode("utf-8")
-        if not isinstance(value, str):
-            raise ValueError(f"{what}[{index}] is {value!r}; every text must be a string")
-    return array

@@ -24,7 +24,7 @@ import numpy as np
 
 from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.models.task import BertTask
-from keras_bert.recipe.batches import as_string_array
+from keras_bert.recipe.inputs import as_string_array
 from keras_bert.tasks.spec import CommonOptions, TaskSpec, require_vocabulary
 
 

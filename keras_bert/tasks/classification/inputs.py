@@ -16,8 +16,7 @@ import tensorflow as tf
 from keras_bert.layers.feature_columns import (categorical_column, is_data_frame, numeric_column,
                                              table_columns)
 from keras_bert.tokenization.packing import INPUT_NAMES
-from keras_bert.recipe.batches import as_string_array, is_text_arrays
-from keras_bert.recipe.batches import is_packed
+from keras_bert.recipe.inputs import as_string_array, is_packed, is_text_arrays
 from keras_bert.errors import DataError
 from keras_bert.tasks.input_examples import TextExample, encode_label
 

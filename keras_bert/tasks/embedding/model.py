@@ -17,7 +17,7 @@ from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.export.saved_model import ExportsRawText
 from keras_bert.models.task import RECIPE, BertTask
-from keras_bert.recipe.batches import as_string_array, is_text_arrays
+from keras_bert.recipe.inputs import as_string_array, is_text_arrays
 from keras_bert.models.task_predict import packed_arrays, predict_by_length
 
 POOLINGS = ("cls", "mean", "second_to_last_mean")

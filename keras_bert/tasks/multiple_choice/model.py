@@ -18,7 +18,7 @@ from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.export.saved_model import ExportsRawText
 from keras_bert.models.task import BertTask
-from keras_bert.recipe.batches import as_string_array, is_text_arrays
+from keras_bert.recipe.inputs import as_string_array, is_text_arrays
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
