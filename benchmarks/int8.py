@@ -13,6 +13,11 @@ Every contender turns batches of raw text into a BERT-base classifier's or encod
               axes, transformer-optimized; batches tokenized by BertTokenizerFast and padded to
               their longest text
   ort-int8    the same after onnxruntime.quantization.quantize_dynamic (QInt8 weights)
+  ov-fp32     OpenVINO reading the same BertModel's ONNX file (before ONNX Runtime's fusions,
+              which OpenVINO does not read), INFERENCE_NUM_THREADS=2, NUM_STREAMS=1,
+              INFERENCE_PRECISION_HINT=f32 (no silent bf16); BertTokenizerFast per batch
+  ov-int8     the same after NNCF post-training quantization (model_type TRANSFORMER) on the
+              calibration sentences (300 others of the corpus, as ours-int8cal)
   base-*      with --baseline-root DIR: each ours-* contender with the keras_bert of another
               checkout (before/after comparisons in one run; its exports in WORKDIR/base)
 
@@ -27,7 +32,7 @@ which other load on the machine disturbs less.
 Usage (from the repository root):
     python3 ../shared/bench/make_corpus.py --out benchmarks/data/bench_corpus.txt --target-bytes 2000000
     python3.11 -m venv benchmarks/.venvs/onnx && benchmarks/.venvs/onnx/bin/pip install \\
-        torch==2.13.0 onnxruntime onnx transformers
+        torch==2.13.0 onnxruntime onnx transformers openvino nncf
     python benchmarks/int8.py --corpus benchmarks/data/bench_corpus.txt --vocab VOCAB.txt \\
         --rounds 3 --json benchmarks/data/int8.json
 """
@@ -45,7 +50,10 @@ import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ONNX_PYTHON = os.path.join(REPO_ROOT, "benchmarks", ".venvs", "onnx", "bin", "python")
-CONTENDERS = ("ours-fp32", "ours-bf16", "ours-int8", "ours-int8cal", "ort-fp32", "ort-int8")
+CONTENDERS = ("ours-fp32", "ours-bf16", "ours-int8", "ours-int8cal", "ort-fp32", "ort-int8",
+              "ov-fp32", "ov-int8")
+# The contenders that run in benchmarks/.venvs/onnx (torch, transformers, ONNX Runtime, OpenVINO).
+PEER_FAMILIES = ("ort", "ov")
 CALIBRATION_TEXTS = 300  # ours-int8cal: other sentences of the corpus than the ones timed
 POLICIES = ("arrival", "sorted")
 BATCH_SIZE = 32
@@ -203,10 +211,59 @@ class OrtWorker:
                                              ("input_ids", "attention_mask", "token_type_ids")})
 
 
+class OpenVinoWorker:
+    """OpenVINO on the HF BertModel's ONNX file (BERT-base, random weights, the one OrtWorker
+    writes, before ONNX Runtime's fusions), float32 or NNCF int8."""
+
+    def __init__(self, kind: str, workdir: str, vocab: str):
+        import openvino
+        from transformers import BertTokenizerFast
+        self.tokenizer = BertTokenizerFast(vocab_file=vocab, do_lower_case=True)
+        path = os.path.join(workdir, "ov", f"bert-{kind}.xml")
+        if not os.path.exists(path):
+            if not os.path.exists(os.path.join(workdir, "ort", "bert-raw.onnx")):
+                OrtWorker._export(os.path.join(workdir, "ort"))
+            self._convert(kind, workdir, path)
+        core = openvino.Core()
+        self.model = core.compile_model(path, "CPU", {"INFERENCE_NUM_THREADS": THREADS,
+                                                      "NUM_STREAMS": 1,
+                                                      "INFERENCE_PRECISION_HINT": "f32"})
+        self.request = self.model.create_infer_request()
+        self.megabytes = os.path.getsize(path.replace(".xml", ".bin")) / 1e6
+
+    def _convert(self, kind: str, workdir: str, path: str) -> None:
+        import openvino
+        model = openvino.convert_model(os.path.join(workdir, "ort", "bert-raw.onnx"))
+        if kind == "int8":
+            import nncf
+            with open(os.path.join(workdir, "calibration.json")) as f:
+                calibration = json.load(f)
+            samples = [self.encode([text]) for text in calibration]
+            model = nncf.quantize(model, nncf.Dataset(samples),
+                                  model_type=nncf.ModelType.TRANSFORMER,
+                                  subset_size=len(samples))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        openvino.save_model(model, path)
+
+    def encode(self, batch: list[str]) -> dict:
+        encoded = self.tokenizer(batch, padding=True, truncation=True, max_length=SEQ_LENGTH,
+                                 return_tensors="np")
+        return {name: encoded[name].astype("int64") for name in
+                ("input_ids", "attention_mask", "token_type_ids")}
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def run(self, batch: list[str]) -> None:
+        self.request.infer(self.encode(batch))
+
+
 def worker_main(args: argparse.Namespace) -> None:
     family, kind = args.worker.split("-")
     if family in ("ours", "base"):
         worker = OursWorker(kind, args.workdir, args.vocab, args.inter_op_threads)
+    elif family == "ov":
+        worker = OpenVinoWorker(kind, args.workdir, args.vocab)
     else:
         worker = OrtWorker(kind, args.workdir, args.vocab)
     with open(os.path.join(args.workdir, "texts.json")) as f:
@@ -227,7 +284,7 @@ def worker_main(args: argparse.Namespace) -> None:
 
 # ------------------------------------------------------------------------------ orchestrator
 def start_worker(contender: str, args: argparse.Namespace) -> subprocess.Popen:
-    python = ONNX_PYTHON if contender.startswith("ort") else sys.executable
+    python = ONNX_PYTHON if contender.split("-")[0] in PEER_FAMILIES else sys.executable
     command = [python, os.path.abspath(__file__), "--worker", contender, "--workdir",
                args.workdir, "--vocab", args.vocab,
                "--inter_op_threads", str(args.inter_op_threads)]

@@ -58,6 +58,10 @@ DEFAULT_LAYER_NORM_EPS = 1e-12
 CLASSIFIER_POOLINGS = ("pooled", "cls", "mean")
 # What an export's serving_default takes: raw text, or the ids of transformers' TF classes.
 SERVING_DEFAULTS = ("text", "transformers")
+# How many of its training texts a task model keeps (``BertTask.calibration_texts``: fit,
+# ``keras-bert finetune``, ``distill``) for int8 calibration without asking for texts; the
+# few hundred that calibration needs (``models.int8_calibration``).
+CALIBRATION_SAMPLE_TEXTS = 300
 
 
 @dataclasses.dataclass

@@ -15,6 +15,8 @@ from keras_bert.fileio import join
 
 KERAS_MODEL_NAME = "model.keras"  # ours: the saved model, beside bert_config.json
 GOOGLE_CONFIG_NAME = "bert_config.json"  # Google's TF1 checkpoints, and ours
+# ours: a sample of the texts a task model was trained on, one per line (calibration_texts)
+CALIBRATION_TEXTS_NAME = "calibration_texts.txt"
 FORMAT_TITLES = {"keras": "a keras-bert checkpoint", "hf": "a Hugging Face checkpoint",
                  "google": "a Google TF1 checkpoint", "keras-hub": "a keras-hub preset"}
 

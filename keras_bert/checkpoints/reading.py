@@ -28,7 +28,7 @@ import numpy as np
 
 from keras_bert import fileio
 from keras_bert.checkpoints import google, huggingface, keras_hub
-from keras_bert.checkpoints.formats import KERAS_MODEL_NAME, detect_format
+from keras_bert.checkpoints.formats import CALIBRATION_TEXTS_NAME, KERAS_MODEL_NAME, detect_format
 from keras_bert.checkpoints.stored_head import StoredHead, google_head
 from keras_bert.checkpoints.names import (WeightName, encoder_of, is_ignored_google_name,
                                           is_ignored_hf_key, normalize_hf_key)
@@ -189,10 +189,15 @@ def _read_keras(path: str) -> Checkpoint:
     if encoder is None:
         raise ValueError(f"{file_path!r} holds a {type(model).__name__}, which has no BertEncoder")
     preprocessor = getattr(model, "preprocessor", None)
+    folder = fileio.isdir(path)
     if preprocessor is not None:
         tokens, lower_case = list(preprocessor.vocabulary), preprocessor.lower_case
     else:
-        tokens, lower_case = _vocabulary(path if fileio.isdir(path) else os.path.dirname(path))
+        tokens, lower_case = _vocabulary(path if folder else os.path.dirname(path))
+    texts_path = join(path, CALIBRATION_TEXTS_NAME)
+    if folder and hasattr(model, "calibration_texts") and fileio.exists(texts_path):
+        model.calibration_texts = [line.strip() for line in fileio.read_text_lines(texts_path)
+                                   if line.strip()] or None
     head_of = getattr(model, "checkpoint_head", None)
     return Checkpoint(path, "keras", encoder.bert_config, {}, "google",
                       head_of() if head_of is not None else None, tokens, lower_case, model)

@@ -23,7 +23,8 @@ from keras_bert.checkpoints.names import (POOLERLESS_TASKS, WeightName, encoder_
                                           encoder_weight_names, is_pooler, masked_lm_weight_names,
                                           pretraining_head_weight_names, task_head_weight_names)
 from keras_bert.checkpoints import FORMATS
-from keras_bert.checkpoints.formats import GOOGLE_CONFIG_NAME, KERAS_MODEL_NAME
+from keras_bert.checkpoints.formats import (CALIBRATION_TEXTS_NAME, GOOGLE_CONFIG_NAME,
+                                            KERAS_MODEL_NAME)
 from keras_bert.errors import SaveError, one_line_reason
 from keras_bert.fileio import atomic_output_dir
 from keras_bert.layers.int8 import is_int8
@@ -43,7 +44,9 @@ def save_checkpoint(model, path: fileio.PathLike, format: str = "keras", *,
         ``"keras"``: ours, a preset: ``model.keras`` (the whole model, int8 included,
             saved as an uncompiled model: no optimizer, no compile settings), bert_config.json,
             vocab.txt and tokenizer_config.json (its casing); every ``from_pretrained``,
-            ``keras-bert export`` and ``--init_checkpoint`` read it.
+            ``keras-bert export`` and ``--init_checkpoint`` read it; with
+            calibration_texts.txt, a sample of the texts a task model was trained on
+            (``calibration_texts``), one per line, which int8 calibrates on.
         ``"hf"``: a Hugging Face folder that transformers' auto class of the head loads
             (BertModel, BertForPreTraining, BertForSequenceClassification,
             BertForTokenClassification, BertForQuestionAnswering, BertForMultipleChoice; label
@@ -208,4 +211,8 @@ def _write_keras(model, encoder, directory: str, tokens, lower_case) -> None:
     if lower_case is not None:
         with open(os.path.join(directory, TOKENIZER_CONFIG_NAME), "w") as f:
             json.dump({"do_lower_case": bool(lower_case)}, f)
+    texts = getattr(model, "calibration_texts", None)
+    if texts:
+        with open(os.path.join(directory, CALIBRATION_TEXTS_NAME), "w", encoding="utf-8") as f:
+            f.writelines(" ".join(text.split()) + "\n" for text in texts)
 

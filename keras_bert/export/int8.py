@@ -22,6 +22,7 @@ store query, key and value's int8 weights side by side (``qkv_side_by_side``).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 
 from keras_bert import fileio
@@ -29,12 +30,16 @@ from keras_bert.layers import int8 as int8_layers
 from keras_bert.checkpoints.names import encoder_of
 from keras_bert.models.int8_calibration import calibrate, check_calibration_texts, check_float32
 
+logger = logging.getLogger(__name__)
+
 
 def export_variant(model, quantize: str | None, calibration_texts=None, preprocessor=None):
     """The one decision of an export's int8-ness: ``(the model to export, whether it is int8)``.
 
     ``quantize="int8"`` exports a quantized copy (``quantized_copy``: ``quantize("int8")`` on a
-    copy, calibrated on ``calibration_texts`` when given); a model the caller quantized is int8
+    copy, calibrated on ``calibration_texts``, or when none are given on the sample of its
+    training texts a task model keeps, ``model.calibration_texts``; dynamic ranges for a model
+    that has neither); a model the caller quantized is int8
     either way and exports as it is. Whenever the export is int8, this TensorFlow must run
     oneDNN's int8 matmul (``check_int8_kernel``, which ``quantize("int8")`` runs too).
 
@@ -58,6 +63,10 @@ def export_variant(model, quantize: str | None, calibration_texts=None, preproce
         return model, True
     if quantize is None:
         return model, False
+    if calibration_texts is None and getattr(model, "calibration_texts", None):
+        calibration_texts = model.calibration_texts
+        logger.info("int8: calibrating on %d of the texts the %s was trained on",
+                    len(calibration_texts), type(model).__name__)
     if calibration_texts is not None:
         calibration_texts = check_calibration_texts(calibration_texts)
     return quantized_copy(model, calibration_texts, preprocessor), True

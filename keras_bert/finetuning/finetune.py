@@ -36,7 +36,7 @@ import tensorflow as tf
 from keras_bert import fileio
 from keras_bert.fileio import join
 from keras_bert.config import FinetuneSettings
-from keras_bert.recipe.fit import fit_plan, use_recipe_optimizer
+from keras_bert.recipe.fit import fit_plan, keep_text_sample, use_recipe_optimizer
 from keras_bert.recipe.plan import FinetuningPlan
 from keras_bert.tasks import get_task
 from keras_bert.tasks.spec import CommonOptions, TaskSpec
@@ -164,6 +164,7 @@ def run_finetune(config: FinetuneRun) -> dict:
     # Outside the strategy's scope: the plan's epoch counter is a plain variable tf.data reads.
     plan = FinetuningPlan(model, train, settings=config.settings(), seed=config.seed)
     use_recipe_optimizer(model, plan)  # built before a checkpoint is restored into it
+    keep_text_sample(model, plan)  # saved with best_model/, for int8 calibration
     evaluation = DevEvaluation(task, options, dev, config.output_dir, config.batch_size,
                                write_outputs=is_chief)
     checkpoint = EpochCheckpoint(model, evaluation, checkpoint_dir if is_chief else None,

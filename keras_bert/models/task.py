@@ -84,6 +84,10 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         # temperature and label weight; None for a model trained on labels.
         self.distillation = None if distillation is None else dict(distillation)
         self.recipe = RecipeState()  # compile's recipe settings, fit's optimizer (recipe.fit)
+        # A sample of the texts the model was trained on (fit, keras-bert finetune, distill;
+        # saved with a "keras" checkpoint), which int8 calibrates on when no texts are given
+        # (quantize, export_model(quantize="int8")); None when unknown.
+        self.calibration_texts: list[str] | None = None
         self._tokenizer = None
         self._pack_functions = PackFunctions()
 
@@ -102,11 +106,16 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         ``predict``, in ``.keras`` files and in exports (``BertEncoder``).
 
         ``calibration_texts``: a few hundred texts like the ones to be served (your own
-        traffic, or training texts). The float32 model first runs on them and most int8
+        traffic, or training texts); None: the sample of its training texts the model keeps
+        (``calibration_texts``, after ``fit``, ``keras-bert finetune`` or ``distill``), when
+        it has one. The float32 model first runs on them and most int8
         layers get static per-channel input ranges (``models.int8_calibration``), the path a
         calibrated int8 export runs: faster than finding each row's range on every call
         (benchmarks/README.md), with the export's labels. The model stays savable
         (``save_checkpoint``, ``.keras``) and exportable."""
+        if (calibration_texts is None and self.calibration_texts and filters is None
+                and (mode or getattr(config, "mode", None)) == "int8"):
+            calibration_texts = self.calibration_texts
         if calibration_texts is not None:
             calibrate_before_quantize(self, self.preprocessor, calibration_texts, mode, config,
                                       filters, kwargs)
@@ -248,6 +257,31 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
     def adapt(self, x) -> None:
         """Learns what the model takes from its training examples before ``fit`` trains on
         them (a classifier's feature statistics); nothing by default."""
+
+    def sample_texts(self, x, count: int, seed: int | None = None) -> list[str] | None:
+        """Up to ``count`` texts of ``x`` (``to_arrays``' output), drawn with ``seed``: its
+        texts (a pair's two texts joined by a space), or its packed ids read back as text
+        (``BertTokenizer.decode``); None when ``x`` holds neither (the recipe keeps them as
+        ``calibration_texts``)."""
+        if isinstance(x, dict) and not is_packed(x):  # a classifier's {text, features}
+            x = tuple(x[name] for name in ("text", "text_pair") if name in x) or None
+        if x is None:
+            return None
+        if is_packed(x):
+            rows = np.asarray(x["input_word_ids"])
+            rows = rows.reshape(-1, rows.shape[-1])  # multiple choice: a row per choice
+        else:
+            columns = x if isinstance(x, tuple) else (x,)
+            rows = np.asarray(columns[0], dtype=object).reshape(-1)
+            if len(columns) > 1:
+                rows = np.array([" ".join(map(str, pair)) for pair in zip(*columns)],
+                                dtype=object)
+        chosen = np.random.default_rng(seed).permutation(len(rows))[:count]
+        if is_packed(x):
+            if self.preprocessor is None:
+                return None
+            return [self.tokenizer.decode(rows[i]) for i in sorted(chosen)]
+        return [str(rows[i]) for i in sorted(chosen)]
 
     # ----------------------------------------------------------------------- Keras API
     def compile(self, optimizer: Any = "auto", loss: Any = "auto", metrics: Any = "auto",

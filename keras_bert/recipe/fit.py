@@ -87,6 +87,7 @@ def fit_plan(model, plan: FinetuningPlan, *, verbose: str | int = "auto", callba
     batched dataset."""
     if model.recipe.settings is not None:
         use_recipe_optimizer(model, plan, initial_epoch=initial_epoch)
+    keep_text_sample(model, plan)
     with warnings.catch_warnings():
         # Span and tagging heads do not use the encoder's pooler; that is expected.
         warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables "
@@ -99,6 +100,13 @@ def fit_plan(model, plan: FinetuningPlan, *, verbose: str | int = "auto", callba
                                steps_per_epoch=plan.steps_per_epoch_given,
                                validation_steps=validation_steps,
                                validation_freq=validation_freq)
+
+
+def keep_text_sample(model, plan: FinetuningPlan) -> None:
+    """Leaves the plan's sample of the training texts as ``model.calibration_texts``, which
+    int8 then calibrates on without asking for texts (a run on a dataset leaves it as it was)."""
+    if plan.text_sample:
+        model.calibration_texts = plan.text_sample
 
 
 def use_recipe_optimizer(model, plan: FinetuningPlan, initial_epoch: int = 0) -> None:

@@ -15,7 +15,7 @@ import logging
 import keras
 import tensorflow as tf
 
-from keras_bert.config import FinetuneSettings
+from keras_bert.config import CALIBRATION_SAMPLE_TEXTS, FinetuneSettings
 from keras_bert.recipe.batches import EpochCounter, PackedRows, SetDataEpoch
 from keras_bert.optimization.optimizers import create_optimizer
 from keras_bert.optimization.schedules import WarmupPolynomialDecay
@@ -54,6 +54,9 @@ class FinetuningPlan:
         steps_per_epoch_given: the ``steps_per_epoch`` asked for, or None (what Keras' ``fit``
             takes).
         total_steps: ``steps_per_epoch * settings.epochs``.
+        text_sample: up to ``CALIBRATION_SAMPLE_TEXTS`` of the training texts
+            (``model.sample_texts``), which the run leaves as the model's
+            ``calibration_texts``; None for a dataset.
     """
 
     def __init__(self, model, x, y=None, sample_weight=None, *, settings: FinetuneSettings,
@@ -64,7 +67,7 @@ class FinetuningPlan:
         self.drop_remainder = isinstance(model.distribute_strategy, tf.distribute.TPUStrategy)
         self.steps_per_epoch_given = steps_per_epoch
         self.counter: EpochCounter | None = None  # the epoch the data reads; None: a dataset
-        self._dataset = self._rows = self.rows = None
+        self._dataset = self._rows = self.rows = self.text_sample = None
         if isinstance(x, tf.data.Dataset):
             self._dataset = model.make_dataset(x)
             steps = steps_per_epoch or int(self._dataset.cardinality())
@@ -75,6 +78,7 @@ class FinetuningPlan:
         else:
             if not arrays:
                 x, y = model.to_arrays(x, y)
+            self.text_sample = model.sample_texts(x, CALIBRATION_SAMPLE_TEXTS, seed)
             data = (x,) if y is None else ((x, y) if sample_weight is None
                                           else (x, y, sample_weight))
             self._rows = PackedRows(data, model.pack_batch, settings.batch_size,

@@ -52,8 +52,9 @@ def test_classification_under_mirrored_strategy(tmp_path, checkpoint):
     assert [e["epoch"] for e in results["epochs"]] == [1, 2]
     best = results["epochs"][results["best_epoch"] - 1]["dev"]
     assert results["best"] == best
-    assert sorted(os.listdir(out / "best_model")) == ["bert_config.json", "model.keras",
-                                                      "tokenizer_config.json", "vocab.txt"]
+    assert sorted(os.listdir(out / "best_model")) == [
+        "bert_config.json", "calibration_texts.txt", "model.keras", "tokenizer_config.json",
+        "vocab.txt"]
     # The kept model is the best epoch's: it scores what the results file says.
     model = BertClassifier.from_pretrained(str(out / "best_model"))
     predicted = model.predict_labels([r["text"] for r in ROWS])

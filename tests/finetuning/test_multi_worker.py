@@ -153,8 +153,9 @@ def test_two_workers_finetune_in_sync_and_only_the_chief_writes(tmp_path, checkp
     assert losses[-1] < losses[0] - 0.2, losses
     assert results["best"]["accuracy"] >= 0.8, results["epochs"]
     assert results["best"] == results["epochs"][results["best_epoch"] - 1]["dev"]
-    assert sorted(os.listdir(output / "best_model")) == ["bert_config.json", "model.keras",
-                                                         "tokenizer_config.json", "vocab.txt"]
+    assert sorted(os.listdir(output / "best_model")) == [
+        "bert_config.json", "calibration_texts.txt", "model.keras", "tokenizer_config.json",
+        "vocab.txt"]
     from keras_bert import BertClassifier
     kept = BertClassifier.from_pretrained(str(output / "best_model")).get_weights()
     best = _weights(tmp_path / "weights0" / f"epoch{results['best_epoch']}.npz")

@@ -133,5 +133,6 @@ def test_finetune_runs_a_task_from_another_package(tmp_path, checkpoint):
     assert results["options"] == {"labels": None, "seq_length": 16, "tolerance": 100.0}
     assert results["tolerance"] == 100.0 and results["train_rows"] == 12
     assert len(json.loads((out / "counts.json").read_text())) == 3
-    assert sorted(os.listdir(out / "best_model")) == ["bert_config.json", "model.keras",
-                                                      "tokenizer_config.json", "vocab.txt"]
+    assert sorted(os.listdir(out / "best_model")) == [
+        "bert_config.json", "calibration_texts.txt", "model.keras", "tokenizer_config.json",
+        "vocab.txt"]
