@@ -6,7 +6,9 @@ and ``stored_config``, which the command line's checks read before TensorFlow lo
 
 from __future__ import annotations
 
+import json
 import os
+import zipfile
 
 from keras_bert import fileio
 from keras_bert.checkpoints import huggingface, keras_hub
@@ -89,3 +91,29 @@ def stored_config(path: fileio.PathLike) -> BertConfig | None:
         return BertConfig.from_hf_json_file(join(path, huggingface.CONFIG_NAME))
     config_path = join(path, GOOGLE_CONFIG_NAME)
     return BertConfig.from_json_file(config_path) if fileio.exists(config_path) else None
+
+
+def stored_label_names(path: fileio.PathLike) -> list[str] | None:
+    """The label names of the classifier checkpoint at ``path``, read with ``json`` (and
+    ``zipfile`` for ``model.keras``) alone, before TensorFlow loads: a keras-bert
+    BertClassifier's ``label_names``, a Hugging Face folder's ``id2label`` (not transformers'
+    LABEL_0, LABEL_1... placeholders, nor a regression head's). None where the files name none
+    (a model without label names, another head, another format, a remote path)."""
+    from keras_bert.checkpoints.stored_head import is_placeholder_labels, label_names_from_id2label
+    path = os.fspath(path)
+    if fileio.is_remote(path) or not os.path.isdir(path):
+        return None
+    fmt = detect_format(path)
+    if fmt == "keras":
+        with zipfile.ZipFile(join(path, KERAS_MODEL_NAME)) as saved:
+            config = json.loads(saved.read("config.json"))
+        names = config.get("config", {}).get("label_names")
+        return list(names) if names else None
+    if fmt == "hf":
+        with open(join(path, huggingface.CONFIG_NAME), encoding="utf-8") as f:
+            config = json.load(f)
+        if config.get("problem_type") == "regression" or not config.get("id2label"):
+            return None
+        names = label_names_from_id2label(config["id2label"], join(path, huggingface.CONFIG_NAME))
+        return None if is_placeholder_labels(names) else names
+    return None

@@ -100,8 +100,8 @@ def _options(args: argparse.Namespace) -> ClassificationOptions:
 def _check_inputs(args: argparse.Namespace) -> None:
     """Before TensorFlow loads: the paths (``_check_paths``), --teacher and --student hold BERT
     checkpoints, --num_layers is fewer than the teacher's layers (as its config file states
-    them), and the text files read as texts (their labels are checked against the teacher's
-    once it is loaded)."""
+    them), the text files read as texts, and their labels are the teacher's where its files
+    name them (``_check_labels``)."""
     _check_paths(args)
     teacher = check_checkpoint(args, "teacher")
     check_checkpoint(args, "student")
@@ -115,6 +115,24 @@ def _check_inputs(args: argparse.Namespace) -> None:
     for flag in ("train_file", "unlabeled_file", "dev_file"):
         if getattr(args, flag):
             _read(RegressionSpec(), getattr(args, flag), _options(args), with_labels=False)
+    _check_labels(args)
+
+
+def _check_labels(args: argparse.Namespace) -> None:
+    """DataError naming the file and line of a --train_file or --dev_file label the teacher
+    does not know, where its files name its labels (``stored_label_names``)."""
+    from keras_bert.checkpoints.formats import stored_label_names
+    try:
+        names = stored_label_names(args.teacher)
+    except (OSError, ValueError, KeyError):  # the loader says what is wrong, in one line
+        return
+    if names is None:
+        return
+    task = ClassificationSpec()
+    for flag in ("train_file", "dev_file"):
+        if getattr(args, flag):
+            task.check_labels(_read(task, getattr(args, flag), _options(args), with_labels=True),
+                              names)
 
 
 def _read(task, path: str, options, with_labels: bool) -> list:

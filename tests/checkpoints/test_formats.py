@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from keras_bert.checkpoints.formats import detect_format, stored_config
+from keras_bert.checkpoints.formats import detect_format, stored_config, stored_label_names
 from keras_bert.config import BertConfig
 
 
@@ -48,3 +48,19 @@ def test_a_google_folder_states_them_in_bert_config_json(tmp_path):
 def test_a_folder_without_a_bert_checkpoint_says_what_it_holds(tmp_path, files, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         stored_config(folder_of(tmp_path, files))
+
+
+def test_stored_label_names_reads_id2label_without_tensorflow(tmp_path):
+    def folder(name, **config):
+        path = tmp_path / name
+        path.mkdir()
+        (path / "config.json").write_text(json.dumps({"model_type": "bert", **config}))
+        (path / "model.safetensors").write_bytes(b"")
+        return path
+
+    assert stored_label_names(folder("named", id2label={"1": "pos", "0": "neg"})) == ["neg", "pos"]
+    assert stored_label_names(folder("placeholders", id2label={"0": "LABEL_0",
+                                                               "1": "LABEL_1"})) is None
+    assert stored_label_names(folder("regression", problem_type="regression",
+                                     id2label={"0": "score"})) is None
+    assert stored_label_names(folder("encoder")) is None

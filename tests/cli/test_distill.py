@@ -131,3 +131,14 @@ def test_what_the_files_decide_fails_before_tensorflow(files, tmp_path, flags, m
     assert error.startswith(f"keras-bert distill: error: {message.format(roberta=roberta)}"), \
         error
     assert error.count("\n") == 1 and not output.exists()
+
+
+def test_a_dev_label_the_teacher_does_not_know_fails_before_tensorflow(files, tmp_path):
+    dev = tmp_path / "dev.csv"
+    dev.write_text("review,score\na good film,pos\na dull film,meh\n")
+    output = tmp_path / "small"
+    code, error, tensorflow = cli_before_tensorflow(
+        command(files, output, "--num_layers", "1", "--dev_file", str(dev)))
+    assert code == 2 and not tensorflow, error
+    assert "label 'meh' is not one of the labels the model learns ('neg', 'pos')" in error
+    assert f"{dev}" in error and error.count("\n") == 1 and not output.exists()
