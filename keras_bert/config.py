@@ -58,6 +58,8 @@ DEFAULT_LAYER_NORM_EPS = 1e-12
 CLASSIFIER_POOLINGS = ("pooled", "cls", "mean")
 # What an export's serving_default takes: raw text, or the ids of transformers' TF classes.
 SERVING_DEFAULTS = ("text", "transformers")
+# What an export writes: a TF Serving SavedModel, or OpenVINO IR (the ``openvino`` extra).
+EXPORT_FORMATS = ("saved_model", "openvino")
 
 
 @dataclasses.dataclass

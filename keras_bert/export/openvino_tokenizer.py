@@ -210,8 +210,8 @@ def _pack(segments, seq_length: int, ids: dict[str, int]) -> dict:
                            opset.add(keep_a, i32(2)))
     b_start = opset.add(keep_a, i32(2))
     longest = opset.reduce_max(opset.concat([i32([0]), end], 0), i32(0))
-    length = opset.multiply(opset.divide(opset.add(longest, i32(PAD_MULTIPLE - 1)),
-                                         i32(PAD_MULTIPLE)), i32(PAD_MULTIPLE))
+    rounded = opset.add(longest, i32(PAD_MULTIPLE - 1))  # (x / m) * m is folded to x: use mod
+    length = opset.subtract(rounded, opset.floor_mod(rounded, i32(PAD_MULTIPLE)))
     length = opset.minimum(opset.maximum(length, i32(PAD_MULTIPLE)), i32(seq_length))
     position = opset.unsqueeze(opset.range(i32(0), length, i32(1), output_type="i32"), i32(0))
 
