@@ -41,20 +41,6 @@ logger = logging.getLogger(__name__)
 
 IR_FILE = "model.xml"  # OpenVINO Model Server's names; model.bin holds the weights
 WEIGHTS_FILE = "model.bin"
-INSTALL_HINT = "pip install 'keras-bert-tf[openvino]' (openvino, openvino-tokenizers, nncf)"
-
-
-def check_openvino() -> None:
-    """Raises ImportError, in one line, unless OpenVINO, its tokenizers and NNCF import."""
-    missing = []
-    for module in ("openvino", "openvino_tokenizers", "nncf"):
-        try:
-            __import__(module)
-        except ImportError:
-            missing.append(module)
-    if missing:
-        raise ImportError(f"an OpenVINO export needs {', '.join(missing)}, which is not "
-                          f"installed: {INSTALL_HINT}")
 
 
 def check_exportable(model, task: signatures.TaskExport, mixed_precision, dynamic_padding,

@@ -214,9 +214,11 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
     if format not in EXPORT_FORMATS:
         raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {format!r}")
     if format == "openvino":
+        from keras_bert.export.openvino_extra import check_openvino
+
+        check_openvino()
         from keras_bert.export import openvino
 
-        openvino.check_openvino()
         openvino.check_exportable(model, signatures.task_export(model), mixed_precision,
                                   dynamic_padding, serving_default)
     check_export_target(export_base, model_name, version)
