@@ -12,8 +12,10 @@ longest text (rounded up to a multiple of 8), where the SavedModel runs sorted c
 rows: the outputs are the same within float error, except at padded positions of sequence
 outputs, which no client should read (``input_mask`` says where the text is).
 
-Exported: the encoder, the classifier (text only, no features), the embedder, the tagger and
-the span head, i.e. every model whose serving_default takes ``text`` (and ``text_pair``).
+Exported: the models whose ``TaskExport`` says ``openvino=True``: the encoder, the classifier
+(text only, no features) and the embedder. Not yet: the tagger and the span head, whose
+string outputs (tokens and tags per position, the answer text) use ops that OpenVINO's CPU
+plugin does not run on strings (``Select``), and multiple choice.
 OpenVINO, openvino-tokenizers and NNCF are the ``openvino`` extra; this module imports them
 when it runs, so keras_bert imports without them.
 """
@@ -31,6 +33,7 @@ import tensorflow as tf
 from keras_bert import fileio
 from keras_bert.errors import SaveError, one_line_reason
 from keras_bert.export import signatures
+from keras_bert.export.openvino_extra import IR_FILE, WEIGHTS_FILE
 from keras_bert.export.openvino_tokenizer import tokenizer_model
 from keras_bert.fileio import atomic_output_dir, is_remote, join
 from keras_bert.layers.int8 import is_int8
@@ -39,17 +42,14 @@ from keras_bert.tokenization.preprocessor import trim_to_longest
 
 logger = logging.getLogger(__name__)
 
-IR_FILE = "model.xml"  # OpenVINO Model Server's names; model.bin holds the weights
-WEIGHTS_FILE = "model.bin"
-
-
 def check_exportable(model, task: signatures.TaskExport, mixed_precision, dynamic_padding,
                      serving_default: str) -> None:
     """Refuses, in one line, what the OpenVINO export does not write."""
     name = type(model).__name__
-    if task.text_signature is not None:
-        raise ValueError(f"an OpenVINO export takes text (and text_pair); a {name}'s "
-                         f"serving_default takes other inputs: export it as a SavedModel")
+    if not task.openvino:
+        raise ValueError(f"a {name} does not export as OpenVINO IR yet (its serving outputs "
+                         f"use string ops OpenVINO's CPU plugin cannot run); export it as a "
+                         f"SavedModel")
     if task.feature_spec is not None and task.feature_spec(model):
         raise ValueError(f"this {name} reads features beside the text; an OpenVINO export "
                          f"takes text only: export it as a SavedModel")

@@ -1,11 +1,14 @@
-"""Whether the ``openvino`` extra (OpenVINO, openvino-tokenizers, NNCF) is installed, found
-without importing it (pure Python: ``keras-bert export --format openvino`` checks before
-TensorFlow loads)."""
+"""What an OpenVINO version holds (OpenVINO Model Server's file names) and whether the
+``openvino`` extra (OpenVINO, openvino-tokenizers, NNCF) is installed, found without importing
+it: pure Python, for ``keras-bert export --format openvino`` and ``serve``, which look before
+TensorFlow loads."""
 
 from __future__ import annotations
 
 import importlib.util
 
+IR_FILE = "model.xml"  # the graph; OpenVINO Model Server finds a version by it
+WEIGHTS_FILE = "model.bin"
 OPENVINO_PACKAGES = ("openvino", "openvino_tokenizers", "nncf")
 INSTALL_HINT = "pip install 'keras-bert-tf[openvino]' (openvino, openvino-tokenizers, nncf)"
 
