@@ -149,6 +149,9 @@ def _normalization_steps(lower_case: bool) -> list:
         CharsmapStep(charsmap=precompiled_charsmap(lower_case), remove_extra_whitespaces=False),
         RegexNormalizationStep("[\\x{0}\\x{fffd}]", ""),
         RegexNormalizationStep(f"[^ ]{{{MAX_CHARS_PER_WORD + 1},}}", f" {UNK} "),
+        # A space in front of every text: RegexSplit loses the batch's rows when all of them
+        # are empty (openvino-tokenizers 2026.4).
+        RegexNormalizationStep("^", " ", global_replace=False),
     ]
     return steps
 
