@@ -27,6 +27,10 @@ setup(
     ],
     extras_require={
         "serving": ["tensorflow-serving-api==2.21.*", "grpcio", "aiohttp>=3.9"],
+        # keras-bert export --format openvino (keras_bert/export/openvino.py); about 200 MB
+        # installed, so not part of "test": its tests skip where it is absent. The tokenizers'
+        # version follows OpenVINO's (their library is built against it).
+        "openvino": ["openvino==2026.4.*", "openvino-tokenizers==2026.4.*", "nncf==3.4.*"],
         "test": [
             "pytest",
             "pytest-xdist",  # the fast lane runs on both cores: pytest -m "not slow" -n 2

@@ -62,6 +62,8 @@ SERVING_DEFAULTS = ("text", "transformers")
 # ``keras-bert finetune``, ``distill``) for int8 calibration without asking for texts; the
 # few hundred that calibration needs (``models.int8_calibration``).
 CALIBRATION_SAMPLE_TEXTS = 300
+# What an export writes: a TF Serving SavedModel, or OpenVINO IR (the ``openvino`` extra).
+EXPORT_FORMATS = ("saved_model", "openvino")
 
 
 @dataclasses.dataclass

@@ -7,7 +7,7 @@ import logging
 import os
 
 from keras_bert.cli.flags import add_bool_flag, add_lower_case_flag, check_inputs_exist
-from keras_bert.config import SERVING_DEFAULTS
+from keras_bert.config import EXPORT_FORMATS, SERVING_DEFAULTS
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +27,12 @@ def add_parser(subparsers) -> None:
                         help="write TF Hub's pair instead: EXPORT_BASE/encoder (with mlm when "
                              "the checkpoint has its masked-LM head) and EXPORT_BASE/preprocess")
     export.add_argument("--version", type=int, help="version number (default: the next one)")
+    export.add_argument("--format", choices=EXPORT_FORMATS, default="saved_model",
+                        help="'saved_model' (TF Serving), or 'openvino': OpenVINO IR "
+                             "(model.xml, model.bin; OpenVINO Model Server's layout) taking raw "
+                             "text, with serving_default's outputs; --quantize int8 then needs "
+                             "--calibration_file (NNCF); needs the openvino extra "
+                             "(default: %(default)s)")
     export.add_argument("--vocab", help="vocab.txt (default: the checkpoint's)")
     add_lower_case_flag(export)
     export.add_argument("--seq_length", type=int, help="packed length of raw text (128)")
@@ -64,6 +70,8 @@ def _check_inputs(args: argparse.Namespace) -> None:
     if not os.path.exists(args.checkpoint) and "://" not in args.checkpoint:
         raise FileNotFoundError(f"checkpoint {args.checkpoint!r} does not exist")
     check_inputs_exist(args, "vocab", "calibration_file")
+    if args.format == "openvino":
+        _check_openvino_flags(args)
 
 
 def run_export(args: argparse.Namespace) -> int:
@@ -124,7 +132,7 @@ def run_export(args: argparse.Namespace) -> int:
                         text_pair=args.text_pair, mixed_precision=args.mixed_precision,
                         dynamic_padding=args.dynamic_padding, quantize=args.quantize,
                         calibration_texts=calibration_texts,
-                        serving_default=args.serving_default)
+                        serving_default=args.serving_default, format=args.format)
     print(f"exported {args.model_name} to {path}{_int8_note(args, model, calibration_texts)}")
     return 0
 
@@ -140,6 +148,30 @@ def _int8_note(args: argparse.Namespace, model, calibration_texts) -> str:
         return f" (int8, calibrated on {len(kept)} of the texts it was trained on)"
     return (" (int8, input ranges found per row: pass --calibration_file with a few hundred "
             "texts like the served ones for the faster calibrated export)")
+
+
+def _check_openvino_flags(args: argparse.Namespace) -> None:
+    """--format openvino: OpenVINO installed, and no SavedModel-only flag, before the
+    checkpoint loads."""
+    from keras_bert.export.openvino_extra import check_openvino
+
+    try:
+        check_openvino()
+    except ImportError as error:
+        raise ValueError(str(error)) from None
+    saved_model_only = [flag for flag, given in (
+        ("--tf_hub", args.tf_hub), ("--mixed_precision", args.mixed_precision is not None),
+        ("--no_dynamic_padding", not args.dynamic_padding),
+        ("--serving_default", args.serving_default != "text")) if given]
+    if saved_model_only:
+        raise ValueError(f"{', '.join(saved_model_only)} do not apply to --format openvino, "
+                         f"which writes float32 or int8 IR on raw text")
+    from keras_bert.checkpoints.formats import CALIBRATION_TEXTS_NAME
+    kept = os.path.join(args.checkpoint, CALIBRATION_TEXTS_NAME)
+    if args.quantize == "int8" and args.calibration_file is None and not os.path.exists(kept):
+        raise ValueError(f"--format openvino --quantize int8 needs --calibration_file (NNCF "
+                         f"measures activation ranges on its texts): {args.checkpoint!r} "
+                         f"keeps no {CALIBRATION_TEXTS_NAME} of its training texts")
 
 
 def _check_tf_hub_flags(args: argparse.Namespace) -> None:

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from keras_bert.export import int8, ops, signatures, warmup
 from keras_bert import fileio
+from keras_bert.config import EXPORT_FORMATS
 from keras_bert.errors import SaveError, one_line_reason
 from keras_bert.fileio import atomic_output_dir, check_writable_location, is_remote, join
 from keras_bert.layers.int8 import is_int8
@@ -162,7 +163,8 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
                  lower_case: bool | None = None, seq_length: int | None = None,
                  text_pair: bool | None = None, mixed_precision: str | None = None,
                  dynamic_padding: bool = True, quantize: str | None = None,
-                 calibration_texts=None, serving_default: str = "text") -> str:
+                 calibration_texts=None, serving_default: str = "text",
+                 format: str = "saved_model") -> str:
     """Exports ``model`` as a TF Serving version directory and returns its path.
 
     Args:
@@ -194,6 +196,10 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
             (``input_ids``, ``attention_mask``, ``token_type_ids`` int32 in, ``logits``...
             out; ``int64_serving`` with int64 ids), so that a client of a
             ``TFBertFor*`` export works unchanged; raw text is then ``serve_text``.
+        format: "saved_model" (default), or "openvino": OpenVINO IR (``model.xml`` and
+            ``model.bin`` in the version directory, OpenVINO Model Server's layout) taking
+            raw text as serving_default does, with its outputs (``export.openvino``); with
+            ``quantize="int8"`` NNCF quantizes it from ``calibration_texts`` (needed).
 
     Returns:
         ``<export_base>/<model_name>/<version>``, which appears only once complete.
@@ -202,10 +208,28 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
         FileExistsError: that version exists already.
         ValueError: the model cannot be exported, or its graph has ops TF Serving cannot run.
         Int8KernelMissing: ``quantize="int8"`` on a TensorFlow without oneDNN's int8 kernel.
+        ImportError: ``format="openvino"`` without OpenVINO installed (one line, what to
+            install).
     """
+    if format not in EXPORT_FORMATS:
+        raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {format!r}")
+    if format == "openvino":
+        from keras_bert.export.openvino_extra import check_openvino
+
+        check_openvino()
+        from keras_bert.export import openvino
+
+        openvino.check_exportable(model, signatures.task_export(model), mixed_precision,
+                                  dynamic_padding, serving_default)
     check_export_target(export_base, model_name, version)
     model_dir = join(export_base, model_name)
     version = next_version(model_dir) if version is None else int(version)
+    if format == "openvino":
+        return openvino.write_openvino(
+            model, join(model_dir, str(version)),
+            preprocessor=resolve_preprocessor(model, preprocessor, vocab_file, lower_case,
+                                              seq_length),
+            text_pair=text_pair, quantize=quantize, calibration_texts=calibration_texts)
     return write_saved_model(
         model, join(model_dir, str(version)), preprocessor=preprocessor, vocab_file=vocab_file,
         lower_case=lower_case, seq_length=seq_length, text_pair=text_pair,

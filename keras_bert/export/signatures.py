@@ -79,6 +79,8 @@ class TaskExport:
         transformers_outputs: the outputs transformers' TF class of this head returns, named
             as it names them (``logits``...), for ``serving_default="transformers"``; None: no
             TF class of transformers has this head.
+        openvino: whether its raw-text outputs export as OpenVINO IR (``export.openvino``):
+            OpenVINO's CPU plugin runs their ops (a tagger's string ``where`` it does not).
     """
     outputs: OutputsFn
     text_pair: bool = False
@@ -87,6 +89,7 @@ class TaskExport:
     text_signature: TextSignatureFn | None = None
     feature_spec: FeatureSpecFn | None = None
     transformers_outputs: TransformersOutputsFn | None = None
+    openvino: bool = False
 
 
 _REGISTRY: list[tuple[type, TaskExport]] = []
@@ -292,4 +295,5 @@ def encoder_transformers_outputs(model: BertEncoder):
 
 
 register(BertEncoder, TaskExport(outputs=encoder_outputs,
-                                 transformers_outputs=encoder_transformers_outputs))
+                                 transformers_outputs=encoder_transformers_outputs,
+                                 openvino=True))

@@ -1,5 +1,6 @@
 """What a model's base path holds, in pure Python (`keras-bert serve` looks before TensorFlow
-loads): its versions, numbered directories each holding a SavedModel, as TF Serving's
+loads): its versions, numbered directories each holding a SavedModel (or an OpenVINO model,
+model.xml, as OpenVINO Model Server's repository holds it), as TF Serving's
 FileSystemStoragePathSource finds them; and, where it holds a checkpoint instead (a keras-bert,
 Hugging Face, Google or keras-hub folder), the one-line error that says so and how to export it.
 
@@ -12,13 +13,23 @@ from tensorflow_serving.config import model_server_config_pb2
 
 from keras_bert import fileio
 from keras_bert.checkpoints.formats import describe_checkpoint
+from keras_bert.export.openvino_extra import IR_FILE
 
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 
 
 def is_version_dir(path: str) -> bool:
-    """True for a complete SavedModel directory (saved_model.pb or .pbtxt present)."""
-    return any(fileio.exists(fileio.join(path, f)) for f in SAVED_MODEL_FILES)
+    """True for a complete version directory: saved_model.pb or .pbtxt present, or an
+    OpenVINO model's model.xml (written last)."""
+    return (any(fileio.exists(fileio.join(path, f)) for f in SAVED_MODEL_FILES)
+            or holds_openvino_model(path))
+
+
+def holds_openvino_model(path: str) -> bool:
+    """True for a version directory of OpenVINO IR (model.xml) and no SavedModel: ``serve``
+    loads it with OpenVINO."""
+    return (fileio.exists(fileio.join(path, IR_FILE))
+            and not any(fileio.exists(fileio.join(path, f)) for f in SAVED_MODEL_FILES))
 
 
 def numbered_dirs(base_path: str) -> list[int]:

@@ -56,35 +56,26 @@ class Servable:
     def __init__(self, name: str, version: int, path: str,
                  scheduler: BatchScheduler | None = None, max_rows_per_call: int | None = None,
                  session_config: tf.compat.v1.ConfigProto | None = None):
-        _import_custom_ops()
         self.name = name
         self.version = version
         self.path = path
         self.max_rows_per_call = max_rows_per_call
-        self._graph = tf.Graph()
-        self._session = tf.compat.v1.Session(graph=self._graph, config=session_config)
         self._in_flight = 0
         self._calls_done = 0
         self._last_call_end = time.monotonic()
         self._unloaded = False
         self._closing = False
+        self._released = False
         self._closed = threading.Event()
         self._state_lock = threading.Lock()
-        try:
-            with self._graph.as_default():
-                meta_graph = tf.compat.v1.saved_model.loader.load(self._session, [SERVE_TAG], path)
-            _check_servable_ops(meta_graph, path)
-        except Exception:
-            self._session.close()
-            raise
         # All of them, __saved_model_init_op included, as TF Serving's metadata lists them.
-        self.signature_defs = dict(meta_graph.signature_def)
+        self.signature_defs = self._load(session_config)
         self._runnable = {key: signature for key, signature in self.signature_defs.items()
                           if signature.inputs and signature.outputs}
         try:
             self._warm_up()
         except Exception:
-            self._session.close()
+            self._release()
             raise
         self._warm_up_calls = self._calls_done
         self._queues: dict[str, BatchQueue] = {}
@@ -95,6 +86,34 @@ class Servable:
                     lambda inputs, key=signature_name: self._call(key, inputs))
         logger.info("loaded %s version %d from %s: signatures %s", name, version, path,
                     ", ".join(sorted(self.signature_defs)))
+
+    def _load(self, session_config: tf.compat.v1.ConfigProto | None) -> dict:
+        """Loads the version (here: the SavedModel into a graph-mode session) and returns its
+        SignatureDefs by key; releases what it took if it fails."""
+        _import_custom_ops()
+        self._graph = tf.Graph()
+        self._session = tf.compat.v1.Session(graph=self._graph, config=session_config)
+        try:
+            with self._graph.as_default():
+                meta_graph = tf.compat.v1.saved_model.loader.load(self._session, [SERVE_TAG],
+                                                                  self.path)
+            _check_servable_ops(meta_graph, self.path)
+        except Exception:
+            self._session.close()
+            raise
+        return dict(meta_graph.signature_def)
+
+    def _run_model(self, signature_name: str, inputs: dict[str, np.ndarray]
+                   ) -> dict[str, np.ndarray]:
+        """One model call: the signature's outputs for ``inputs``, all of them."""
+        signature = self._runnable[signature_name]
+        feeds = {signature.inputs[k].name: inputs[k] for k in sorted(signature.inputs)}
+        fetches = {k: signature.outputs[k].name for k in sorted(signature.outputs)}
+        return self._session.run(fetches, feeds)
+
+    def _release(self) -> None:
+        """Frees the loaded model (here: closes the session)."""
+        self._session.close()
 
     def _warm_up(self) -> None:
         """Replays the SavedModel's warm-up requests (assets.extra/tf_serving_warmup_requests,
@@ -174,16 +193,13 @@ class Servable:
         return {name: concatenate_padded([part[name] for part in parts]) for name in parts[0]}
 
     def _call(self, signature_name: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        signature = self._runnable[signature_name]
-        feeds = {signature.inputs[k].name: inputs[k] for k in sorted(signature.inputs)}
-        fetches = {k: signature.outputs[k].name for k in sorted(signature.outputs)}
         with self._state_lock:
-            if self._session is None:
+            if self._released:
                 raise Unloaded(f"{self.name} version {self.version} was unloaded; retry "
                                "the request")
             self._in_flight += 1
         try:
-            return self._session.run(fetches, feeds)
+            return self._run_model(signature_name, inputs)
         finally:
             with self._state_lock:
                 self._in_flight -= 1
@@ -208,8 +224,8 @@ class Servable:
             self._unloaded = True
 
     def close(self) -> None:
-        """Unloads, and closes the session (freeing the model's memory) once requests in flight
-        and queued finish; ``wait_closed`` waits for that."""
+        """Unloads, and releases the model (closes the session, freeing its memory) once
+        requests in flight and queued finish; ``wait_closed`` waits for that."""
         self.unload()
         with self._state_lock:
             self._closing = True
@@ -220,10 +236,10 @@ class Servable:
         return self._closed.wait(timeout_s)
 
     def _maybe_close(self) -> None:  # with _state_lock held
-        if (self._closing and not self._in_flight and self._session is not None
+        if (self._closing and not self._in_flight and not self._released
                 and all(queue.drained for queue in self._queues.values())):
-            self._session.close()
-            self._session = None
+            self._release()
+            self._released = True
             self._queues = {}  # they call back into this object: a reference cycle
             self._closed.set()
 

@@ -16,7 +16,7 @@ import threading
 import tensorflow as tf
 
 from keras_bert.serving import config_files as config_lib
-from keras_bert.serving.base_paths import check_base_paths
+from keras_bert.serving.base_paths import check_base_paths, holds_openvino_model
 from keras_bert.serving.batching import BatchScheduler
 from keras_bert.serving.errors import ServingError
 from keras_bert.serving.flags import build_flag_parser
@@ -60,6 +60,15 @@ def session_config(args: argparse.Namespace) -> tf.compat.v1.ConfigProto:
                                     inter_op_parallelism_threads=inter)
 
 
+def servable_class(path: str) -> type[Servable]:
+    """What loads the version at ``path``: ``OpenVinoServable`` for OpenVINO IR (model.xml),
+    else ``Servable`` (a SavedModel)."""
+    if holds_openvino_model(path):
+        from keras_bert.serving.openvino_servable import OpenVinoServable
+        return OpenVinoServable
+    return Servable
+
+
 class ModelServer:
     """The server's parts wired together: models, batching, gRPC and REST.
 
@@ -88,7 +97,7 @@ class ModelServer:
         self.ssl_config = (config_lib.load_ssl_config(args.ssl_config_file)
                            if args.ssl_config_file else None)
         self.manager = ModelManager(
-            model_config, lambda name, version, path: Servable(
+            model_config, lambda name, version, path: servable_class(path)(
                 name, version, path, self.scheduler, args.max_rows_per_call or None,
                 self.session_config),
             reload_any_path=args.unsafe_reload_any_path)

@@ -96,6 +96,26 @@ def case_class(char: str) -> int:
     return UNCASED
 
 
+def normalized_char(code_point: int, char: str, lower_case: bool) -> str:
+    """What Google's BasicTokenizer turns one character into, spaces marking word breaks: ""
+    (control), " " (whitespace), a CJK ideograph or punctuation between spaces, and when
+    ``lower_case`` the character lower-cased without accents (Python's ``str.lower``, NFD, no
+    Mn). The in-graph normalizers (``graph_normalizer``, the OpenVINO tokenizer) map each
+    character through it.
+
+    >>> normalized_char(0xC9, "\u00c9", lower_case=True), normalized_char(0x21, "!", False)
+    ('e', ' ! ')
+    """
+    if is_control(char):
+        return ""
+    if is_whitespace(char):
+        return " "
+    char_out = strip_accents(char.lower()) if lower_case else char
+    if is_cjk(code_point):
+        return f" {char_out} "
+    return "".join(f" {c} " if is_punctuation(c) else c for c in char_out)
+
+
 @functools.cache
 def _assigned_code_points() -> array.array:
     """Every code point that some table must look at: all but the unassigned (Cn), private-use

@@ -58,21 +58,6 @@ class NormalizationTables:
     case_ignorable: str
 
 
-def _char_output(code_point: int, char: str, lower_case: bool) -> str:
-    """What Google's BasicTokenizer turns one character into, spaces marking word breaks."""
-    if chars.is_control(char):
-        return ""
-    if chars.is_whitespace(char):
-        return " "
-    if lower_case:
-        char_out = chars.strip_accents(char.lower())
-    else:
-        char_out = char
-    if chars.is_cjk(code_point):
-        return f" {char_out} "
-    return "".join(f" {c} " if chars.is_punctuation(c) else c for c in char_out)
-
-
 @functools.cache
 def build_tables(lower_case: bool) -> NormalizationTables:
     """Builds the tables from ``unicodedata`` (about a second; cached per process)."""
@@ -82,7 +67,7 @@ def build_tables(lower_case: bool) -> NormalizationTables:
     marks: dict[int, int] = {}
     cases: dict[int, list[int]] = {chars.CASED: [], chars.CASE_IGNORABLE: []}
     for code_point, char in chars.assigned_chars():  # The others pass through unchanged.
-        output = _char_output(code_point, char, lower_case)
+        output = chars.normalized_char(code_point, char, lower_case)
         if len(output) > _LENGTH_MASK:
             raise AssertionError(f"U+{code_point:04X} normalizes to {len(output)} characters")
         value = len(output)

@@ -85,4 +85,5 @@ def classifier_transformers_outputs(model: BertClassifier):
 register(BertClassifier, TaskExport(outputs=classifier_outputs,
                                     extra_signatures=classifier_example_signatures,
                                     feature_spec=classifier_feature_spec,
-                                    transformers_outputs=classifier_transformers_outputs))
+                                    transformers_outputs=classifier_transformers_outputs,
+                                    openvino=True))

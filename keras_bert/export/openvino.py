@@ -1,0 +1,179 @@
+"""OpenVINO IR export: ``<export_base>/<model_name>/<version>/model.xml`` + ``model.bin``, OpenVINO
+Model Server's repository layout, a model that takes raw text as our SavedModel's
+``serving_default`` does (the same input and output names), float32 or int8 (NNCF's
+post-training quantization from calibration texts).
+
+The model is the packed-id part of the SavedModel's raw-text signature (the task's serving
+outputs from ``input_word_ids``, ``input_mask``, ``input_type_ids``), converted by
+``openvino.convert_model`` from a ``tf.function``, with the tokenizer joined in front
+(``openvino_tokenizer.tokenizer_model``: built from our vocabulary and casing, no transformers)
+by ``openvino_tokenizers.connect_models``. It runs a request as one batch padded to its
+longest text (rounded up to a multiple of 8), where the SavedModel runs sorted chunks of 8
+rows: the outputs are the same within float error, except at padded positions of sequence
+outputs, which no client should read (``input_mask`` says where the text is).
+
+Exported: the models whose ``TaskExport`` says ``openvino=True``: the encoder, the classifier
+(text only, no features) and the embedder. Not yet: the tagger and the span head, whose
+string outputs (tokens and tags per position, the answer text) use ops that OpenVINO's CPU
+plugin does not run on strings (``Select``), and multiple choice.
+OpenVINO, openvino-tokenizers and NNCF are the ``openvino`` extra; this module imports them
+when it runs, so keras_bert imports without them.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import os
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert import fileio
+from keras_bert.errors import SaveError, one_line_reason
+from keras_bert.export import signatures
+from keras_bert.export.openvino_extra import IR_FILE, WEIGHTS_FILE
+from keras_bert.export.openvino_tokenizer import tokenizer_model
+from keras_bert.fileio import atomic_output_dir, is_remote, join
+from keras_bert.layers.int8 import is_int8
+from keras_bert.tokenization.packing import INPUT_NAMES
+from keras_bert.tokenization.preprocessor import trim_to_longest
+
+logger = logging.getLogger(__name__)
+
+def check_exportable(model, task: signatures.TaskExport, mixed_precision, dynamic_padding,
+                     serving_default: str) -> None:
+    """Refuses, in one line, what the OpenVINO export does not write."""
+    name = type(model).__name__
+    if not task.openvino:
+        raise ValueError(f"a {name} does not export as OpenVINO IR yet (its serving outputs "
+                         f"use string ops OpenVINO's CPU plugin cannot run); export it as a "
+                         f"SavedModel")
+    if task.feature_spec is not None and task.feature_spec(model):
+        raise ValueError(f"this {name} reads features beside the text; an OpenVINO export "
+                         f"takes text only: export it as a SavedModel")
+    if is_int8(model):
+        raise ValueError(f"this {name} is quantized with Keras' int8; export its float32 model "
+                         f"with quantize='int8' (OpenVINO's int8 comes from NNCF)")
+    if mixed_precision is not None or not dynamic_padding or serving_default != "text":
+        raise ValueError("mixed_precision, dynamic_padding=False and serving_default="
+                         "'transformers' are SavedModel options; an OpenVINO export is float32 "
+                         "or int8 on raw text")
+
+
+def _packed_function(model, preprocessor, task: signatures.TaskExport):
+    """The task's raw-text outputs from packed ids: a tf.function of {input name: int32
+    [batch, length]}."""
+    # What a raw-text call passes the outputs (their shape depends on it); the text itself is
+    # the tokenizer's.
+    raw = signatures.RawText(tf.constant([""]))
+
+    @tf.function(autograph=False, input_signature=[signatures.ids_input_signature()])
+    def outputs(ids):
+        return task.outputs(model, preprocessor, ids, raw)
+
+    return outputs
+
+
+def _repair_string_constants(ov_model) -> None:
+    """Writes back the string constants that ``convert_model`` stores as Python's repr of
+    their bytes ("b'label'": OpenVINO 2026.4's TensorFlow front end), decoded."""
+    import openvino as ov
+
+    for node in ov_model.get_ops():
+        if node.get_type_name() != "Constant" or node.get_output_element_type(0) != ov.Type.string:
+            continue
+        values = node.get_value_strings()
+        if not values or not all(v.startswith(("b'", 'b"')) for v in values):
+            continue
+        decoded = [ast.literal_eval(v).decode("utf-8") for v in values]
+        shape = list(node.get_output_shape(0))
+        fixed = ov.op.Constant(ov.Tensor(np.array(decoded, dtype=np.str_).reshape(shape)))
+        fixed.output(0).set_names(node.output(0).get_names())
+        node.output(0).replace(fixed.output(0))
+
+
+def _calibration_dataset(preprocessor, texts, text_pair: bool):
+    """NNCF's calibration data: one packed row per text, at its own length."""
+    import nncf
+
+    rows = []
+    for text in texts:
+        pieces = [tf.constant([text]), tf.constant([""])] if text_pair else tf.constant([text])
+        packed = trim_to_longest(preprocessor(pieces))
+        rows.append({f"{name}:0": packed[name].numpy() for name in INPUT_NAMES})
+    return nncf.Dataset(rows)
+
+
+def openvino_model(model, preprocessor, text_pair: bool | None = None,
+                   quantize: str | None = None, calibration_texts=None):
+    """The OpenVINO model of ``model``'s raw-text serving_default (see the module docstring).
+
+    Args:
+        model: an exportable model (``signatures.task_export``) that takes text.
+        preprocessor: its BertPreprocessor (vocabulary, casing, seq_length).
+        text_pair: whether it takes ``text_pair`` (None: the task's default).
+        quantize: "int8": NNCF's post-training quantization (``ModelType.TRANSFORMER``) from
+            ``calibration_texts``; None: float32.
+        calibration_texts: sample texts (a few hundred, like the ones to be served), for int8;
+            None: the sample of its training texts the model keeps (``calibration_texts``).
+
+    Returns:
+        an ``openvino.Model``: ``text`` (and ``text_pair``) string [batch] -> the outputs of
+        the SavedModel's serving_default, by name.
+    """
+    import openvino as ov
+    from openvino_tokenizers import connect_models
+
+    task = signatures.task_export(model)
+    text_pair = task.text_pair if text_pair is None else text_pair
+    if quantize not in (None, "int8"):
+        raise ValueError(f"quantize must be None or 'int8', got {quantize!r}")
+    if quantize and not calibration_texts:
+        calibration_texts = getattr(model, "calibration_texts", None)  # its training texts'
+    if quantize and not calibration_texts:
+        raise ValueError("an int8 OpenVINO export needs calibration_texts (NNCF measures "
+                         "activation ranges on them): a few hundred texts like those served")
+    packed = ov.convert_model(_packed_function(model, preprocessor, task))
+    _repair_string_constants(packed)
+    if quantize:
+        import nncf
+
+        packed = nncf.quantize(packed, _calibration_dataset(preprocessor, calibration_texts,
+                                                            text_pair),
+                               model_type=nncf.ModelType.TRANSFORMER,
+                               subset_size=len(calibration_texts))
+    tokenizer = tokenizer_model(list(preprocessor.vocabulary), preprocessor.lower_case,
+                                preprocessor.seq_length, text_pair)
+    joined = connect_models(tokenizer, packed, {name: f"{name}:0" for name in INPUT_NAMES})
+    joined.set_rt_info(type(model).__name__, ["keras_bert", "model"])
+    joined.set_rt_info("int8" if quantize else "float32", ["keras_bert", "precision"])
+    return joined
+
+
+def write_openvino(model, directory: str, *, preprocessor, text_pair: bool | None = None,
+                   quantize: str | None = None, calibration_texts=None,
+                   overwrite: bool = False) -> str:
+    """Writes ``openvino_model(...)`` as ``directory``/model.xml + model.bin (the directory
+    appears only when complete; remote directories get model.xml last) and returns it."""
+    import openvino as ov
+
+    ov_model = openvino_model(model, preprocessor, text_pair, quantize, calibration_texts)
+    try:
+        if not is_remote(directory):
+            with atomic_output_dir(directory, overwrite=overwrite) as out:
+                ov.save_model(ov_model, os.path.join(out, IR_FILE), compress_to_fp16=False)
+        else:
+            with tempfile.TemporaryDirectory(prefix="keras_bert_openvino-") as scratch:
+                ov.save_model(ov_model, os.path.join(scratch, IR_FILE), compress_to_fp16=False)
+                fileio.makedirs(directory)
+                for name in (WEIGHTS_FILE, IR_FILE):  # model.xml last: it marks a version
+                    fileio.copy(os.path.join(scratch, name), join(directory, name),
+                                overwrite=overwrite)
+    except (OSError, RuntimeError) as error:
+        raise SaveError(f"writing the OpenVINO model {directory!r} failed: "
+                        f"{one_line_reason(error)}") from error
+    logger.info("exported %s as OpenVINO IR (%s) to %s", type(model).__name__,
+                "int8" if quantize else "float32", directory)
+    return directory

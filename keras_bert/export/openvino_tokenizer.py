@@ -1,0 +1,280 @@
+"""Google's BERT tokenization and packing as an OpenVINO graph: raw text (string [batch]) in,
+``input_word_ids``, ``input_mask``, ``input_type_ids`` (int32 [batch, seq]) out, with the ids of
+our Python tokenizer (``tokenization.BertTokenizer``, Google's FullTokenizer) and the packing of
+``BertPackerLayer``.
+
+It is built from our vocab.txt and casing with openvino-tokenizers' operations, without
+transformers or tokenizers (their BertTokenizerFast normalizes with newer Unicode tables and
+case folding, which Google's tokenizer does not). The steps:
+
+- uncased: each capital sigma is written as Python's ``str.lower()`` writes it (``σ`` or the
+  final ``ς``), by the regexes of ``graph_normalizer``, whose classes come from Python's tables;
+- CJK ideographs (Google's ranges) are put between spaces (a regex on code-point ranges);
+- every other character goes through one ``CharsMapNormalization`` whose map is built here
+  from ``chars.normalized_char`` (a SentencePiece "precompiled charsmap": a darts-clone double
+  array of the characters that change, and what each becomes): controls deleted, whitespace to
+  a space, punctuation between spaces, and when uncased lower-cased without accents, all
+  decided by the running Python's ``unicodedata``, as the Python tokenizer decides them;
+- bytes that are not UTF-8 (which the map turns into U+FFFD) and NUL are deleted;
+- a word of more than 200 characters becomes ``[UNK]`` (Google's max_input_chars_per_word),
+  which WordPiece then looks up whole;
+- words are split at spaces and looked up with ``WordpieceTokenizer`` (greedy longest match
+  first, ``##`` continuations);
+- packing as ``[CLS] a [SEP] (b [SEP])`` with Google's pair truncation, padded to the batch's
+  longest row rounded up to a multiple of 8 (at most ``seq_length``), written with OpenVINO's
+  own operations after ``packer_layer.pack_segments`` and ``trim_to_longest``.
+
+Left out: NFD's reordering of two spacing marks of different combining classes in one
+character's run (musical symbols and a few others; ``graph_normalizer`` re-sorts them), which
+the map cannot express; such text gives other ids than Google's.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+
+import numpy as np
+
+from keras_bert.tokenization import chars
+from keras_bert.tokenization.packing import INPUT_NAMES
+from keras_bert.tokenization.preprocessor import PAD_MULTIPLE
+from keras_bert.tokenization.vocab import CLS, PAD, SEP, UNK
+from keras_bert.tokenization.wordpiece import MAX_CHARS_PER_WORD, SUFFIX_INDICATOR
+
+# Greater than any word of MAX_CHARS_PER_WORD characters can take (4 UTF-8 bytes each): longer
+# words are [UNK] before WordPiece sees them.
+_MAX_BYTES_PER_WORD = 4 * MAX_CHARS_PER_WORD + 1
+_EMPTY_UNIT = 1 << 31  # a leaf of value 0: its label matches no byte, so lookups stop there
+
+
+# --------------------------------------------------------------------- the characters' map
+def _double_array(keys: list[bytes], values: list[int]) -> np.ndarray:
+    """A darts-clone double array (uint32 units, as SentencePiece's normalizer reads it) that
+    maps each key (no NUL byte; no key a prefix of another) to its value (< 2**31)."""
+    trie: dict = {}
+    for key, value in zip(keys, values):
+        node = trie
+        for byte in key:
+            node = node.setdefault(byte, {})
+        node[None] = value
+    size = 1 << 12
+    units = np.full(size, _EMPTY_UNIT, dtype=np.uint64)
+    used = np.zeros(size, dtype=bool)
+    used_bases: set[int] = set()
+    used[0] = True
+    free_from = 1
+    queue = [(0, trie)]
+    while queue:
+        position, node = queue.pop()
+        labels = [0 if label is None else label for label in node]
+        while True:  # the first base whose slots are all free, searched a window at a time
+            window = np.arange(free_from & ~0xFF, free_from + 1024)
+            while (window[-1] | 0xFF) + 1 >= size:
+                size *= 2
+                units = np.concatenate([units, np.full(size - len(units), _EMPTY_UNIT,
+                                                       dtype=np.uint64)])
+                used = np.concatenate([used, np.zeros(size - len(used), dtype=bool)])
+            fits = np.ones(len(window), dtype=bool)
+            for label in labels:
+                fits &= ~used[window ^ label]
+            base = next((int(b) for b in window[fits] if b and int(b) not in used_bases), None)
+            if base is not None:
+                break
+            free_from += 1024
+        offset = position ^ base
+        if offset >= 1 << 21:
+            raise ValueError("the character map needs a double array of more than 2**21 units")
+        used_bases.add(base)
+        unit = (int(units[position]) & 0xFF if position else 0) | offset << 10
+        units[position] = unit | (0x100 if None in node else 0)
+        for label, child in node.items():
+            slot = base ^ (0 if label is None else label)
+            used[slot] = True
+            if label is None:
+                units[slot] = child | _EMPTY_UNIT
+            else:
+                units[slot] = label  # the offset and leaf bit are set when the child is placed
+                queue.append((slot, child))
+        while free_from < size and used[free_from]:
+            free_from += 1
+    last = int(np.flatnonzero(used).max())
+    return units[:((last | 0xFF) + 1)].astype(np.uint32)
+
+
+@functools.cache
+def precompiled_charsmap(lower_case: bool) -> bytes:
+    """SentencePiece's precompiled charsmap of Google's per-character normalization (see
+    ``chars.normalized_char``), CJK spacing left to a regex: the characters it changes, each to
+    what it becomes (about 16,000 uncased, 1,000 cased)."""
+    keys, values = [], []
+    normalized = bytearray()
+    for code_point, char in chars.assigned_chars():
+        output = chars.normalized_char(code_point, char, lower_case)
+        if chars.is_cjk(code_point):
+            output = output.strip(" ")
+        if output == char or code_point == 0:
+            continue
+        keys.append(char.encode("utf-8"))
+        values.append(len(normalized))
+        normalized += output.encode("utf-8") + b"\0"
+    units = _double_array(keys, values)
+    blob = units.astype("<u4").tobytes()
+    return struct.pack("<I", len(blob)) + blob + bytes(normalized)
+
+
+# --------------------------------------------------------------------------- the graph
+def _cjk_pattern() -> str:
+    return "([" + "".join(f"\\x{{{start:x}}}-\\x{{{end:x}}}"
+                          for start, end in chars.CJK_RANGES) + "])"
+
+
+def _normalization_steps(lower_case: bool) -> list:
+    """The openvino-tokenizers steps from raw text to words separated by single spaces."""
+    from openvino_tokenizers.tokenizer_pipeline import CharsmapStep, RegexNormalizationStep
+
+    from keras_bert.tokenization.graph_normalizer import build_tables
+
+    steps = []
+    if lower_case:  # the final-sigma rule, as graph_normalizer writes it for RE2
+        tables = build_tables(lower_case=True)
+        cased, ignorable = tables.cased, tables.case_ignorable
+        not_final = RegexNormalizationStep(f"{chars.CAPITAL_SIGMA}({ignorable}*{cased})",
+                                           chars.SMALL_SIGMA + "$1")
+        steps += [not_final, not_final,
+                  RegexNormalizationStep(f"({cased}{ignorable}*){chars.CAPITAL_SIGMA}",
+                                         "$1" + chars.FINAL_SIGMA)]
+    steps += [
+        RegexNormalizationStep(_cjk_pattern(), " $1 "),
+        CharsmapStep(charsmap=precompiled_charsmap(lower_case), remove_extra_whitespaces=False),
+        RegexNormalizationStep("[\\x{0}\\x{fffd}]", ""),
+        RegexNormalizationStep(f"[^ ]{{{MAX_CHARS_PER_WORD + 1},}}", f" {UNK} "),
+        # A space in front of every text: RegexSplit loses the batch's rows when all of them
+        # are empty (openvino-tokenizers 2026.4).
+        RegexNormalizationStep("^", " ", global_replace=False),
+    ]
+    return steps
+
+
+def _word_ids(text, vocabulary: list[str], lower_case: bool):
+    """string [batch] -> WordPiece ids, ragged: (begins int32 [batch], ends [batch], ids [n])."""
+    from openvino import opset15
+    from openvino_tokenizers.tokenizer_pipeline import (RegexSplitStep, TokenizerPipeline,
+                                                        WordPieceTokenizationStep)
+
+    nodes = opset15.string_tensor_unpack(text).outputs()
+    for step in _normalization_steps(lower_case):
+        nodes = step.get_ov_subgraph(list(nodes))
+    nodes = TokenizerPipeline.add_ragged_dimension(list(nodes))
+    nodes = RegexSplitStep(" ", behaviour="remove").get_ov_subgraph(list(nodes))
+    wordpiece = WordPieceTokenizationStep(vocab=list(vocabulary), unk_token=UNK,
+                                          suffix_indicator=SUFFIX_INDICATOR,
+                                          max_bytes_per_word=_MAX_BYTES_PER_WORD)
+    return wordpiece.get_ov_subgraph(list(nodes[:5]))
+
+
+def _pair_lengths(opset, length_a, length_b, budget):
+    """``packer_layer._pair_lengths`` (Google's _truncate_seq_pair) in OpenVINO ops."""
+    half_a = opset.constant(np.int32((budget + 1) // 2))
+    half_b = opset.constant(np.int32(budget // 2))
+    budget = opset.constant(np.int32(budget))
+    a_short = opset.less_equal(length_a, half_a)
+    b_short = opset.less_equal(length_b, half_b)
+    keep_a = opset.select(a_short, length_a, opset.select(
+        b_short, opset.minimum(length_a, opset.subtract(budget, length_b)), half_a))
+    keep_b = opset.select(a_short, opset.minimum(length_b, opset.subtract(budget, length_a)),
+                          opset.select(b_short, length_b, half_b))
+    return keep_a, keep_b
+
+
+def _pack(segments, seq_length: int, ids: dict[str, int]) -> dict:
+    """``packer_layer.pack_segments`` then ``trim_to_longest`` in OpenVINO ops: ragged ids of
+    one or two segments -> {input name: int32 [batch, length]}, length the longest row rounded
+    up to PAD_MULTIPLE, at least PAD_MULTIPLE and at most seq_length."""
+    from openvino import opset15 as opset
+
+    def i32(value):
+        return opset.constant(np.array(value, dtype=np.int32))
+
+    def column(node):  # [batch] -> [batch, 1]
+        return opset.unsqueeze(node, i32(1))
+
+    lengths = [opset.subtract(ends, begins) for begins, ends, _ in segments]
+    if len(segments) == 1:
+        keep_a = opset.minimum(lengths[0], i32(seq_length - 2))
+        keep_b = None
+        end = opset.add(keep_a, i32(2))
+    else:
+        pair_a, pair_b = _pair_lengths(opset, lengths[0], lengths[1], seq_length - 3)
+        has_b = opset.greater(lengths[1], i32(0))
+        keep_a = opset.select(has_b, pair_a, opset.minimum(lengths[0], i32(seq_length - 2)))
+        keep_b = opset.select(has_b, pair_b, i32(0))
+        end = opset.select(has_b, opset.add(opset.add(keep_a, keep_b), i32(3)),
+                           opset.add(keep_a, i32(2)))
+    b_start = opset.add(keep_a, i32(2))
+    longest = opset.reduce_max(opset.concat([i32([0]), end], 0), i32(0))
+    rounded = opset.add(longest, i32(PAD_MULTIPLE - 1))  # (x / m) * m is folded to x: use mod
+    length = opset.subtract(rounded, opset.floor_mod(rounded, i32(PAD_MULTIPLE)))
+    length = opset.minimum(opset.maximum(length, i32(PAD_MULTIPLE)), i32(seq_length))
+    position = opset.unsqueeze(opset.range(i32(0), length, i32(1), output_type="i32"), i32(0))
+
+    def read(segment, start):  # segment's ids at position - start, [batch, length]
+        begins, _, values = segment
+        values = opset.concat([values, i32([0])], 0)  # never empty
+        index = opset.add(column(begins), opset.subtract(position, start))
+        last = opset.subtract(opset.shape_of(values, "i32"), i32([1]))
+        index = opset.minimum(opset.maximum(index, i32(0)), last)
+        return opset.gather(values, index, i32(0))
+
+    word_ids = opset.select(opset.equal(position, i32(0)), i32(ids[CLS]), i32(ids[PAD]))
+    in_a = opset.logical_and(opset.greater_equal(position, i32(1)),
+                             opset.less_equal(position, column(keep_a)))
+    word_ids = opset.select(in_a, read(segments[0], i32(1)), word_ids)
+    end_col, b_start_col = column(end), column(b_start)
+    if keep_b is not None:
+        in_b = opset.logical_and(opset.greater_equal(position, b_start_col),
+                                 opset.less(position, opset.subtract(end_col, i32(1))))
+        word_ids = opset.select(in_b, read(segments[1], b_start_col), word_ids)
+    is_sep = opset.logical_or(opset.equal(position, opset.add(column(keep_a), i32(1))),
+                              opset.equal(position, opset.subtract(end_col, i32(1))))
+    word_ids = opset.select(is_sep, i32(ids[SEP]), word_ids)
+    in_text = opset.less(position, end_col)
+    type_ids = opset.logical_and(opset.greater_equal(position, b_start_col), in_text)
+    return {"input_word_ids": word_ids,
+            "input_mask": opset.convert(in_text, "i32"),
+            "input_type_ids": opset.convert(type_ids, "i32")}
+
+
+def tokenizer_model(vocabulary: list[str], lower_case: bool, seq_length: int,
+                    text_pair: bool = False):
+    """The OpenVINO model of raw text -> packed ids.
+
+    Args:
+        vocabulary: the tokens, id 0 first (with [PAD], [UNK], [CLS] and [SEP]).
+        lower_case: lower-case and strip accents (uncased vocabularies).
+        seq_length: the longest packed row, [CLS] and [SEP] included.
+        text_pair: whether it takes ``text_pair`` beside ``text``.
+
+    Returns:
+        an ``openvino.Model``: ``text`` (and ``text_pair``) string [batch] ->
+        ``input_word_ids``, ``input_mask``, ``input_type_ids`` int32 [batch, length].
+    """
+    import openvino as ov
+    from openvino import opset15 as opset
+
+    positions = {token: index for index, token in enumerate(vocabulary)}
+    missing = [t for t in (PAD, UNK, CLS, SEP) if t not in positions]
+    if missing:
+        raise ValueError(f"the vocabulary has no {', '.join(missing)}; BERT packing needs them")
+    names = ["text", "text_pair"] if text_pair else ["text"]
+    parameters = [opset.parameter([-1], ov.Type.string, name=name) for name in names]
+    for parameter, name in zip(parameters, names):
+        parameter.output(0).set_names({name})
+    segments = [_word_ids(parameter, vocabulary, lower_case) for parameter in parameters]
+    packed = _pack(segments, seq_length, positions)
+    results = []
+    for name in INPUT_NAMES:
+        result = opset.result(packed[name])
+        result.output(0).set_names({name})
+        results.append(result)
+    return ov.Model(results, parameters, "bert_tokenizer")
