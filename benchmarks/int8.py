@@ -40,6 +40,7 @@ Usage (from the repository root):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -260,12 +261,13 @@ class OpenVinoWorker:
 
 def worker_main(args: argparse.Namespace) -> None:
     family, kind = args.worker.split("-")
-    if family in ("ours", "base"):
-        worker = OursWorker(kind, args.workdir, args.vocab, args.inter_op_threads)
-    elif family == "ov":
-        worker = OpenVinoWorker(kind, args.workdir, args.vocab)
-    else:
-        worker = OrtWorker(kind, args.workdir, args.vocab)
+    with contextlib.redirect_stdout(sys.stderr):  # stdout carries the replies (NNCF prints)
+        if family in ("ours", "base"):
+            worker = OursWorker(kind, args.workdir, args.vocab, args.inter_op_threads)
+        elif family == "ov":
+            worker = OpenVinoWorker(kind, args.workdir, args.vocab)
+        else:
+            worker = OrtWorker(kind, args.workdir, args.vocab)
     with open(os.path.join(args.workdir, "texts.json")) as f:
         texts = json.load(f)
     plans = {policy: batches(texts, policy, worker.count_tokens) for policy in POLICIES}
