@@ -167,6 +167,16 @@ def test_int8_without_calibration_texts_and_savedmodel_options_are_refused(class
     assert not os.path.exists(tmp_path / "c" / "1")
 
 
+def test_int8_of_a_model_that_keeps_its_training_texts_calibrates_on_them(classifier, tmp_path):
+    classifier.calibration_texts = CALIBRATION_TEXTS  # what fit, finetune and distill leave
+    try:
+        path = export_model(classifier, str(tmp_path), "c", format="openvino", quantize="int8")
+    finally:
+        classifier.calibration_texts = None
+    ir = ov.Core().read_model(os.path.join(path, "model.xml"))
+    assert ir.get_rt_info(["keras_bert", "precision"]).astype(str) == "int8"
+
+
 # ------------------------------------------------------------------------ the tokenizer
 # NFD's reordering of two spacing marks in one run is not in the OpenVINO tokenizer (its
 # docstring): texts with two of those marks are left out.
