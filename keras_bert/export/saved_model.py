@@ -162,7 +162,8 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
                  lower_case: bool | None = None, seq_length: int | None = None,
                  text_pair: bool | None = None, mixed_precision: str | None = None,
                  dynamic_padding: bool = True, quantize: str | None = None,
-                 calibration_texts=None, serving_default: str = "text") -> str:
+                 calibration_texts=None, serving_default: str = "text",
+                 max_windows: int | None = None) -> str:
     """Exports ``model`` as a TF Serving version directory and returns its path.
 
     Args:
@@ -194,6 +195,10 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
             (``input_ids``, ``attention_mask``, ``token_type_ids`` int32 in, ``logits``...
             out; ``int64_serving`` with int64 ids), so that a client of a
             ``TFBertFor*`` export works unchanged; raw text is then ``serve_text``.
+        max_windows: for a model that reads a text longer than seq_length as overlapping
+            windows (a classifier), the most windows one text may be; a request with a longer
+            text fails with INVALID_ARGUMENT naming the limit, instead of costing what its
+            windows cost. None (default): no limit.
 
     Returns:
         ``<export_base>/<model_name>/<version>``, which appears only once complete.
@@ -210,7 +215,8 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
         model, join(model_dir, str(version)), preprocessor=preprocessor, vocab_file=vocab_file,
         lower_case=lower_case, seq_length=seq_length, text_pair=text_pair,
         mixed_precision=mixed_precision, dynamic_padding=dynamic_padding, quantize=quantize,
-        calibration_texts=calibration_texts, serving_default=serving_default)
+        calibration_texts=calibration_texts, serving_default=serving_default,
+        max_windows=max_windows)
 
 
 def write_saved_model(model, directory: str, *, overwrite: bool = False, preprocessor=None,
@@ -218,7 +224,7 @@ def write_saved_model(model, directory: str, *, overwrite: bool = False, preproc
                       seq_length: int | None = None, text_pair: bool | None = None,
                       mixed_precision: str | None = None, dynamic_padding: bool = True,
                       quantize: str | None = None, calibration_texts=None,
-                      serving_default: str = "text") -> str:
+                      serving_default: str = "text", max_windows: int | None = None) -> str:
     """Writes ``model``'s serving SavedModel at ``directory`` (which appears only when
     complete) and returns it; ``export_model`` writes a TF Serving version directory with it,
     and a task model's ``export(path)`` a plain one. The other arguments are
@@ -242,7 +248,7 @@ def write_saved_model(model, directory: str, *, overwrite: bool = False, preproc
         vocab_path = os.path.join(scratch, vocab_lib.VOCAB_FILENAME)
         vocab_lib.save_vocab(list(preprocessor.vocabulary), vocab_path)
         functions = signatures.build_signatures(model, preprocessor, text_pair, dynamic_padding,
-                                                serving_default)
+                                                serving_default, max_windows)
         module = ExportModule(model, functions, vocab_path, preprocessor.lower_case)
         try:
             if not is_remote(directory):
