@@ -19,7 +19,8 @@ from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.models.encoder import SavesWhole, quantization_passes
 from keras_bert.models.int8_calibration import calibrate_before_quantize
 from keras_bert.recipe.batches import PackedRows, pack_examples
-from keras_bert.recipe.inputs import EXAMPLE_INDEX, int32_ids_dataset, is_packed
+from keras_bert.recipe.inputs import (EXAMPLE_INDEX, int32_ids_dataset, is_packed,
+                                      windows_line)
 from keras_bert.recipe.fit import RECIPE, RecipeState
 from keras_bert.recipe.fit import fit as recipe_fit
 from keras_bert.models.task_loading import TaskLoading, tokenizer_of
@@ -402,6 +403,7 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
                              f"compile() (BERT's loss and metrics by default)")
         if y is None:
             raise ValueError("evaluate needs labels: pass y, or examples that carry them")
+        logger.info("%s", windows_line(example_index))
         outputs = self.combine_windows(predict_by_length(self, packed, batch_size, verbose),
                                        example_index, int(example_index[-1]) + 1)
         weight = None if sample_weight is None else tf.constant(np.asarray(sample_weight))
@@ -441,6 +443,7 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         outputs = predict_by_length(self, packed, batch_size or RECIPE.batch_size, verbose)
         if example_index is None or len(example_index) == example_index[-1] + 1:
             return outputs  # every text one window: the outputs as they are
+        logger.info("%s", windows_line(example_index))
         return self.combine_windows(outputs, example_index, int(example_index[-1]) + 1)
 
     # ----------------------------------------------------------------------- config

@@ -28,7 +28,7 @@ import tensorflow as tf
 
 from keras_bert.config import normalize_bucket_lengths
 from keras_bert.recipe.inputs import (EXAMPLE_INDEX, int32_ids, is_packed, join_packed,
-                                      windowed_examples)
+                                      windowed_examples, windows_line)
 from keras_bert.tokenization.packing import INPUT_NAMES
 
 logger = logging.getLogger(__name__)
@@ -336,8 +336,7 @@ class PackedRows:
         if self.windowed_examples:
             data = (x, *(tf.nest.map_structure(lambda a: np.asarray(a)[example_index], part)
                          for part in data[1:]))
-            logger.info("%d of %d texts are longer than one window: %d windows in all",
-                        self.windowed_examples, int(example_index[-1]) + 1, len(example_index))
+            logger.info("%s", windows_line(example_index))
         lengths = row_lengths(x)
         ladder = resolve_bucket_lengths(bucket_lengths, lengths, x["input_word_ids"].shape[-1])
         if seed is None:

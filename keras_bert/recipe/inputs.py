@@ -39,6 +39,13 @@ def windowed_examples(example_index: np.ndarray | None) -> int:
     return int((np.bincount(example_index) > 1).sum())
 
 
+def windows_line(example_index: np.ndarray) -> str:
+    """One line for the log: how many texts were read as windows, and how many windows in
+    all."""
+    return (f"{windowed_examples(example_index)} of {int(example_index[-1]) + 1} texts are "
+            f"longer than one window: {len(example_index)} windows in all")
+
+
 def is_packed(x) -> bool:
     """Whether ``x`` (arrays, tensors or a tf.data element spec) already holds packed ids."""
     return isinstance(x, dict) and "input_word_ids" in x

@@ -198,7 +198,12 @@ class BertClassifier(ExportsRawText, BertTask):
         return None if self.is_multi_label else "classification"
 
     def check_saved_arguments(self, path: str, asked: dict[str, Any]) -> dict[str, Any]:
+        """Features must be the saved ones; the window settings, which hold no weights, are
+        taken as asked (``set_windows``)."""
         asked = dict(asked)
+        windows = {name: asked.pop(name, None)
+                   for name in ("window_combination", "window_stride")}
+        self.set_windows(**windows)
         features = {name: asked.pop(name, None)
                     for name in ("numeric_features", "categorical_features")}
         requested = [*(features["numeric_features"] or []),
@@ -323,6 +328,20 @@ class BertClassifier(ExportsRawText, BertTask):
         return {**packed, **{name: tf.gather(value, text_index)
                              for name, value in features.items()},
                 EXAMPLE_INDEX: text_index}
+
+    def set_windows(self, window_combination: str | None = None,
+                    window_stride: int | None = None) -> None:
+        """Changes how texts longer than ``seq_length`` are read (the constructor's
+        arguments of these names; None keeps the current one), checked as there."""
+        combination = window_combination or self.window_combination
+        stride = self.window_stride if window_stride is None else window_stride
+        if combination not in WINDOW_COMBINATIONS:
+            raise ValueError(f"unknown window_combination {combination!r}; expected one "
+                             f"of {', '.join(WINDOW_COMBINATIONS)}")
+        if self.preprocessor is not None:
+            resolved_stride(stride, self.preprocessor.seq_length)
+        self.window_combination, self.window_stride = combination, stride
+        self._pack_functions.functions.clear()  # traced with the old settings
 
     def combine_windows(self, outputs, example_index, num_examples):
         """Each text's output from its windows' (``windows.combine_windows``): the activation
