@@ -64,6 +64,37 @@ SERVING_DEFAULTS = ("text", "transformers")
 CALIBRATION_SAMPLE_TEXTS = 300
 # What an export writes: a TF Serving SavedModel, or OpenVINO IR (the ``openvino`` extra).
 EXPORT_FORMATS = ("saved_model", "openvino")
+# How a BertClassifier combines the windows of a text longer than its seq_length: "mean" (the
+# mean of the windows' logits, the default) or "first" (the first window alone: the text cut at
+# seq_length, as BERT always read it, at the cost of one window).
+WINDOW_COMBINATIONS = ("mean", "first")
+
+
+def default_window_stride(window_length: int) -> int:
+    """The WordPieces from one window's start to the next when the caller gives no stride:
+    half the window, so that every piece but those of the first and last half-windows is read
+    in two windows, one of which sees at least a quarter of the window on each side of it (the
+    context SQuAD's doc_stride of 128 in 384 gives), for about twice the cost of cutting.
+
+    >>> default_window_stride(126)
+    63
+    """
+    return max(window_length // 2, 1)
+
+
+def check_window_stride(stride: int | None, window_length: int | None,
+                        what: str = "window_stride") -> None:
+    """ValueError naming ``what`` unless ``stride`` is None (the default) or 1 to
+    ``window_length - 1`` WordPieces (``window_length`` None: not known yet, only >= 1)."""
+    if stride is None:
+        return
+    if isinstance(stride, bool) or not isinstance(stride, int) or stride < 1:
+        raise ValueError(f"{what} must be a whole number of WordPieces, at least 1, got "
+                         f"{stride!r}")
+    if window_length is not None and stride >= window_length:
+        raise ValueError(f"{what}={stride} is not less than the window of {window_length} "
+                         f"WordPieces (seq_length minus [CLS] and [SEP]): windows would not "
+                         f"overlap, or would skip text; use 1 to {window_length - 1}")
 
 
 @dataclasses.dataclass

@@ -7,7 +7,8 @@ import logging
 import os
 
 from keras_bert.cli.flags import add_bool_flag, add_lower_case_flag, check_inputs_exist
-from keras_bert.config import EXPORT_FORMATS, SERVING_DEFAULTS
+from keras_bert.config import EXPORT_FORMATS, SERVING_DEFAULTS, check_window_stride
+from keras_bert.tasks.classification.task import ClassificationSpec
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +63,12 @@ def add_parser(subparsers) -> None:
                              "Default: the sample of its training texts a checkpoint of "
                              "keras-bert finetune or distill keeps (calibration_texts.txt); "
                              "ranges per row for a checkpoint without one")
+    windows = export.add_argument_group("long texts (a classifier)")
+    ClassificationSpec().add_window_arguments(windows)
+    windows.add_argument("--max_windows", type=int, metavar="N",
+                         help="the most windows one text may be read as; a request with a "
+                              "longer text fails with INVALID_ARGUMENT naming the limit "
+                              "(default: no limit)")
     export.set_defaults(run=run_export, check=_check_inputs)
 
 
@@ -70,6 +77,9 @@ def _check_inputs(args: argparse.Namespace) -> None:
     if not os.path.exists(args.checkpoint) and "://" not in args.checkpoint:
         raise FileNotFoundError(f"checkpoint {args.checkpoint!r} does not exist")
     check_inputs_exist(args, "vocab", "calibration_file")
+    check_window_stride(args.window_stride, None, "--window_stride")
+    if args.max_windows is not None and args.max_windows < 1:
+        raise ValueError(f"--max_windows must be at least 1, got {args.max_windows}")
     if args.format == "openvino":
         _check_openvino_flags(args)
 
@@ -109,6 +119,11 @@ def run_export(args: argparse.Namespace) -> int:
                     "reads the int8 word embeddings), so exporting its encoder",
                     args.checkpoint)
         model = model.encoder
+    if args.window_stride is not None or args.window_combination is not None:
+        if not hasattr(model, "set_windows"):
+            raise ValueError(f"--window_stride and --window_combination apply to classifiers; "
+                             f"{args.checkpoint!r} holds a {type(model).__name__}")
+        model.set_windows(args.window_combination, args.window_stride)
     vocab = args.vocab
     lower_case = args.do_lower_case
     preprocessor = None
@@ -132,7 +147,8 @@ def run_export(args: argparse.Namespace) -> int:
                         text_pair=args.text_pair, mixed_precision=args.mixed_precision,
                         dynamic_padding=args.dynamic_padding, quantize=args.quantize,
                         calibration_texts=calibration_texts,
-                        serving_default=args.serving_default, format=args.format)
+                        serving_default=args.serving_default, format=args.format,
+                        max_windows=args.max_windows)
     print(f"exported {args.model_name} to {path}{_int8_note(args, model, calibration_texts)}")
     return 0
 
@@ -178,7 +194,8 @@ def _check_tf_hub_flags(args: argparse.Namespace) -> None:
     """--tf_hub writes a new directory of two SavedModels: refuses the TF Serving-only flags,
     and an existing EXPORT_BASE, before the checkpoint loads."""
     serving_only = [f"--{name}" for name in ("model_name", "version", "text_pair",
-                                             "mixed_precision")
+                                             "mixed_precision", "window_stride",
+                                             "window_combination", "max_windows")
                     if getattr(args, name) is not None]
     if args.serving_default != "text":
         serving_only.append("--serving_default")

@@ -15,7 +15,7 @@ import json
 import sys
 
 from keras_bert.cli.flags import check_inputs_exist
-from keras_bert.config import FinetuneSettings
+from keras_bert.config import FinetuneSettings, check_window_stride
 from keras_bert.tasks import get_task, task_names
 from keras_bert.tasks.spec import DEV_PREDICTIONS, TaskSpec, write_records
 from keras_bert.tasks.classification.task import ClassificationSpec
@@ -82,14 +82,16 @@ def _add_common_flags(parser: argparse.ArgumentParser, records: str) -> None:
     parser.add_argument("--batch_size", type=int, default=FinetuneSettings.batch_size,
                         help="rows per batch (default: %(default)s)")
     spec = ClassificationSpec()
-    spec.add_keep_columns_argument(spec.add_column_arguments(parser, files="--input_file"),
-                                   "--input_file", records)
+    group = spec.add_column_arguments(parser, files="--input_file")
+    spec.add_keep_columns_argument(group, "--input_file", records)
+    spec.add_window_arguments(group)
 
 
 def _check_local_inputs(args: argparse.Namespace) -> None:
     """The paths exist; with --keep_columns, --input_file has them (read as classification
     reads it, since only classification and regression models keep columns)."""
     check_inputs_exist(args, "model", "input_file")
+    check_window_stride(args.window_stride, None, "--window_stride")
     if args.keep_columns:
         if not args.input_file:
             raise ValueError("--keep_columns copies columns of --input_file; TEXTs have none")
@@ -102,6 +104,7 @@ def _column_flags(args: argparse.Namespace) -> dict:
     """{field: value} of the classification flags given (set to other than their default)."""
     defaults = ClassificationSpec.options_class()
     return {name: getattr(args, name) for name in (*ClassificationSpec.COLUMN_FLAGS,
+                                                   *ClassificationSpec.WINDOW_FLAGS,
                                                    "keep_columns")
             if getattr(args, name) != getattr(defaults, name)}
 

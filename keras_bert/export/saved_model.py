@@ -164,7 +164,7 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
                  text_pair: bool | None = None, mixed_precision: str | None = None,
                  dynamic_padding: bool = True, quantize: str | None = None,
                  calibration_texts=None, serving_default: str = "text",
-                 format: str = "saved_model") -> str:
+                 format: str = "saved_model", max_windows: int | None = None) -> str:
     """Exports ``model`` as a TF Serving version directory and returns its path.
 
     Args:
@@ -190,7 +190,9 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
         calibration_texts: with ``quantize="int8"``, a few hundred sample texts (strings,
             like the ones to be served): the int8 layers but each block's output get static
             per-channel input ranges from them (``models.int8_calibration``), which runs faster
-            than finding each row's range per call. None (default): per-row ranges.
+            than finding each row's range per call. None (default): the sample of its training
+            texts a task model keeps (``calibration_texts``, after ``fit``, ``keras-bert
+            finetune`` or ``distill``), else per-row ranges.
         serving_default: what ``serving_default`` takes: "text" (default: raw text), or
             "transformers": the ids and outputs of transformers 4.x's TF classes
             (``input_ids``, ``attention_mask``, ``token_type_ids`` int32 in, ``logits``...
@@ -199,7 +201,12 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
         format: "saved_model" (default), or "openvino": OpenVINO IR (``model.xml`` and
             ``model.bin`` in the version directory, OpenVINO Model Server's layout) taking
             raw text as serving_default does, with its outputs (``export.openvino``); with
-            ``quantize="int8"`` NNCF quantizes it from ``calibration_texts`` (needed).
+            ``quantize="int8"`` NNCF quantizes it from ``calibration_texts`` (or the
+            model's kept training texts). OpenVINO IR reads a long text's first window.
+        max_windows: for a model that reads a text longer than seq_length as overlapping
+            windows (a classifier), the most windows one text may be; a request with a longer
+            text fails with INVALID_ARGUMENT naming the limit, instead of costing what its
+            windows cost. None (default): no limit.
 
     Returns:
         ``<export_base>/<model_name>/<version>``, which appears only once complete.
@@ -214,6 +221,9 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
     if format not in EXPORT_FORMATS:
         raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {format!r}")
     if format == "openvino":
+        if max_windows is not None:
+            raise ValueError("max_windows is for SavedModels, which window long texts in the "
+                             "graph; OpenVINO IR reads a text's first seq_length WordPieces")
         from keras_bert.export.openvino_extra import check_openvino
 
         check_openvino()
@@ -234,7 +244,8 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
         model, join(model_dir, str(version)), preprocessor=preprocessor, vocab_file=vocab_file,
         lower_case=lower_case, seq_length=seq_length, text_pair=text_pair,
         mixed_precision=mixed_precision, dynamic_padding=dynamic_padding, quantize=quantize,
-        calibration_texts=calibration_texts, serving_default=serving_default)
+        calibration_texts=calibration_texts, serving_default=serving_default,
+        max_windows=max_windows)
 
 
 def write_saved_model(model, directory: str, *, overwrite: bool = False, preprocessor=None,
@@ -242,7 +253,7 @@ def write_saved_model(model, directory: str, *, overwrite: bool = False, preproc
                       seq_length: int | None = None, text_pair: bool | None = None,
                       mixed_precision: str | None = None, dynamic_padding: bool = True,
                       quantize: str | None = None, calibration_texts=None,
-                      serving_default: str = "text") -> str:
+                      serving_default: str = "text", max_windows: int | None = None) -> str:
     """Writes ``model``'s serving SavedModel at ``directory`` (which appears only when
     complete) and returns it; ``export_model`` writes a TF Serving version directory with it,
     and a task model's ``export(path)`` a plain one. The other arguments are
@@ -266,7 +277,7 @@ def write_saved_model(model, directory: str, *, overwrite: bool = False, preproc
         vocab_path = os.path.join(scratch, vocab_lib.VOCAB_FILENAME)
         vocab_lib.save_vocab(list(preprocessor.vocabulary), vocab_path)
         functions = signatures.build_signatures(model, preprocessor, text_pair, dynamic_padding,
-                                                serving_default)
+                                                serving_default, max_windows)
         module = ExportModule(model, functions, vocab_path, preprocessor.lower_case)
         try:
             if not is_remote(directory):

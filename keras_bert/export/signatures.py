@@ -47,9 +47,15 @@ class RawText:
 # (model, preprocessor, packed ids {name: int32 [batch, seq]}, raw text or None)
 #   -> {output name: tensor [batch, ...]}
 OutputsFn = Callable[..., dict]
-# (model, preprocessor, text_pair, dynamic_padding) -> {signature name: tf.function with an
-# input_signature}
+# (model, preprocessor, text_pair, dynamic_padding, max_windows=) -> {signature name:
+# tf.function with an input_signature}
 ExtraSignaturesFn = Callable[..., dict]
+# (packed ids {name: [rows, seq]}, outputs_fn: packed ids -> {name: [rows, ...]}) -> the
+# outputs, [rows, ...] each: how a signature runs the model on rows (``run_rows``)
+RunRowsFn = Callable[..., dict]
+# (model, preprocessor, raw, run_rows, max_windows) -> {output name: [batch, ...]}, one row per
+# text from the rows of its windows; None where the model reads these texts as one window each
+WindowOutputsFn = Callable[..., "dict | None"]
 # (model) -> {input name: tf.TensorSpec}, for packed ids that are not [batch, seq]
 IdsSpecFn = Callable[..., dict]
 # (model, preprocessor, dynamic_padding) -> the serving_default tf.function, for raw text that
@@ -81,6 +87,10 @@ class TaskExport:
             TF class of transformers has this head.
         openvino: whether its raw-text outputs export as OpenVINO IR (``export.openvino``):
             OpenVINO's CPU plugin runs their ops (a tagger's string ``where`` it does not).
+        window_outputs: serving_default's outputs for a model that reads a text longer than
+            seq_length as windows: the texts split and packed, every window of the batch run
+            through ``run_rows``, and the outputs combined into one row per text; None (or
+            its returning None): every text is one window, cut at seq_length.
     """
     outputs: OutputsFn
     text_pair: bool = False
@@ -90,6 +100,7 @@ class TaskExport:
     feature_spec: FeatureSpecFn | None = None
     transformers_outputs: TransformersOutputsFn | None = None
     openvino: bool = False
+    window_outputs: WindowOutputsFn | None = None
 
 
 _REGISTRY: list[tuple[type, TaskExport]] = []
@@ -183,8 +194,34 @@ def transformers_signatures(model) -> dict:
     return {TEXT_SIGNATURE: signature(tf.int32), "int64_serving": signature(tf.int64)}
 
 
+def run_rows_of(dynamic_padding: bool, fill: dict | None = None) -> RunRowsFn:
+    """How a raw-text signature runs the model on packed rows: sorted by length in chunks,
+    each padded to its longest row (``in_length_chunks``), or with ``dynamic_padding=False``
+    all at once at seq_length."""
+    def run_rows(packed: dict, outputs_fn) -> dict:
+        if not dynamic_padding:
+            return outputs_fn(packed)
+        return in_length_chunks(outputs_fn, trim_to_longest(packed), fill=fill)
+    return run_rows
+
+
+def check_max_windows(model, max_windows: int | None) -> None:
+    """ValueError unless ``max_windows`` is None or a whole number >= 1 for a model that reads
+    long texts as windows."""
+    if max_windows is None:
+        return
+    if isinstance(max_windows, bool) or not isinstance(max_windows, int) or max_windows < 1:
+        raise ValueError(f"max_windows must be a whole number of windows, at least 1, got "
+                         f"{max_windows!r}")
+    if task_export(model).window_outputs is None or getattr(
+            model, "window_combination", None) == "first":
+        raise ValueError(f"max_windows limits the windows of a long text, and this "
+                         f"{type(model).__name__} reads every text as one window")
+
+
 def build_signatures(model, preprocessor, text_pair: bool | None = None,
-                     dynamic_padding: bool = True, serving_default: str = "text") -> dict:
+                     dynamic_padding: bool = True, serving_default: str = "text",
+                     max_windows: int | None = None) -> dict:
     """{signature name: tf.function} for ``model``: serve_ids, serving_default and extras.
 
     Args:
@@ -195,12 +232,16 @@ def build_signatures(model, preprocessor, text_pair: bool | None = None,
             seq_length (False: static shapes, e.g. for XLA).
         serving_default: "text" (raw text in) or "transformers" (transformers' TF classes'
             ids in and outputs out; the raw-text signature is then ``serve_text``).
+        max_windows: the most windows a text may be read as (a model that windows long
+            texts, such as a classifier); a request with a longer text fails with
+            INVALID_ARGUMENT naming the limit. None: no limit.
     """
     if serving_default not in SERVING_DEFAULTS:
         raise ValueError(f"serving_default must be one of {', '.join(SERVING_DEFAULTS)}, got "
                          f"{serving_default!r}")
     default_style = serving_default  # the name is the raw-text function's below
     task = task_export(model)
+    check_max_windows(model, max_windows)
     text_pair = task.text_pair if text_pair is None else text_pair
     features = task.feature_spec(model) if task.feature_spec is not None else {}
 
@@ -212,7 +253,13 @@ def build_signatures(model, preprocessor, text_pair: bool | None = None,
         check_same_shapes({name: inputs[name] for name in INPUT_NAMES})
         return task.outputs(model, preprocessor, inputs, None)
 
+    run_rows = run_rows_of(dynamic_padding, getattr(model, "sequence_padding", None))
+
     def text_outputs(raw: RawText) -> dict:
+        if task.window_outputs is not None:
+            outputs = task.window_outputs(model, preprocessor, raw, run_rows, max_windows)
+            if outputs is not None:
+                return outputs
         packed = pack(preprocessor, raw, dynamic_padding)
         if not dynamic_padding:
             return task.outputs(model, preprocessor, packed, raw)
@@ -249,7 +296,8 @@ def build_signatures(model, preprocessor, text_pair: bool | None = None,
         signatures = {**transformers_signatures(model), TEXT_BESIDE_SIGNATURE: serving_default,
                       IDS_SIGNATURE: serve_ids}
     if task.extra_signatures is not None:
-        signatures.update(task.extra_signatures(model, preprocessor, text_pair, dynamic_padding))
+        signatures.update(task.extra_signatures(model, preprocessor, text_pair, dynamic_padding,
+                                                max_windows=max_windows))
     return signatures
 
 

@@ -18,8 +18,9 @@ import tensorflow as tf
 from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.models.encoder import SavesWhole, quantization_passes
 from keras_bert.models.int8_calibration import calibrate_before_quantize
-from keras_bert.recipe.batches import PackedRows
-from keras_bert.recipe.inputs import int32_ids_dataset, is_packed
+from keras_bert.recipe.batches import PackedRows, pack_examples
+from keras_bert.recipe.inputs import (EXAMPLE_INDEX, int32_ids_dataset, is_packed,
+                                      windows_line)
 from keras_bert.recipe.fit import RECIPE, RecipeState
 from keras_bert.recipe.fit import fit as recipe_fit
 from keras_bert.models.task_loading import TaskLoading, tokenizer_of
@@ -207,6 +208,21 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         y[index] = known
         return rows, y, labelled, None
 
+    def combine_windows(self, outputs, example_index: np.ndarray, num_examples: int):
+        """One output row per example from the rows of its windows, for a model whose
+        ``pack_batch`` reads a long text as several windows (``recipe.inputs.EXAMPLE_INDEX``).
+
+        Args:
+            outputs: the model's outputs on the windows, [rows, ...].
+            example_index: int32 [rows], the example of each row (ascending).
+            num_examples: the examples.
+
+        Returns:
+            The outputs, [num_examples, ...].
+        """
+        raise NotImplementedError(f"{type(self).__name__}.pack_batch read texts as windows, "
+                                  f"but the model does not say how to combine them")
+
     def learning_rate_multipliers(self) -> dict[str, float]:
         """{variable-path pattern: factor} of layers that learn faster than the encoder (a
         freshly initialised head that fine-tuning's rate would barely move); {} by default."""
@@ -245,14 +261,23 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
             spec = x.element_spec
             if is_packed(spec[0] if isinstance(spec, tuple) else spec):
                 return int32_ids_dataset(x)
-            return x.map(lambda *e: (self.pack_batch(e[0]), *e[1:]) if len(e) > 1
-                         else self.pack_batch(e[0]), num_parallel_calls=tf.data.AUTOTUNE)
+            return x.map(self._pack_dataset_element, num_parallel_calls=tf.data.AUTOTUNE)
         x, y = self.to_arrays(x, y)
         data = (x,) if y is None else ((x, y) if sample_weight is None else (x, y, sample_weight))
         return PackedRows(data, self.pack_batch, batch_size or RECIPE.batch_size,
                           bucket_lengths=bucket_lengths, shuffle=shuffle, seed=seed,
                           drop_remainder=drop_remainder,
                           token_level_labels=self.token_level_labels).dataset(epoch)
+
+    def _pack_dataset_element(self, x, *rest):
+        """A dataset's batch ``(x[, y[, sample_weight]])`` packed; where ``pack_batch`` reads long
+        texts as windows, each window is a row with its text's labels and weights."""
+        packed = dict(self.pack_batch(x))
+        example_index = packed.pop(EXAMPLE_INDEX, None)
+        if example_index is not None:
+            rest = tuple(tf.nest.map_structure(lambda t: tf.gather(t, example_index), part)
+                         for part in rest)
+        return (packed, *rest) if rest else packed
 
     def adapt(self, x) -> None:
         """Learns what the model takes from its training examples before ``fit`` trains on
@@ -378,11 +403,53 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
                  bucket_lengths: Sequence[int] | str | None = RECIPE.bucket_lengths, **kwargs):
         """``keras.Model.evaluate`` that also takes raw examples, grouped by length as in
         ``fit`` (ordered by bucket, not shuffled; the scores do not depend on the order).
-        ``kwargs`` are Keras' own (``fit`` passes its validation data here)."""
-        dataset = self.make_dataset(x, y, sample_weight, batch_size,
-                                    bucket_lengths=bucket_lengths)
+        ``kwargs`` are Keras' own (``fit`` passes its validation data here).
+
+        Where the model reads long texts as windows (a classifier), in-memory examples are
+        scored one per text, on the combined windows ``predict`` returns (the loss and the
+        metrics over all the texts at once; ``steps`` and ``callbacks`` do not apply then); a
+        tf.data dataset is scored per window."""
+        if isinstance(x, tf.data.Dataset):
+            dataset = self.make_dataset(x, y, sample_weight, batch_size,
+                                        bucket_lengths=bucket_lengths)
+            return super().evaluate(dataset, verbose=verbose, steps=steps, callbacks=callbacks,
+                                    return_dict=return_dict, **kwargs)
+        x, y = self.to_arrays(x, y)
+        packed = pack_examples(x, self.pack_batch)
+        example_index = packed.pop(EXAMPLE_INDEX, None)
+        if example_index is not None and len(example_index) > example_index[-1] + 1:
+            return self._evaluate_texts(packed, example_index, y, sample_weight,
+                                        batch_size or RECIPE.batch_size, verbose, return_dict)
+        data = (packed,) if y is None else (
+            (packed, y) if sample_weight is None else (packed, y, sample_weight))
+        dataset = PackedRows(data, self.pack_batch, batch_size or RECIPE.batch_size,
+                             bucket_lengths=bucket_lengths,
+                             token_level_labels=self.token_level_labels).dataset()
         return super().evaluate(dataset, verbose=verbose, steps=steps, callbacks=callbacks,
                                 return_dict=return_dict, **kwargs)
+
+    def _evaluate_texts(self, packed: dict, example_index: np.ndarray, y, sample_weight,
+                        batch_size: int, verbose, return_dict: bool):
+        """``evaluate`` of examples read as windows: the compiled loss and metrics on the
+        combined outputs, one row per example."""
+        if not self.compiled:
+            raise ValueError(f"{type(self).__name__} must be compiled before evaluate: call "
+                             f"compile() (BERT's loss and metrics by default)")
+        if y is None:
+            raise ValueError("evaluate needs labels: pass y, or examples that carry them")
+        logger.info("%s", windows_line(example_index))
+        outputs = self.combine_windows(predict_by_length(self, packed, batch_size, verbose),
+                                       example_index, int(example_index[-1]) + 1)
+        weight = None if sample_weight is None else tf.constant(np.asarray(sample_weight))
+        y, outputs = keras.tree.map_structure(tf.constant, y), tf.constant(outputs)
+        self.reset_metrics()
+        loss = self.compute_loss(y=y, y_pred=outputs, sample_weight=weight, training=False)
+        metrics = self.compute_metrics(None, y, outputs, weight)
+        logs = {"loss": float(loss), **{name: float(value) for name, value in metrics.items()
+                                        if name != "loss"}}
+        if return_dict:
+            return logs
+        return logs["loss"] if len(logs) == 1 else list(logs.values())
 
     def predict(self, x, batch_size: int | None = None, verbose: str | int = "auto",
                 steps: int | None = None, callbacks=None):
@@ -396,14 +463,22 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         about what the export costs. The outputs equal those of padding every row to
         seq_length at every text position; outputs with a sequence axis come back
         [rows, seq_length, ...] (positions past a row's text, where ``input_mask`` is 0, hold
-        no prediction). A tf.data dataset, or ``steps``/``callbacks``, runs through
-        ``keras.Model.predict`` on the batched dataset.
+        no prediction). Where the model reads a text longer than seq_length as windows (a
+        classifier), the windows are rows like any others (batches count windows, not texts)
+        and come back combined, one row per text (``combine_windows``). A tf.data dataset, or
+        ``steps``/``callbacks``, runs through ``keras.Model.predict`` on the batched dataset
+        (one row per window).
         """
         if isinstance(x, tf.data.Dataset) or steps is not None or callbacks:
             return super().predict(self.make_dataset(x, batch_size=batch_size),
                                    verbose=verbose, steps=steps, callbacks=callbacks)
-        return predict_by_length(self, packed_arrays(self, x), batch_size or RECIPE.batch_size,
-                                 verbose)
+        packed = packed_arrays(self, x)
+        example_index = packed.pop(EXAMPLE_INDEX, None)
+        outputs = predict_by_length(self, packed, batch_size or RECIPE.batch_size, verbose)
+        if example_index is None or len(example_index) == example_index[-1] + 1:
+            return outputs  # every text one window: the outputs as they are
+        logger.info("%s", windows_line(example_index))
+        return self.combine_windows(outputs, example_index, int(example_index[-1]) + 1)
 
     # ----------------------------------------------------------------------- config
     def _base_config(self) -> dict[str, Any]:

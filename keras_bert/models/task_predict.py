@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.recipe.batches import INPUT_NAMES, PACK_BATCH_SIZE
-from keras_bert.recipe.inputs import int32_ids, is_packed
+from keras_bert.recipe.inputs import int32_ids, is_packed, join_packed
 from keras_bert.tokenization.preprocessor import trim_to_longest
 
 # Rows per chunk when a batch runs sorted by length in one traced call: predict's inputs of at
@@ -39,21 +39,23 @@ class PackFunctions:
 
 def packed_arrays(model: keras.Model, x) -> dict[str, np.ndarray]:
     """In-memory ``x`` as packed int32 arrays, [rows, ..., seq] each (and any features,
-    [rows] each). Raw text is tokenized PACK_BATCH_SIZE rows a call by a traced function
-    kept for the next call (``pack_function``)."""
+    [rows] each; ``EXAMPLE_INDEX`` [rows] where the model reads long texts as windows). Raw
+    text is tokenized PACK_BATCH_SIZE rows a call by a traced function kept for the next call
+    (``pack_function``)."""
     x = model.to_arrays(x, None)[0]
     rows = _num_rows(x)
     if not rows:
         raise ValueError(f"{type(model).__name__}.predict got no examples")
     if is_packed(x):
         return int32_ids(x)
-    parts = []
+    parts, sizes = [], []
     for start in range(0, rows, PACK_BATCH_SIZE):
         chunk = tf.nest.map_structure(
             lambda array: tf.constant(array[start:start + PACK_BATCH_SIZE]), x)
         parts.append({name: value.numpy()
                       for name, value in pack_function(model, chunk)(chunk).items()})
-    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+        sizes.append(min(PACK_BATCH_SIZE, rows - start))
+    return join_packed(parts, sizes)
 
 
 def pack_function(model: keras.Model, tensors) -> tf.types.experimental.PolymorphicFunction:

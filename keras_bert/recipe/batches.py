@@ -27,7 +27,8 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.config import normalize_bucket_lengths
-from keras_bert.recipe.inputs import int32_ids, is_packed
+from keras_bert.recipe.inputs import (EXAMPLE_INDEX, int32_ids, is_packed, join_packed,
+                                      windowed_examples, windows_line)
 from keras_bert.tokenization.packing import INPUT_NAMES
 
 logger = logging.getLogger(__name__)
@@ -286,7 +287,8 @@ def _take_rows(data: tuple, rows: tf.Tensor, length: tf.Tensor, token_level_labe
 def pack_examples(x, preprocess: Callable) -> dict[str, np.ndarray]:
     """In-memory inputs (``to_arrays`` output: string arrays, a tuple of them, a dict of columns)
     as packed NumPy arrays, tokenized once in tf.data batches of PACK_BATCH_SIZE; packed ids
-    pass through. ``{name: [rows, ..., seq]}`` plus any features ([rows])."""
+    pass through. ``{name: [rows, ..., seq]}`` plus any features ([rows]), and
+    ``EXAMPLE_INDEX`` [rows] where ``preprocess`` reads long texts as windows."""
     if is_packed(x):
         return int32_ids(x)
     # A 1-tuple, so that x given as a tuple of arrays (pairs) reaches preprocess whole.
@@ -295,7 +297,10 @@ def pack_examples(x, preprocess: Callable) -> dict[str, np.ndarray]:
              for batch in dataset.batch(PACK_BATCH_SIZE).map(preprocess)]
     if not parts:
         raise ValueError("got no examples")
-    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+    examples = len(tf.nest.flatten(x)[0])
+    sizes = [min(PACK_BATCH_SIZE, examples - start)
+             for start in range(0, examples, PACK_BATCH_SIZE)]
+    return join_packed(parts, sizes)
 
 
 class PackedRows:
@@ -315,12 +320,23 @@ class PackedRows:
             ``keras.utils.set_random_seed`` fixes it).
         drop_remainder: only full batches.
         token_level_labels: labels (and sample weights) have a sequence axis, cut with the ids.
+
+    Attributes:
+        windowed_examples: how many examples ``preprocess`` read as more than one window
+            (each window a row, with the example's labels and weights).
     """
 
     def __init__(self, data: tuple, preprocess: Callable, batch_size: int,
                  bucket_lengths="auto", shuffle: bool = False, seed: int | None = None,
                  drop_remainder: bool = False, token_level_labels: bool = False):
         x = pack_examples(data[0], preprocess)
+        # Long texts read as windows: each window is a row, with its text's labels and weights.
+        example_index = x.pop(EXAMPLE_INDEX, None)
+        self.windowed_examples = windowed_examples(example_index)
+        if self.windowed_examples:
+            data = (x, *(tf.nest.map_structure(lambda a: np.asarray(a)[example_index], part)
+                         for part in data[1:]))
+            logger.info("%s", windows_line(example_index))
         lengths = row_lengths(x)
         ladder = resolve_bucket_lengths(bucket_lengths, lengths, x["input_word_ids"].shape[-1])
         if seed is None:

@@ -9,6 +9,42 @@ import tensorflow as tf
 
 from keras_bert.tokenization.packing import INPUT_NAMES
 
+# Beside the packed ids of a batch, the entry in which a model's ``pack_batch`` tells which
+# example each row comes from, when it reads a long text as several windows (a classifier,
+# ``tokenization.windows``): int32 [rows], ascending, every example at least once. No model
+# takes it as an input; the recipe repeats each example's labels and weights for its rows, and
+# ``predict`` and ``evaluate`` combine the rows back into one per example.
+EXAMPLE_INDEX = "example_index"
+
+
+def join_packed(parts: list[dict[str, np.ndarray]], part_examples: list[int]
+                ) -> dict[str, np.ndarray]:
+    """Packed batches (``pack_batch``'s outputs as arrays) joined into one, each batch's
+    ``EXAMPLE_INDEX`` counted past the ``part_examples`` examples of the batches before it."""
+    joined = {name: np.concatenate([part[name] for part in parts]) for name in parts[0]
+              if name != EXAMPLE_INDEX}
+    if EXAMPLE_INDEX in parts[0]:
+        offsets = np.cumsum([0, *part_examples[:-1]])
+        joined[EXAMPLE_INDEX] = np.concatenate(
+            [part[EXAMPLE_INDEX] + offset for part, offset in zip(parts, offsets)]
+        ).astype(np.int32)
+    return joined
+
+
+def windowed_examples(example_index: np.ndarray | None) -> int:
+    """How many examples ``EXAMPLE_INDEX`` (int [rows]) reads as more than one window (0 for
+    None)."""
+    if example_index is None or not len(example_index):
+        return 0
+    return int((np.bincount(example_index) > 1).sum())
+
+
+def windows_line(example_index: np.ndarray) -> str:
+    """One line for the log: how many texts were read as windows, and how many windows in
+    all."""
+    return (f"{windowed_examples(example_index)} of {int(example_index[-1]) + 1} texts are "
+            f"longer than one window: {len(example_index)} windows in all")
+
 
 def is_packed(x) -> bool:
     """Whether ``x`` (arrays, tensors or a tf.data element spec) already holds packed ids."""

@@ -187,8 +187,10 @@ def test_bucketed_fit_mean_pooling_and_no_hidden_layer():
 def test_text_only_classifier_is_unchanged():
     model = BertClassifier(tiny_encoder(), 3, preprocessor=preprocessor())
     assert model.feature_names == [] and model.features is None
+    # The window settings (issue 52) are declared in every classifier's config.
     assert set(model.get_config()) == {"name", "trainable", "encoder", "preprocessor",
-                                       "num_classes", "label_names", "dropout", "activation"}
+                                       "num_classes", "label_names", "dropout", "activation",
+                                       "window_combination", "window_stride"}
     encoder_weights = {id(w) for w in model.encoder.weights}
     own = [w.path for w in model.weights if id(w) not in encoder_weights]
     assert own == ["classifier/logits/kernel", "classifier/logits/bias"]

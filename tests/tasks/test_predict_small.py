@@ -18,7 +18,9 @@ SEQ_LENGTH = 32
 
 
 def sentences(count: int, seed: int = 0) -> list[str]:
-    """``count`` texts of 1 to 40 words (the longest are cut to SEQ_LENGTH tokens)."""
+    """``count`` texts of 1 to 40 words (the longest are cut to SEQ_LENGTH tokens by the
+    classifiers here, ``window_combination="first"``: the reference, Keras' predict on the
+    padded pipeline, answers per row, not per text)."""
     rng = random.Random(seed)
     return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 40)))
             for _ in range(count)]
@@ -46,7 +48,8 @@ def assert_same_outputs(outputs, expected, mask):
 
 @pytest.mark.parametrize("count", [1, 2, 32, 100])
 def test_texts_and_pairs_match_the_padded_pipeline(count):
-    classifier = BertClassifier(tiny_encoder(), 3, preprocessor=preprocessor())
+    classifier = BertClassifier(tiny_encoder(), 3, preprocessor=preprocessor(),
+                                window_combination="first")
     texts = sentences(count)
     assert_same_outputs(classifier.predict(texts, verbose=0), padded_predict(classifier, texts),
                         None)
@@ -87,7 +90,7 @@ def test_span_logits_score_padding_as_the_head_does_past_each_chunk(count):
 @pytest.mark.parametrize("count", [1, 2, 32, 100])
 def test_features_and_choices_match_the_padded_pipeline(count):
     classifier = BertClassifier(
-        tiny_encoder(), 2, preprocessor=preprocessor(),
+        tiny_encoder(), 2, preprocessor=preprocessor(), window_combination="first",
         numeric_features={"age": {"mean": 30.0, "variance": 100.0}},
         categorical_features={"country": {"vocabulary": ["fr", "us"]}})
     rng = np.random.default_rng(count)
@@ -105,7 +108,8 @@ def test_features_and_choices_match_the_padded_pipeline(count):
 
 
 def test_rows_run_sorted_in_chunks_then_in_batches_of_batch_size():
-    classifier = BertClassifier(tiny_encoder(), 2, preprocessor=preprocessor())
+    classifier = BertClassifier(tiny_encoder(), 2, preprocessor=preprocessor(),
+                                window_combination="first")
     calls = []
     predict_on_batch = classifier.predict_on_batch
 
@@ -146,7 +150,8 @@ def test_rows_run_sorted_in_chunks_then_in_batches_of_batch_size():
 def test_the_traced_call_follows_quantize():
     # Keras drops its predict function when the model's layers change (quantize, compile); the
     # kept small-input call is traced again with it, so an int8 model runs its int8 layers.
-    classifier = BertClassifier(tiny_encoder(), 3, preprocessor=preprocessor())
+    classifier = BertClassifier(tiny_encoder(), 3, preprocessor=preprocessor(),
+                                window_combination="first")
     texts = sentences(20)
     float32 = classifier.predict(texts, verbose=0)
     classifier.quantize("int8")

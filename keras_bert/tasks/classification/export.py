@@ -1,14 +1,16 @@
 """The classifier's export: serving outputs (probabilities, class_ids, class_names; score for
 regression), its features in the signatures, and TF Serving's Classify/Regress signatures over
-tf.Examples."""
+tf.Examples. A text longer than seq_length is read as windows in the graph, as ``predict``
+reads it (``windows.py``), and answered in one row."""
 
 from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_bert.export.signatures import (RawText, TaskExport, logits_model, pack,
-                                          parse_text_examples, register)
+from keras_bert.export.signatures import (RawText, RunRowsFn, TaskExport, logits_model, pack,
+                                          parse_text_examples, register, run_rows_of)
 from keras_bert.tasks.classification.model import BertClassifier
+from keras_bert.tasks.classification.windows import combine_windows, pack_windows
 
 
 def _class_names(model: BertClassifier) -> tf.Tensor:
@@ -24,13 +26,41 @@ def classifier_outputs(model: BertClassifier, preprocessor, inputs: dict,
                        raw: RawText | None) -> dict:
     """probabilities float32 [batch, K], class_ids int32 [batch], class_names string [batch]
     (the label names, or the ids as text); a regression model gives score float32 [batch]."""
-    outputs = tf.cast(model(inputs, training=False), tf.float32)
+    return _named_outputs(model, tf.cast(model(inputs, training=False), tf.float32))
+
+
+def _named_outputs(model: BertClassifier, outputs: tf.Tensor) -> dict:
+    """classifier_outputs' named outputs from the model's outputs, float32 [batch, K]."""
     if model.is_regression:
         return {"score": outputs[:, 0]}
     probabilities = _probabilities(model, outputs)
     class_ids = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
     return {"probabilities": probabilities, "class_ids": class_ids,
             "class_names": tf.gather(_class_names(model), class_ids)}
+
+
+def classifier_window_outputs(model: BertClassifier, preprocessor, raw: RawText,
+                              run_rows: RunRowsFn, max_windows: int | None) -> dict | None:
+    """serving_default's outputs (``classifier_outputs``'), one row per text, with every text
+    read as ``predict`` reads it: split into windows (``windows.pack_windows``; at most
+    ``max_windows`` each), all the batch's windows run through ``run_rows``, each text's
+    windows combined (``windows.combine_windows``). None for pairs and for
+    ``window_combination="first"`` (one window each, cut at seq_length)."""
+    outputs = _windowed_outputs(model, preprocessor, raw, run_rows, max_windows)
+    return None if outputs is None else _named_outputs(model, outputs)
+
+
+def _windowed_outputs(model: BertClassifier, preprocessor, raw: RawText, run_rows: RunRowsFn,
+                      max_windows: int | None) -> tf.Tensor | None:
+    """The model's outputs float32 [batch, K] on raw text read as windows; None where
+    ``classifier_window_outputs`` says."""
+    if raw.text_pair is not None or model.window_combination == "first":
+        return None
+    packed, text_index = pack_windows(preprocessor, raw.text, model.window_stride, max_windows)
+    features = {name: tf.gather(value, text_index) for name, value in (raw.features or {}).items()}
+    rows = run_rows({**packed, **features},
+                    lambda ids: {"outputs": tf.cast(model(ids, training=False), tf.float32)})
+    return combine_windows(rows["outputs"], text_index, tf.shape(raw.text)[0], model.activation)
 
 
 def classifier_feature_spec(model: BertClassifier) -> dict[str, tf.TensorSpec]:
@@ -54,18 +84,23 @@ def classifier_example_features(model: BertClassifier) -> dict[str, tf.io.FixedL
 
 
 def classifier_example_signatures(model: BertClassifier, preprocessor, text_pair: bool,
-                                  dynamic_padding: bool = True) -> dict:
+                                  dynamic_padding: bool = True, *,
+                                  max_windows: int | None = None) -> dict:
     """TF Serving's Classify (``classify``: classes and scores [batch, K]) or, for regression,
     Regress (``regress``: outputs [batch]) over tf.Examples with bytes features "text" (and
-    "text_pair") and the classifier's features (see ``classifier_example_features``)."""
+    "text_pair") and the classifier's features (see ``classifier_example_features``); long
+    texts read as windows, as serving_default reads them."""
     spec = [tf.TensorSpec([None], tf.string, name="inputs")]
     feature_parsing = classifier_example_features(model)
+    run_rows = run_rows_of(dynamic_padding)
 
     @tf.function(autograph=False, input_signature=spec)
     def classify(inputs):
         raw = parse_text_examples(inputs, text_pair, feature_parsing)
-        outputs = tf.cast(model(pack(preprocessor, raw, dynamic_padding), training=False),
-                          tf.float32)
+        outputs = _windowed_outputs(model, preprocessor, raw, run_rows, max_windows)
+        if outputs is None:
+            outputs = tf.cast(model(pack(preprocessor, raw, dynamic_padding), training=False),
+                              tf.float32)
         if model.is_regression:
             return {"outputs": outputs[:, 0]}
         probabilities = _probabilities(model, outputs)
@@ -86,4 +121,5 @@ register(BertClassifier, TaskExport(outputs=classifier_outputs,
                                     extra_signatures=classifier_example_signatures,
                                     feature_spec=classifier_feature_spec,
                                     transformers_outputs=classifier_transformers_outputs,
-                                    openvino=True))
+                                    openvino=True,
+                                    window_outputs=classifier_window_outputs))

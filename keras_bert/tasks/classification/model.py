@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.config import CLASSIFIER_POOLINGS
+from keras_bert.config import CLASSIFIER_POOLINGS, WINDOW_COMBINATIONS
 from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.layers.features import TabularFeatures
 from keras_bert.layers.pooling import SentencePooling
@@ -20,8 +20,11 @@ from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.export.saved_model import ExportsRawText
 from keras_bert.models.task import BertTask
+from keras_bert.recipe.inputs import EXAMPLE_INDEX
 from keras_bert.tasks.classification.inputs import (RESERVED_NAMES, TEXT, TEXT_PAIR,
                                                     ClassifierInputs)
+from keras_bert.tasks.classification.windows import (combine_windows, pack_windows,
+                                                     resolved_stride)
 POOLINGS = CLASSIFIER_POOLINGS
 # With features, the new layers after the encoder learn this many times faster than the encoder
 # (at the paper's 3e-5: 9e-4): at BERT's rates, a fresh hidden layer barely moves in a few
@@ -58,6 +61,16 @@ class BertClassifier(ExportsRawText, BertTask):
             head reads the joined vector directly).
         pooling: the text vector: "pooled" (BERT's pooler on [CLS], default), "cls" (the raw
             [CLS] vector) or "mean" (mean over the text's tokens).
+        window_combination: how a text longer than ``seq_length`` is read. "mean" (default):
+            as overlapping windows of ``seq_length - 2`` WordPieces, the text's output the
+            activation of the mean of its windows' logits (``fit`` trains on every window, each
+            with its text's label; ``predict``, ``evaluate`` and the exports give one row per
+            text). "first": the first window alone, the text cut at ``seq_length`` (one
+            window's cost). A text that fits is one window either way, read exactly as
+            without windows. Text pairs are not windowed: a pair is packed as Google packs it
+            (the longer segment cut), since which segment to keep whole depends on the task.
+        window_stride: WordPieces from one window's start to the next, 1 to ``seq_length -
+            3``; None: half the window (``config.default_window_stride``).
 
     Inputs: packed ids (the encoder's dict of int32 [batch, seq]) and, with features, each
     feature by name (numeric float32 [batch], NaN for missing; categorical string [batch], ""
@@ -93,7 +106,8 @@ class BertClassifier(ExportsRawText, BertTask):
                  label_names: Sequence[str] | None = None, dropout: float = 0.1,
                  activation: str | None = "auto", numeric_features=None,
                  categorical_features=None, feature_hidden_units: int = 128,
-                 pooling: str = "pooled", **kwargs):
+                 pooling: str = "pooled", window_combination: str = "mean",
+                 window_stride: int | None = None, **kwargs):
         if num_classes < 1:
             raise ValueError(f"num_classes must be >= 1 (1 for regression), got {num_classes}")
         if label_names is not None and len(label_names) != num_classes:
@@ -102,6 +116,11 @@ class BertClassifier(ExportsRawText, BertTask):
             activation = "softmax" if num_classes > 1 else None
         if pooling not in POOLINGS:
             raise ValueError(f"unknown pooling {pooling!r}; expected one of {', '.join(POOLINGS)}")
+        if window_combination not in WINDOW_COMBINATIONS:
+            raise ValueError(f"unknown window_combination {window_combination!r}; expected one "
+                             f"of {', '.join(WINDOW_COMBINATIONS)}")
+        if preprocessor is not None:
+            resolved_stride(window_stride, preprocessor.seq_length)  # ValueError if out of range
         # === Layers ===
         features = (TabularFeatures(numeric_features, categorical_features,
                                     name="tabular_features")
@@ -158,6 +177,8 @@ class BertClassifier(ExportsRawText, BertTask):
         self.activation = activation
         self.feature_hidden_units = feature_hidden_units
         self.pooling = pooling
+        self.window_combination = window_combination
+        self.window_stride = window_stride
 
     @property
     def is_regression(self) -> bool:
@@ -177,7 +198,12 @@ class BertClassifier(ExportsRawText, BertTask):
         return None if self.is_multi_label else "classification"
 
     def check_saved_arguments(self, path: str, asked: dict[str, Any]) -> dict[str, Any]:
+        """Features must be the saved ones; the window settings, which hold no weights, are
+        taken as asked (``set_windows``)."""
         asked = dict(asked)
+        windows = {name: asked.pop(name, None)
+                   for name in ("window_combination", "window_stride")}
+        self.set_windows(**windows)
         features = {name: asked.pop(name, None)
                     for name in ("numeric_features", "categorical_features")}
         requested = [*(features["numeric_features"] or []),
@@ -282,14 +308,45 @@ class BertClassifier(ExportsRawText, BertTask):
         return self._classifier_inputs().to_arrays(x, y)
 
     def pack_batch(self, x):
+        """A batch of raw inputs as packed ids (see ``BertTask.pack_batch``); with
+        ``window_combination="mean"``, single texts as the rows of their windows, features
+        repeated for each, and ``recipe.inputs.EXAMPLE_INDEX`` [rows] naming each row's text."""
         self.require_feature_statistics()
+        features = {}
         if isinstance(x, dict):  # {text, [text_pair,] features}
             if TEXT not in x:
                 raise ValueError(f"a dataset of raw inputs needs a {TEXT!r} entry; it has "
                                  f"{', '.join(map(repr, x))}")
-            text = x[TEXT] if TEXT_PAIR not in x else [x[TEXT], x[TEXT_PAIR]]
-            return {**super().pack_batch(text), **self._classifier_inputs().feature_tensors(x)}
-        return super().pack_batch(list(x) if isinstance(x, tuple) else x)
+            features = self._classifier_inputs().feature_tensors(x)
+            x = x[TEXT] if TEXT_PAIR not in x else (x[TEXT], x[TEXT_PAIR])
+        pair = isinstance(x, tuple)
+        if pair or self.window_combination == "first" or self.preprocessor is None:
+            # pairs and cut texts: one window each
+            return {**super().pack_batch(list(x) if pair else x), **features}
+        packed, text_index = pack_windows(self.preprocessor, tf.convert_to_tensor(x),
+                                          self.window_stride)
+        return {**packed, **{name: tf.gather(value, text_index)
+                             for name, value in features.items()},
+                EXAMPLE_INDEX: text_index}
+
+    def set_windows(self, window_combination: str | None = None,
+                    window_stride: int | None = None) -> None:
+        """Changes how texts longer than ``seq_length`` are read (the constructor's
+        arguments of these names; None keeps the current one), checked as there."""
+        combination = window_combination or self.window_combination
+        stride = self.window_stride if window_stride is None else window_stride
+        if combination not in WINDOW_COMBINATIONS:
+            raise ValueError(f"unknown window_combination {combination!r}; expected one "
+                             f"of {', '.join(WINDOW_COMBINATIONS)}")
+        if self.preprocessor is not None:
+            resolved_stride(stride, self.preprocessor.seq_length)
+        self.window_combination, self.window_stride = combination, stride
+        self._pack_functions.functions.clear()  # traced with the old settings
+
+    def combine_windows(self, outputs, example_index, num_examples):
+        """Each text's output from its windows' (``windows.combine_windows``): the activation
+        of the mean of their logits; a text of one window keeps its output as it is."""
+        return combine_windows(outputs, example_index, num_examples, self.activation).numpy()
 
     # ------------------------------------------------------------------------ features
     def adapt(self, x) -> None:
@@ -343,4 +400,6 @@ class BertClassifier(ExportsRawText, BertTask):
                           feature_hidden_units=self.feature_hidden_units)
         if self.pooling != "pooled":
             config["pooling"] = self.pooling
+        config.update(window_combination=self.window_combination,
+                      window_stride=self.window_stride)
         return config

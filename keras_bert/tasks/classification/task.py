@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from keras_bert.config import CLASSIFIER_POOLINGS
+from keras_bert.config import CLASSIFIER_POOLINGS, WINDOW_COMBINATIONS, check_window_stride
 from keras_bert.errors import DataError
 from keras_bert.tasks.spec import (DEV_PREDICTIONS, CommonOptions, TaskSpec, collected_label_names,
                                    packed_length, RecordsFile, require_vocabulary)
@@ -42,6 +42,9 @@ class ClassificationOptions(CommonOptions):
         keep_columns: columns (JSONL keys) copied as they are into each example's prediction
             record, before the prediction (an id, say); none may share a name with a record's
             own fields (``RECORD_FIELDS``).
+        window_stride, window_combination: how a text longer than seq_length is read
+            (``BertClassifier``'s arguments; None: a saved classifier's own, else the
+            defaults: half the window, "mean").
     """
     data_format: str = "auto"
     text_column: str | None = None
@@ -51,6 +54,12 @@ class ClassificationOptions(CommonOptions):
     categorical_features: Sequence[str] = ()
     pooling: str | None = None
     keep_columns: Sequence[str] = ()
+    window_stride: int | None = None
+    window_combination: str | None = None
+
+    def __post_init__(self):
+        check_window_stride(self.window_stride,
+                            None if self.seq_length is None else self.seq_length - 2)
 
     @property
     def feature_columns(self) -> list[str]:
@@ -66,6 +75,8 @@ class ClassificationSpec(TaskSpec):
 
     # The flags that say how to read a file, which evaluate and predict take too.
     COLUMN_FLAGS = ("data_format", "text_column", "text_pair_column", "label_column")
+    # The flags that say how to read a long text, which evaluate, predict and export take too.
+    WINDOW_FLAGS = ("window_stride", "window_combination")
     # The fields of a prediction record (``_records``), which no kept column may be named as.
     RECORD_FIELDS = ("text", "text_pair", "label", "probabilities", "true_label", "score",
                      "true_score")
@@ -91,6 +102,23 @@ class ClassificationSpec(TaskSpec):
                                 "classifier's own, else pooled)")
         self.add_keep_columns_argument(group, "the training and dev files",
                                        "dev_predictions.jsonl")
+        self.add_window_arguments(group)
+
+    def add_window_arguments(self, group) -> None:
+        """Adds ``--window_stride`` and ``--window_combination`` (``WINDOW_FLAGS``): how a text
+        longer than seq_length is read (``BertClassifier``'s arguments of these names)."""
+        group.add_argument("--window_stride", type=int, metavar="PIECES",
+                           default=ClassificationOptions.window_stride,
+                           help="a text longer than seq_length is read as overlapping windows "
+                                "of seq_length - 2 WordPieces, each starting this many after "
+                                "the previous one (1 to seq_length - 3; default: a saved "
+                                "classifier's own, else half the window)")
+        group.add_argument("--window_combination", choices=WINDOW_COMBINATIONS,
+                           default=ClassificationOptions.window_combination,
+                           help="how a long text's windows make its prediction: 'mean' (the "
+                                "activation of the mean of their logits) or 'first' (the first "
+                                "window alone: the text cut at seq_length) (default: a saved "
+                                "classifier's own, else mean)")
 
     def add_keep_columns_argument(self, group, files: str, records: str) -> None:
         """Adds ``--keep_columns``: the columns of ``files`` that the command copies into
@@ -175,7 +203,9 @@ class ClassificationSpec(TaskSpec):
             checkpoint, num_classes, options.seq_length, label_names=labels,
             lower_case=lower_case, numeric_features=list(options.numeric_features) or None,
             categorical_features=list(options.categorical_features) or None,
-            **({} if options.pooling is None else {"pooling": options.pooling}))
+            **({} if options.pooling is None else {"pooling": options.pooling}),
+            **{name: getattr(options, name) for name in self.WINDOW_FLAGS
+               if getattr(options, name) is not None})
         if model.num_classes != num_classes:
             raise ValueError(f"{init_checkpoint!r} holds a classifier with {model.num_classes} "
                              f"classes, but the task has {num_classes}")
@@ -188,10 +218,12 @@ class ClassificationSpec(TaskSpec):
     def options_for(self, model, options: ClassificationOptions) -> ClassificationOptions:
         features = (model.features.get_config() if model.features is not None
                     else {"numeric_features": {}, "categorical_features": {}})
+        model.set_windows(options.window_combination, options.window_stride)  # flags given
         return dataclasses.replace(
             options, labels=model.label_names, seq_length=packed_length(model),
             numeric_features=list(features["numeric_features"]),
-            categorical_features=list(features["categorical_features"]), pooling=model.pooling)
+            categorical_features=list(features["categorical_features"]), pooling=model.pooling,
+            window_stride=model.window_stride, window_combination=model.window_combination)
 
     def evaluate(self, model, examples, options: ClassificationOptions, batch_size: int):
         y = model.to_arrays(examples)[1]

@@ -1,0 +1,128 @@
+"""A classifier's texts longer than seq_length (issue 52): read as overlapping windows of
+WordPieces, the text's output the activation of the mean of its windows' logits; ``fit`` trains
+on every window, ``predict`` and ``evaluate`` give one row per text; short texts go through as
+without windows."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert import BertClassifier, BertPreprocessor
+from keras_bert.export.signatures import logits_model
+from keras_bert.tasks.classification.windows import pack_windows
+from tests.tasks.tiny_checkpoint import VOCAB, WORDS, tiny_encoder
+
+SEQ_LENGTH = 8  # windows of 6 WordPieces
+STRIDE = 3
+# Every word of WORDS is one WordPiece: a text of 12 words is 3 windows (0-5, 3-8, 6-11).
+LONG = " ".join(WORDS[:12])
+SHORT = ["the cat sat", "a good movie", ""]
+
+
+def classifier(**kwargs):
+    preprocessor = BertPreprocessor(vocabulary=VOCAB, seq_length=SEQ_LENGTH)
+    return BertClassifier(tiny_encoder(), 3, preprocessor=preprocessor,
+                          **{"window_stride": STRIDE, **kwargs})
+
+
+def packed(words):
+    """One window packed by hand: [CLS] words [SEP], padded to SEQ_LENGTH."""
+    ids = [VOCAB.index("[CLS]"), *(VOCAB.index(w) for w in words), VOCAB.index("[SEP]")]
+    mask = [1] * len(ids) + [0] * (SEQ_LENGTH - len(ids))
+    ids += [0] * (SEQ_LENGTH - len(ids))
+    return {"input_word_ids": np.array([ids], np.int32), "input_mask": np.array([mask], np.int32),
+            "input_type_ids": np.zeros((1, SEQ_LENGTH), np.int32)}
+
+
+def test_a_long_text_is_the_softmax_of_its_windows_mean_logits():
+    model = classifier()
+    logits = logits_model(model)
+    words = WORDS[:12]
+    windows = [words[0:6], words[3:9], words[6:12]]
+    by_hand = np.mean([logits(packed(w), training=False).numpy()[0] for w in windows], axis=0)
+    expected = np.exp(by_hand) / np.exp(by_hand).sum()
+    got = model.predict([SHORT[0], LONG, SHORT[1]], verbose=0)
+    assert got.shape == (3, 3)
+    np.testing.assert_allclose(got[1], expected, atol=1e-6)
+    # Regression: the mean of the windows' scores.
+    regressor = BertClassifier(tiny_encoder(), 1, preprocessor=model.preprocessor,
+                               window_stride=STRIDE)
+    scores = [regressor(packed(w), training=False).numpy()[0, 0] for w in windows]
+    np.testing.assert_allclose(regressor.predict([LONG], verbose=0)[0, 0], np.mean(scores),
+                               atol=1e-6)
+
+
+def test_short_texts_go_through_as_without_windows_and_first_is_the_cut():
+    model = classifier()
+    cut = classifier(window_combination="first")
+    cut.set_weights(model.get_weights())
+    np.testing.assert_array_equal(model.predict(SHORT, verbose=0), cut.predict(SHORT, verbose=0))
+    np.testing.assert_allclose(cut.predict([LONG], verbose=0)[0],
+                               cut(packed(WORDS[:6]), training=False).numpy()[0], atol=1e-6)
+
+
+def test_empty_and_whitespace_texts_are_cls_sep():
+    model = classifier()
+    outputs = model.predict(["", "  \t\n ", "\u200b\x00"], verbose=0)
+    expected = model(packed([]), training=False).numpy()[0]
+    for row in outputs:
+        np.testing.assert_allclose(row, expected, atol=1e-6)
+
+
+def test_fit_trains_on_every_window_and_evaluate_scores_texts():
+    model = classifier()
+    model.compile(learning_rate=1e-3)
+    batches = []
+    callback = keras.callbacks.LambdaCallback(on_train_batch_end=lambda b, logs: batches.append(b))
+    texts, labels = [LONG, *SHORT], [2, 0, 1, 0]
+    model.fit(texts, labels, batch_size=1, epochs=1, verbose=0, callbacks=[callback], seed=0)
+    assert len(batches) == 3 + 3  # the long text's 3 windows and 3 short texts
+    probabilities = model.predict(texts, verbose=0)
+    accuracy = float(np.mean(np.argmax(probabilities, -1) == labels))
+    loss = float(np.mean(-np.log(probabilities[np.arange(4), labels])))
+    scores = model.evaluate(texts, labels, verbose=0, return_dict=True)
+    assert scores["accuracy"] == pytest.approx(accuracy)
+    assert scores["loss"] == pytest.approx(loss, rel=1e-5)
+    assert model.predict_labels(texts) == [int(i) for i in np.argmax(probabilities, -1)]
+
+
+def test_a_dataset_of_long_texts_gives_each_window_its_label():
+    model = classifier()
+    dataset = tf.data.Dataset.from_tensor_slices(([LONG, "the cat"], [2, 1])).batch(2)
+    x, y = next(iter(model.make_dataset(dataset)))
+    assert x["input_word_ids"].shape[0] == 4 and y.numpy().tolist() == [2, 2, 2, 1]
+    assert "example_index" not in x
+
+
+def test_settings_are_in_the_config_and_the_keras_file(tmp_path):
+    model = classifier(window_combination="first")
+    config = model.get_config()
+    assert (config["window_combination"], config["window_stride"]) == ("first", STRIDE)
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert (loaded.window_combination, loaded.window_stride) == ("first", STRIDE)
+    np.testing.assert_allclose(loaded.predict([LONG], verbose=0), model.predict([LONG], verbose=0),
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("stride, message", [(0, "at least 1"), (6, "not less than the window"),
+                                             (7, "not less than the window")])
+def test_a_bad_stride_is_refused_naming_it(stride, message):
+    with pytest.raises(ValueError, match=f"window_stride.*{message}"):
+        classifier(window_stride=stride)
+
+
+def test_unknown_combination_is_refused():
+    with pytest.raises(ValueError, match="window_combination 'max'"):
+        classifier(window_combination="max")
+
+
+def test_a_text_past_the_window_limit_fails_naming_it():
+    preprocessor = BertPreprocessor(vocabulary=VOCAB, seq_length=SEQ_LENGTH)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="max_windows=2"):
+        pack_windows(preprocessor, tf.constant([LONG]), STRIDE, max_windows=2)
+    ids, text_index = pack_windows(preprocessor, tf.constant([LONG, "the"]), STRIDE, 3)
+    assert text_index.numpy().tolist() == [0, 0, 0, 1]
+    assert ids["input_word_ids"].shape == (4, SEQ_LENGTH)
