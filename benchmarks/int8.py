@@ -9,6 +9,9 @@ Every contender turns batches of raw text into a BERT-base classifier's or encod
   ours-int8   the same exported with quantize="int8"
   ours-int8cal  the same exported with quantize="int8" and calibration_texts (300 other
               sentences of the corpus: static input ranges, models/int8_calibration)
+  ours-ovfp32 the same classifier exported with format="openvino" (our tokenizer inside the
+              IR, raw text in), run by OpenVINO with the ov-* settings below
+  ours-ovint8 the same with quantize="int8" (NNCF on the calibration sentences)
   ort-fp32    ONNX Runtime: transformers.BertModel (random weights) exported to ONNX with dynamic
               axes, transformer-optimized; batches tokenized by BertTokenizerFast and padded to
               their longest text
@@ -51,8 +54,8 @@ import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ONNX_PYTHON = os.path.join(REPO_ROOT, "benchmarks", ".venvs", "onnx", "bin", "python")
-CONTENDERS = ("ours-fp32", "ours-bf16", "ours-int8", "ours-int8cal", "ort-fp32", "ort-int8",
-              "ov-fp32", "ov-int8")
+CONTENDERS = ("ours-fp32", "ours-bf16", "ours-int8", "ours-int8cal", "ours-ovfp32",
+              "ours-ovint8", "ort-fp32", "ort-int8", "ov-fp32", "ov-int8")
 # The contenders that run in benchmarks/.venvs/onnx (torch, transformers, ONNX Runtime, OpenVINO).
 PEER_FAMILIES = ("ort", "ov")
 CALIBRATION_TEXTS = 300  # ours-int8cal: other sentences of the corpus than the ones timed
@@ -146,9 +149,14 @@ class OursWorker:
         model = BertClassifier(encoder, 3,
                                preprocessor=BertPreprocessor(vocab, True, SEQ_LENGTH))
         calibration = None
-        if kind == "int8cal":
+        if kind in ("int8cal", "ovint8"):
             with open(os.path.join(os.path.dirname(base), "calibration.json")) as f:
                 calibration = json.load(f)
+        if kind.startswith("ov"):
+            export_model(model, base, kind, 1, format="openvino",
+                         quantize="int8" if kind == "ovint8" else None,
+                         calibration_texts=calibration)
+            return
         export_model(model, base, kind, 1, mixed_precision="bf16" if kind == "bf16" else None,
                      quantize="int8" if kind.startswith("int8") else None,
                      calibration_texts=calibration)
@@ -159,6 +167,32 @@ class OursWorker:
     def run(self, batch: list[str]) -> None:
         import numpy as np
         self.session.run(self.output, {self.input: np.array([t.encode() for t in batch], object)})
+
+
+class OursOpenVinoWorker:
+    """Our OpenVINO export of the same classifier (raw text in), run by OpenVINO."""
+
+    def __init__(self, kind: str, workdir: str, vocab: str):
+        import numpy as np
+        import openvino
+        import openvino_tokenizers  # noqa: F401  (the tokenizer's ops)
+        self.np = np
+        base = os.path.join(workdir, "ours")
+        path = os.path.join(base, kind, "1")
+        if not os.path.exists(path):
+            OursWorker._export(kind, base, vocab)
+        self.model = openvino.Core().compile_model(
+            os.path.join(path, "model.xml"), "CPU",
+            {"INFERENCE_NUM_THREADS": THREADS, "NUM_STREAMS": 1,
+             "INFERENCE_PRECISION_HINT": "f32"})
+        self.request = self.model.create_infer_request()
+        self.megabytes = directory_megabytes(path)
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def run(self, batch: list[str]) -> None:
+        self.request.infer({"text": self.np.array([t.encode() for t in batch], self.np.bytes_)})
 
 
 class OrtWorker:
@@ -262,7 +296,9 @@ class OpenVinoWorker:
 def worker_main(args: argparse.Namespace) -> None:
     family, kind = args.worker.split("-")
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries the replies (NNCF prints)
-        if family in ("ours", "base"):
+        if family == "ours" and kind.startswith("ov"):
+            worker = OursOpenVinoWorker(kind, args.workdir, args.vocab)
+        elif family in ("ours", "base"):
             worker = OursWorker(kind, args.workdir, args.vocab, args.inter_op_threads)
         elif family == "ov":
             worker = OpenVinoWorker(kind, args.workdir, args.vocab)
