@@ -2,6 +2,8 @@
 
 from setuptools import find_packages, setup
 
+OPENVINO = ["openvino==2026.4.*", "openvino-tokenizers==2026.4.*", "nncf==3.4.*"]
+
 setup(
     name="keras-bert-tf",
     version="0.1.0",
@@ -28,10 +30,12 @@ setup(
     extras_require={
         "serving": ["tensorflow-serving-api==2.21.*", "grpcio", "aiohttp>=3.9"],
         # keras-bert export --format openvino (keras_bert/export/openvino.py); about 200 MB
-        # installed, so not part of "test": its tests skip where it is absent. The tokenizers'
-        # version follows OpenVINO's (their library is built against it).
-        "openvino": ["openvino==2026.4.*", "openvino-tokenizers==2026.4.*", "nncf==3.4.*"],
+        # installed. The tokenizers' version follows OpenVINO's (their library is built
+        # against it). The tests install it (CI runs the OpenVINO tests); they skip where it
+        # is absent.
+        "openvino": OPENVINO,
         "test": [
+            *OPENVINO,
             "pytest",
             "pytest-xdist",  # the fast lane runs on both cores: pytest -m "not slow" -n 2
             "hypothesis",
