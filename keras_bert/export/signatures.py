@@ -233,7 +233,7 @@ def build_signatures(model, preprocessor, text_pair: bool | None = None,
         serving_default: "text" (raw text in) or "transformers" (transformers' TF classes'
             ids in and outputs out; the raw-text signature is then ``serve_text``).
         max_windows: the most windows a text may be read as (a model that windows long
-            texts, such as a classifier); a request with a longer text fails with
+            texts: a classifier, a tagger, a question answerer's contexts); a request with a longer text fails with
             INVALID_ARGUMENT naming the limit. None: no limit.
     """
     if serving_default not in SERVING_DEFAULTS:

@@ -167,6 +167,16 @@ def window_word_ranges(piece_counts: Sequence[int], budget: int, stride: int
         first = following
 
 
+def tagger_stride(window_stride: int | None, seq_length: int) -> int:
+    """Pieces from one window's start to the next: ``window_stride``, or half of
+    ``seq_length - 2`` (None), as ``align_words_windows`` and the tagger's export cut.
+
+    >>> tagger_stride(None, 10), tagger_stride(3, 10)
+    (4, 3)
+    """
+    return window_stride or max((seq_length - 2) // 2, 1)
+
+
 def align_words_windows(tokenizer, words: Sequence[str],
                         word_pieces: Sequence[Sequence[int]] | None, tags: Sequence[str] | None,
                         label_names: Sequence[str] | None, seq_length: int,
@@ -191,7 +201,7 @@ def align_words_windows(tokenizer, words: Sequence[str],
     if sum(counts) <= budget:
         return [align_words(tokenizer, words, word_pieces, tags, label_names, seq_length, path,
                             line)]
-    stride = window_stride or max(budget // 2, 1)
+    stride = tagger_stride(window_stride, seq_length)
     features = []
     for first, end in window_word_ranges(counts, budget, stride):
         feature = align_words(tokenizer, words[first:end], word_pieces[first:end],

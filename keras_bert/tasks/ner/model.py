@@ -55,7 +55,8 @@ class BertTokenClassifier(ExportsRawText, BertTask):
         window_stride: sentences longer than ``seq_length`` are cut into overlapping windows
             of whole words, each starting this many WordPieces after the previous one (None:
             half of ``seq_length - 2``); training uses every window, and each word's prediction
-            comes from the window where it has the most context.
+            comes from the window where it has the most context, in ``predict_tags`` and in
+            the raw-text ``serving_default`` of its export (``keras_bert.tasks.ner.export``).
 
     Inputs: packed ids; ``fit``/``evaluate`` take TaggedSentences (``read_conll``) or word
     lists with ``y`` tag lists; ``predict_tags`` and ``predict_entities`` take words or raw text.

@@ -1,27 +1,34 @@
-"""The question answerer's export: start/end logits and the best answer span, cut in-graph."""
+"""The question answerer's export: start/end logits and the best answer span, cut in-graph. A
+context longer than seq_length is read as ``predict_answers`` reads it: overlapping windows
+``doc_stride`` WordPieces apart, each after the whole question, all the request's windows run as
+one batch, and each question's best span over all its windows."""
 
 from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_bert.export.signatures import RawText, TaskExport, register
+from keras_bert.export.signatures import RawText, RunRowsFn, TaskExport, register
 from keras_bert.tasks.squad.model import BertQuestionAnswerer
+from keras_bert.tokenization.windows import take_windows, window_spans
 
 # Google's run_squad.py default: the longest answer, in WordPiece tokens.
 MAX_ANSWER_LENGTH = 30
 
 
-def best_spans(start_logits, end_logits, inputs: dict, max_answer_length: int):
+def best_spans(start_logits, end_logits, inputs: dict, max_answer_length: int,
+               start_allowed: tf.Tensor | None = None):
     """(start, end, score) of the best context span per row, [batch] each: the highest
     start_logits[i] + end_logits[j] with i <= j < i + max_answer_length, both in the context
-    (segment 1, before its closing [SEP]); score is -inf when the context is empty."""
+    (segment 1, before its closing [SEP]), and i where ``start_allowed`` (bool [batch, seq],
+    None: anywhere) says; score is -inf when no span is."""
     seq = tf.shape(start_logits)[1]
     positions = tf.range(seq)
     length = tf.reduce_sum(inputs["input_mask"], axis=1)
     context = (inputs["input_type_ids"] == 1) & (positions[None, :] < (length - 1)[:, None])
     span_ok = ((positions[None, :] >= positions[:, None])
                & (positions[None, :] - positions[:, None] < max_answer_length))
-    valid = span_ok[None] & context[:, :, None] & context[:, None, :]
+    starts = context if start_allowed is None else context & start_allowed
+    valid = span_ok[None] & starts[:, :, None] & context[:, None, :]
     scores = tf.where(valid, start_logits[:, :, None] + end_logits[:, None, :], -float("inf"))
     flat = tf.reshape(scores, [tf.shape(scores)[0], -1])
     best = tf.argmax(flat, axis=-1, output_type=tf.int32)
@@ -44,18 +51,99 @@ def question_answerer_outputs(model: BertQuestionAnswerer, preprocessor, inputs:
     """start_logits and end_logits float32 [batch, seq], input_mask int32 [batch, seq] (1 at
     text positions), and the best span of the context:
     answer_start and answer_end (token positions), answer_score, and answer_text (the span's
-    tokens as words; "" when the context is empty). Raw text is one window: a context longer
-    than seq_length is cut, as the preprocessor truncates pairs."""
+    tokens as words; "" when the context is empty). serve_ids reads each row as one window;
+    serving_default reads long contexts as windows (``question_answerer_window_outputs``)."""
+    return _named_outputs(preprocessor, _logits(model, inputs), inputs)
+
+
+def _logits(model: BertQuestionAnswerer, inputs: dict) -> dict:
+    """start_logits and end_logits, float32 [rows, seq]."""
     outputs = model(inputs, training=False)
-    start_logits = tf.cast(outputs["start_logits"], tf.float32)
-    end_logits = tf.cast(outputs["end_logits"], tf.float32)
-    start, end, score = best_spans(start_logits, end_logits, inputs, MAX_ANSWER_LENGTH)
+    return {name: tf.cast(outputs[name], tf.float32) for name in ("start_logits", "end_logits")}
+
+
+def _named_outputs(preprocessor, logits: dict, inputs: dict,
+                   start_allowed: tf.Tensor | None = None) -> dict:
+    """question_answerer_outputs' outputs from the logits of rows ``inputs`` (packed ids)."""
+    start, end, score = best_spans(logits["start_logits"], logits["end_logits"], inputs,
+                                   MAX_ANSWER_LENGTH, start_allowed)
     found = score > -float("inf")
-    return {"start_logits": start_logits, "end_logits": end_logits,
-            "input_mask": inputs["input_mask"],
+    return {**logits, "input_mask": inputs["input_mask"],
             "answer_start": start, "answer_end": end, "answer_score": score,
             "answer_text": tf.where(found, span_text(preprocessor, inputs["input_word_ids"],
                                                      start, end), "")}
+
+
+def question_answerer_window_outputs(model: BertQuestionAnswerer, preprocessor, raw: RawText,
+                                     run_rows: RunRowsFn, max_windows: int | None) -> dict | None:
+    """serving_default's outputs (``question_answerer_outputs``'), one row per question, with
+    its context read as ``predict_answers`` reads it (``features.make_squad_features``): the
+    question's first ``max_query_length`` WordPieces, then windows of the context that start
+    ``doc_stride`` pieces apart and fill seq_length (at most ``max_windows`` each); every
+    window of the request run through ``run_rows``; the answer is the best span over the
+    question's windows, starting where its window gives the token the most context
+    (run_squad.py's rule). The logits, input_mask and token positions are those of the window
+    that holds the answer (the first window when the context is empty: answer_text "",
+    answer_score -inf). None without a context (``text_pair``)."""
+    if raw.text_pair is None:
+        return None
+    seq_length = preprocessor.seq_length
+    # At least one context piece per window, even where max_query_length leaves none.
+    query_length = min(model.max_query_length, seq_length - 4)
+    questions = preprocessor.tokenize(raw.text)[:, :query_length]
+    contexts = preprocessor.tokenize(raw.text_pair)
+    question_lengths = tf.cast(questions.row_lengths(), tf.int32)
+    context_lengths = tf.cast(contexts.row_lengths(), tf.int32)
+    doc_length = seq_length - question_lengths - 3  # [CLS] question [SEP] window [SEP]
+    text_index, starts, ends = window_spans(context_lengths, doc_length,
+                                            tf.minimum(model.doc_stride, doc_length),
+                                            max_windows)
+    packed = preprocessor.pack(tf.gather(questions, text_index),
+                               take_windows(contexts, text_index, starts, ends))
+    rows = run_rows(packed, lambda ids: {**_logits(model, ids), **ids})
+    start_allowed = _max_context(rows["input_mask"], tf.gather(question_lengths, text_index) + 2,
+                                 text_index, starts, ends, context_lengths)
+    windows = _named_outputs(preprocessor, {name: rows[name] for name in
+                                            ("start_logits", "end_logits")},
+                             rows, start_allowed)
+    num_texts = tf.shape(raw.text)[0]
+    # -inf (no span) as the lowest float, which unsorted_segment_max starts from.
+    score = tf.maximum(windows["answer_score"], tf.float32.min)
+    best = tf.math.unsorted_segment_max(score, text_index, num_texts)
+    rows_of = tf.range(tf.shape(text_index)[0], dtype=tf.int32)
+    chosen = tf.math.unsorted_segment_min(  # each question's first window of its best score
+        tf.where(score == tf.gather(best, text_index), rows_of, tf.int32.max), text_index,
+        num_texts)
+    return {name: tf.gather(value, chosen) for name, value in windows.items()}
+
+
+def _max_context(input_mask, context_offset, text_index, starts, ends, context_lengths):
+    """bool [windows, seq]: the context positions whose token has, in this window, more context
+    than in any other window of its text: the highest min(left, right) + 0.01 * window length,
+    the first such window on ties (run_squad.py's ``_check_is_max_context``, in hundredths).
+
+    Args:
+        input_mask: int32 [windows, seq].
+        context_offset: int32 [windows], the position of each window's first context piece.
+        text_index, starts, ends: int32 [windows], ``window_spans``'.
+        context_lengths: int32 [texts], the pieces of each text's context.
+    """
+    positions = tf.range(tf.shape(input_mask)[1], dtype=tf.int32)[None, :]
+    within = positions - context_offset[:, None]  # the piece's place in its window
+    window_length = (ends - starts)[:, None]
+    inside = (within >= 0) & (within < window_length)
+    score = 100 * tf.minimum(within, window_length - 1 - within) + window_length
+    # One segment per context piece of the request; one more for positions outside a context.
+    first_piece = tf.cumsum(context_lengths, exclusive=True)
+    pieces = tf.reduce_sum(context_lengths)
+    piece = tf.where(inside, tf.gather(first_piece, text_index)[:, None] + starts[:, None]
+                     + within, pieces)
+    best = tf.math.unsorted_segment_max(score, piece, pieces + 1)
+    rows = tf.broadcast_to(tf.range(tf.shape(input_mask)[0], dtype=tf.int32)[:, None],
+                           tf.shape(input_mask))
+    first = tf.math.unsorted_segment_min(
+        tf.where(score == tf.gather(best, piece), rows, tf.int32.max), piece, pieces + 1)
+    return inside & (rows == tf.gather(first, piece))
 
 
 def question_answerer_transformers_outputs(model: BertQuestionAnswerer):
@@ -68,4 +156,5 @@ def question_answerer_transformers_outputs(model: BertQuestionAnswerer):
 
 register(BertQuestionAnswerer, TaskExport(
     outputs=question_answerer_outputs, text_pair=True,
-    transformers_outputs=question_answerer_transformers_outputs))
+    transformers_outputs=question_answerer_transformers_outputs,
+    window_outputs=question_answerer_window_outputs))

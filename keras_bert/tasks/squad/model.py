@@ -26,8 +26,10 @@ class BertQuestionAnswerer(ExportsRawText, BertTask):
 
     Questions with long contexts are cut into windows of ``seq_length`` tokens that start
     ``doc_stride`` tokens apart (questions keep at most ``max_query_length`` tokens); answers
-    are chosen over all windows (see ``keras_bert.tasks.squad.answers``). Unanswerable questions
-    (SQuAD 2.0) point at [CLS].
+    are chosen over all windows (see ``keras_bert.tasks.squad.answers``); the raw-text
+    ``serving_default`` of its export cuts the same windows in the graph and answers over all
+    of them (``keras_bert.tasks.squad.export``). Unanswerable questions (SQuAD 2.0) point at
+    [CLS].
 
     Args:
         encoder: a BertEncoder.
