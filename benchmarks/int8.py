@@ -367,7 +367,7 @@ def main() -> None:
         return
     if args.baseline_root:
         args.contenders += [c.replace("ours", "base") for c in args.contenders
-                            if c.startswith("ours")]
+                            if c.startswith("ours") and not c.startswith("ours-ov")]
     os.makedirs(args.workdir, exist_ok=True)
     texts = real_sentences(args.corpus, args.texts + CALIBRATION_TEXTS)
     texts, calibration = texts[:args.texts], texts[args.texts:]
