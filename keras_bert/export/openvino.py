@@ -159,6 +159,10 @@ def write_openvino(model, directory: str, *, preprocessor, text_pair: bool | Non
     appears only when complete; remote directories get model.xml last) and returns it."""
     import openvino as ov
 
+    if getattr(model, "window_combination", "first") != "first":
+        logger.warning("OpenVINO IR reads a text's first %d WordPieces; this %s reads longer "
+                       "texts as windows, which its SavedModel export does in the graph",
+                       preprocessor.seq_length - 2, type(model).__name__)
     ov_model = openvino_model(model, preprocessor, text_pair, quantize, calibration_texts)
     try:
         if not is_remote(directory):

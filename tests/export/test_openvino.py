@@ -126,7 +126,11 @@ def test_inputs_and_outputs_are_the_saved_models_serving_default(exports, classi
 
 def test_float32_gives_the_keras_models_outputs(exports, classifier):
     got = run(compiled(exports["float32"]), text=SENTENCES)
-    want = classifier.predict(SENTENCES, verbose=0)
+    classifier.set_windows("first")  # the IR reads a long text's first window
+    try:
+        want = classifier.predict(SENTENCES, verbose=0)
+    finally:
+        classifier.set_windows("mean")
     np.testing.assert_allclose(got["probabilities"], want, atol=1e-4)
     assert len(set(got["class_ids"].tolist())) > 1, "every sentence got the same class"
     np.testing.assert_array_equal(got["class_ids"], want.argmax(-1))
