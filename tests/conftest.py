@@ -63,7 +63,8 @@ OWN_UNITS = (
     "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[",
 )
 # Seconds each unit took in the slow tests (`pytest -m slow -n 2 --durations`, 2,256 s in all)
-# on the 2-core machine (2026-11-29), in brackets.
+# on the 2-core machine (2026-11-29), in brackets; then the longest files of the quick tests
+# (`-m "not slow"`, 591 s), which start first there.
 LONGEST_FIRST = (
     "tests/test_docs.py::test_document_blocks_run[docs/distillation.md]",  # [325]
     "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[09_",  # [315]
@@ -86,7 +87,11 @@ LONGEST_FIRST = (
     "tests/export/test_tf_hub_int8.py",  # [84]
     "tests/test_docs.py::test_document_blocks_run[serving/README.md]",  # [80]
     "tests/test_quickstart.py",  # [79]
-    "tests/export/test_int8_calibrated.py",  # [the quick tests' longest setup, 48]
+    "tests/export/test_int8_calibrated.py",  # [quick: 115]
+    "tests/finetuning/test_distillation.py",  # [quick: 61]
+    "tests/export/test_hf_heads.py",  # [quick: 48]
+    "tests/export/test_transformers_signature.py",  # [quick: 40]
+    "tests/tasks/test_predict_small.py",  # [quick: 33]
 )
 
 
