@@ -53,27 +53,45 @@ def free_ports():
 # ------------------------------------------------------------------------------- test order
 # How CI's two pytest-xdist workers share the suite (`--dist loadfile --no-loadscope-reorder` in
 # pytest.ini): a test file is one unit of work, so its module-scoped fixtures (a trained model,
-# an export, a server) are built once, and a worker that finishes a file takes the next in this
-# order: the longest first (LONGEST_FIRST, measured), then the other files with slow tests, then
-# the rest, so that no long file starts last while the other worker sits idle. (xdist's
-# `loadgroup`, which would let the notebooks run as separate units, grouped nothing with
-# pytest-xdist 3.8 here.) Seconds each file took in a clean-clone `.ci/run` on the idle 2-core
-# machine (2026-11-28, `--durations`, 2,078 s in all), in brackets.
+# an export, a server) are built once, except the tests in OWN_UNITS, which share no fixture and
+# are each a unit of their own (every document's blocks, every notebook: minutes each, which
+# one file would run one after another on one worker). A worker that finishes a unit takes the
+# next in this order: the longest first (LONGEST_FIRST, measured), then the other files with
+# slow tests, then the rest, so that no long unit starts last while the other worker sits idle.
+OWN_UNITS = (
+    "tests/test_docs.py::test_document_blocks_run[",
+    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[",
+)
+# Seconds each unit took in the slow tests (`pytest -m slow -n 2 --durations`, 2,256 s in all)
+# on the 2-core machine (2026-11-29), in brackets; then the longest files of the quick tests
+# (`-m "not slow"`, 591 s), which start first there.
 LONGEST_FIRST = (
-    "tests/colab/test_notebooks.py",  # [724: 09 266, 07 139, 04 82, 01 80, 06 55, 08 42, 03 36]
-    # [484: README 426, serving/README 58, before issue 53 moved the README's blocks into the
-    # guides; since, each document alone on a machine busy with other tests (2026-11-29):
-    # README 101, docs/ distillation 199, fine-tuning 129, serving 124, tf-hub 64, checkpoints 47,
-    # transformers-tf 40, features 28, pretraining 26, colab 1]
-    "tests/test_docs.py",
-    "tests/tasks/test_int8_minilm.py",  # [223]
-    "tests/test_gpu_check.py",  # [222: the GPU tests, notebook 02 and throughput on the CPU]
-    "tests/export/test_int8.py",  # [221]
-    "tests/tasks/test_features_minilm.py",  # [166]
-    "tests/tasks/test_length_grouping_minilm.py",  # [126]
-    "tests/export/test_int8_calibrated.py",  # [123]
-    "tests/serving/test_memory.py",  # [106]
-    "tests/finetuning/test_multi_worker.py",  # [86]
+    "tests/test_docs.py::test_document_blocks_run[docs/distillation.md]",  # [325]
+    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[09_",  # [315]
+    "tests/test_gpu_check.py",  # [282: the GPU tests, notebook 02 and throughput on the CPU]
+    "tests/tasks/test_int8_minilm.py",  # [228]
+    "tests/tasks/test_length_grouping_minilm.py",  # [204]
+    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[07_",  # [177]
+    "tests/tasks/test_features_minilm.py",  # [173]
+    "tests/export/test_int8.py",  # [158]
+    "tests/test_docs.py::test_document_blocks_run[docs/fine-tuning.md]",  # [137]
+    "tests/serving/test_memory.py",  # [135]
+    "tests/finetuning/test_multi_worker.py",  # [127]
+    "tests/test_docs.py::test_document_blocks_run[docs/serving.md]",  # [114]
+    "tests/finetuning/test_finetune_resume.py",  # [104]
+    "tests/export/test_tasks.py",  # [103]
+    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[01_",  # [99]
+    "tests/pretraining/test_pretrain_runs.py",  # [96]
+    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[04_",  # [94]
+    "tests/test_docs.py::test_document_blocks_run[README.md]",  # [93]
+    "tests/export/test_tf_hub_int8.py",  # [84]
+    "tests/test_docs.py::test_document_blocks_run[serving/README.md]",  # [80]
+    "tests/test_quickstart.py",  # [79]
+    "tests/export/test_int8_calibrated.py",  # [quick: 115]
+    "tests/finetuning/test_distillation.py",  # [quick: 61]
+    "tests/export/test_hf_heads.py",  # [quick: 48]
+    "tests/export/test_transformers_signature.py",  # [quick: 40]
+    "tests/tasks/test_predict_small.py",  # [quick: 33]
 )
 
 
@@ -86,3 +104,22 @@ def _start_rank(item) -> tuple[int, int]:
 
 def pytest_collection_modifyitems(config, items):
     items.sort(key=_start_rank)  # stable: collection order within a rank
+
+
+def _unit(nodeid: str) -> str:
+    """The unit of work a test belongs to: its file, or itself if it is in OWN_UNITS."""
+    return nodeid if nodeid.startswith(OWN_UNITS) else nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` with the units of `_unit` (pytest-xdist's hook for a scheduler)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class Scheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid)
+
+    return Scheduling(config, log)

@@ -32,8 +32,8 @@ def word_order_task(sentences, seed):
 def held_out_accuracy(minilm_dir, train, test, bucket_lengths):
     keras.utils.set_random_seed(0)
     model = BertClassifier.from_pretrained(minilm_dir, num_classes=2, seq_length=48)
-    model.compile(learning_rate=8e-5)
-    model.fit(*train, batch_size=16, epochs=3, verbose=0, seed=0, bucket_lengths=bucket_lengths)
+    model.compile(learning_rate=1e-4)
+    model.fit(*train, batch_size=16, epochs=2, verbose=0, seed=0, bucket_lengths=bucket_lengths)
     return float(np.mean(np.argmax(model.predict(test[0], verbose=0), axis=-1) == test[1]))
 
 
@@ -45,5 +45,7 @@ def test_grouped_fit_learns_as_well_as_fixed_padding(minilm_dir):
     test = word_order_task(sentences[512:], seed=2)
     grouped = held_out_accuracy(minilm_dir, train, test, "auto")
     fixed = held_out_accuracy(minilm_dir, train, test, None)
-    assert fixed >= 0.95, f"fixed padding: {fixed:.4f}"  # the task is learnable in 3 epochs
+    # Measured: grouped 0.959, fixed padding 0.961 (2 epochs at 1e-4; 3 at 8e-5 took a third
+    # longer for no more certainty).
+    assert fixed >= 0.95, f"fixed padding: {fixed:.4f}"  # the task is learnable in 2 epochs
     assert abs(grouped - fixed) <= 0.01, f"grouped {grouped:.4f}, fixed padding {fixed:.4f}"
