@@ -159,7 +159,8 @@ def _int8_note(args: argparse.Namespace, model, calibration_texts) -> str:
         return ""
     if calibration_texts is not None:
         return f" (int8, calibrated on {len(calibration_texts)} texts of {args.calibration_file})"
-    kept = getattr(model, "calibration_texts", None)
+    from keras_bert.models.int8_calibration import kept_calibration_texts
+    kept = kept_calibration_texts(model)
     if kept:
         return f" (int8, calibrated on {len(kept)} of the texts it was trained on)"
     return (" (int8, input ranges found per row: pass --calibration_file with a few hundred "

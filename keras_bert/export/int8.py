@@ -28,7 +28,8 @@ import os
 from keras_bert import fileio
 from keras_bert.layers import int8 as int8_layers
 from keras_bert.checkpoints.names import encoder_of
-from keras_bert.models.int8_calibration import calibrate, check_calibration_texts, check_float32
+from keras_bert.models.int8_calibration import (calibrate, check_calibration_texts, check_float32,
+                                                kept_calibration_texts)
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +64,8 @@ def export_variant(model, quantize: str | None, calibration_texts=None, preproce
         return model, True
     if quantize is None:
         return model, False
-    if calibration_texts is None and getattr(model, "calibration_texts", None):
-        calibration_texts = model.calibration_texts
+    if calibration_texts is None and kept_calibration_texts(model):
+        calibration_texts = kept_calibration_texts(model)
         logger.info("int8: calibrating on %d of the texts the %s was trained on",
                     len(calibration_texts), type(model).__name__)
     if calibration_texts is not None:

@@ -37,6 +37,7 @@ from keras_bert.export.openvino_extra import IR_FILE, WEIGHTS_FILE
 from keras_bert.export.openvino_tokenizer import tokenizer_model
 from keras_bert.fileio import atomic_output_dir, is_remote, join
 from keras_bert.layers.int8 import is_int8
+from keras_bert.models.int8_calibration import kept_calibration_texts
 from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.tokenization.preprocessor import trim_to_longest
 
@@ -131,7 +132,7 @@ def openvino_model(model, preprocessor, text_pair: bool | None = None,
     if quantize not in (None, "int8"):
         raise ValueError(f"quantize must be None or 'int8', got {quantize!r}")
     if quantize and not calibration_texts:
-        calibration_texts = getattr(model, "calibration_texts", None)  # its training texts'
+        calibration_texts = kept_calibration_texts(model)  # its training texts'
     if quantize and not calibration_texts:
         raise ValueError("an int8 OpenVINO export needs calibration_texts (NNCF measures "
                          "activation ranges on them): a few hundred texts like those served")

@@ -141,6 +141,14 @@ def calibrate(model, preprocessor, texts) -> None:
                 len(encoder.transformer_layers), len(texts))
 
 
+def kept_calibration_texts(model) -> list[str] | None:
+    """The sample of its training texts ``model`` keeps (``BertTask.calibration_texts``) when
+    there are enough to calibrate on (``MIN_CALIBRATION_TEXTS``); None otherwise, and int8
+    then finds each row's range per call."""
+    texts = getattr(model, "calibration_texts", None)
+    return list(texts) if texts and len(texts) >= MIN_CALIBRATION_TEXTS else None
+
+
 def check_calibration_texts(texts, source: str | None = None) -> list[str]:
     """``texts`` as a list, or a clear error: they must be strings, at least
     ``MIN_CALIBRATION_TEXTS`` of them. ``source`` (a file name) is named in the error."""

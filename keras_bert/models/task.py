@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.models.encoder import SavesWhole, quantization_passes
-from keras_bert.models.int8_calibration import calibrate_before_quantize
+from keras_bert.models.int8_calibration import calibrate_before_quantize, kept_calibration_texts
 from keras_bert.recipe.batches import PackedRows, pack_examples
 from keras_bert.recipe.inputs import (EXAMPLE_INDEX, int32_ids_dataset, is_packed,
                                       windows_line)
@@ -114,9 +114,9 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         calibrated int8 export runs: faster than finding each row's range on every call
         (benchmarks/README.md), with the export's labels. The model stays savable
         (``save_checkpoint``, ``.keras``) and exportable."""
-        if (calibration_texts is None and self.calibration_texts and filters is None
+        if (calibration_texts is None and filters is None
                 and (mode or getattr(config, "mode", None)) == "int8"):
-            calibration_texts = self.calibration_texts
+            calibration_texts = kept_calibration_texts(self)
         if calibration_texts is not None:
             calibrate_before_quantize(self, self.preprocessor, calibration_texts, mode, config,
                                       filters, kwargs)

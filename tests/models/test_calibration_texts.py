@@ -77,3 +77,11 @@ def test_a_calibrated_int8_export_of_a_trained_model_answers_as_its_calibrated_c
     copy, _ = export_variant(model, "int8", None, model.preprocessor)
     np.testing.assert_allclose(served["probabilities"], copy.predict(texts[:4], verbose=0),
                                atol=1e-4)
+
+
+def test_too_few_kept_texts_leave_int8_on_per_row_ranges(trained_model):
+    model, _ = trained_model
+    few = classifier()
+    few.calibration_texts = model.calibration_texts[:3]  # fit on three texts keeps three
+    copy, is_int8 = export_variant(few, "int8", None, few.preprocessor)
+    assert is_int8 and not encoder_of(copy).static_int8_ranges
