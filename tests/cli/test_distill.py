@@ -71,6 +71,9 @@ def test_writes_the_student_and_a_report_beside_the_teacher(files, tmp_path, cap
     assert student.label_names == ["neg", "pos"] and student.distillation["kept_layers"] == [2]
     assert student.distillation["teacher"] == str(files / "teacher")
     assert sorted(os.listdir(output)) == ["distillation_report.json", "student"]  # no backup left
+    # A sample of the texts it learnt from, which its int8 export calibrates on.
+    kept = (output / "student" / "calibration_texts.txt").read_text().splitlines()
+    assert len(kept) == 32 and set(t for t, _ in ROWS) <= set(kept)
     # A finished student is kept unless --overwrite says otherwise.
     assert main(command(files, output, "--num_layers", "1")) == 2
     assert "already holds a student" in capsys.readouterr().err

@@ -141,6 +141,7 @@ def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
         trained, model = model, type(model).from_config(model.get_config())
         model.set_weights(trained.get_weights())
         model.compile()
+    model.calibration_texts = trained.calibration_texts  # int8 calibrates on them
     logger.info("%s", size_note(sizes(teacher, model)))
     model.dev_scores = None
     if validation_data is not None:
