@@ -236,6 +236,7 @@ def _fit_multi_worker(model, strategy: tf.distribute.Strategy,
     step's all-reduce).
     """
     local = type(model).from_config(model.get_config())  # not under strategy.scope(): local
+    local.calibration_texts = model.calibration_texts  # saved with best_model/
     evaluation.set_model(local)
 
     def on_epoch_end(epoch: int, logs: dict) -> None:
