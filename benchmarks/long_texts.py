@@ -12,6 +12,8 @@ Contenders (``--modes``):
   cut64     seq_length 64, window_combination="first": the text cut at 62 WordPieces
   win64     seq_length 64, window_combination="mean": windows of 62 at the default stride (31),
             fit on every window, predict the mean of the windows' logits
+  cut128    seq_length 128, window_combination="first": cut at 126 WordPieces
+  win128    seq_length 128, window_combination="mean": windows of 126 at the default stride (63)
   whole256  seq_length 256, cut there (few reviews are longer)
   whole512  seq_length 512, MiniLM's longest
 
@@ -42,8 +44,8 @@ def load_finefoods(train_rows: int | None, test_rows: int | None):
     return rows(train, train_rows), rows(test, test_rows)
 
 
-MODES = {"cut64": (64, "first"), "win64": (64, "mean"), "whole256": (256, "first"),
-         "whole512": (512, "first")}
+MODES = {"cut64": (64, "first"), "win64": (64, "mean"), "cut128": (128, "first"),
+         "win128": (128, "mean"), "whole256": (256, "first"), "whole512": (512, "first")}
 
 
 def run_mode(mode: str, model_path: str, train, test, args) -> dict:
