@@ -264,7 +264,8 @@ def _ours_classifier(job: dict[str, Any], names: list[str], dropout: bool = True
 
     keras.utils.set_random_seed(job["seed"])
     model = keras_bert.BertClassifier.from_pretrained(
-        job["model_path"], len(names), job["max_length"], label_names=names)
+        job["model_path"], len(names), job["max_length"], label_names=names,
+        pooling=job.get("pooling", "pooled"))
     if not dropout:
         for layer in model._flatten_layers():
             if isinstance(layer, keras.layers.Dropout):
@@ -541,6 +542,7 @@ def _common_job(args: argparse.Namespace, mode: str) -> dict[str, Any]:
             "batch_size": args.batch_size, "epochs": args.epochs,
             "learning_rate": args.learning_rate, "threads": args.threads,
             "bucket_lengths": args.bucket_lengths, "exports": not args.no_exports,
+            "pooling": args.pooling,
             "ours_root": os.path.abspath(args.ours_root)}
 
 
@@ -691,6 +693,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="packed length for every dataset (default: finefoods 128, trec 48, "
                              "tweets 64)")
     parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--pooling", default="pooled",
+                        help="ours only: BertClassifier's pooling (pooled, cls, mean; "
+                             "default: %(default)s)")
     parser.add_argument("--learning_rate", type=float, default=5e-5)
     parser.add_argument("--train_limit", type=int, help="at most this many training rows "
                         "(a fixed seeded sample)")
