@@ -7,6 +7,8 @@ TensorFlow has no public API for what the op check of exports and the int8 path 
   ``op_def`` (``op_def_registry.get``; ``tf.raw_ops`` lists only TensorFlow's own public ops);
 - which Python modules are op libraries that ``tf.load_op_library`` returned (tensorflow-text
   loads its ops so): ``is_op_library`` (the ``_IS_TENSORFLOW_PLUGIN`` mark it sets on them);
+- tracing a SavedModel's functions once: ``tracing_as_saved`` (TensorFlow's ``save_context``,
+  which ``tf.saved_model.save`` enters, and which keys ``tf.function``'s trace cache);
 - oneDNN's int8 matmul, which int8-quantized models run (``layers/int8.py``, in ``predict`` and
   in int8 exports): ``int8_matmul`` builds a ``_QuantizedMatMul``
   node (registered with a CPU kernel in x86-64 builds, but with no ``tf.raw_ops`` entry or
@@ -22,12 +24,13 @@ TensorFlow 2.21.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import TYPE_CHECKING
 
 import tensorflow as tf
 from tensorflow.python.framework import op_def_library, op_def_registry
-from tensorflow.python.saved_model import loader_impl
+from tensorflow.python.saved_model import loader_impl, save_context
 
 if TYPE_CHECKING:
     from tensorflow.core.framework import op_def_pb2
@@ -40,6 +43,8 @@ PRIVATE_NAMES = (
     "tensorflow.python.framework.op_def_registry:get",
     "tensorflow.python.saved_model.loader_impl:parse_saved_model",
     "tensorflow.python.framework.op_def_library:_apply_op_helper",
+    "tensorflow.python.saved_model.save_context:save_context",
+    "tensorflow.python.saved_model.save_context:in_save_context",
     OP_LIBRARY_MARK,
 )
 # oneDNN's int8 matmul (tensorflow/core/kernels/mkl/mkl_matmul_op_fused.cc), the one op of an
@@ -54,6 +59,22 @@ def parse_saved_model(export_dir: str | os.PathLike) -> saved_model_pb2.SavedMod
         OSError: ``export_dir`` holds no ``saved_model.pb`` (or ``.pbtxt``), or it cannot be parsed.
     """
     return loader_impl.parse_saved_model(export_dir)
+
+
+@contextlib.contextmanager
+def tracing_as_saved():
+    """Traces ``tf.function`` s as ``tf.saved_model.save`` (default ``SaveOptions``) traces them.
+
+    ``tf.saved_model.save`` traces under TensorFlow's save context, which is part of a
+    ``tf.function``'s trace-cache key: a function traced before it (for its variables, say) is
+    traced again inside it. Traced under this context, ``save`` finds the traces in the cache.
+    Inside a save already, it does nothing.
+    """
+    if save_context.in_save_context():
+        yield
+        return
+    with save_context.save_context(tf.saved_model.SaveOptions()):
+        yield
 
 
 def op_def(op_type: str) -> op_def_pb2.OpDef | None:

@@ -72,6 +72,54 @@ def test_parse_saved_model_reads_graphs_and_signatures(tmp_path):
         tf_internals.parse_saved_model(tmp_path / "missing")
 
 
+def _traced_module():
+    module = tf.Module()
+    module.f = tf.function(lambda x: {"y": tf.nn.softmax(x)},
+                           input_signature=[tf.TensorSpec([None, 2], tf.float32, name="x")])
+    return module
+
+
+def test_functions_traced_as_saved_are_not_traced_again_by_save(tmp_path):
+    before = _traced_module()
+    before.f.get_concrete_function()
+    tf.saved_model.save(before, str(tmp_path / "before"), signatures=before.f)
+    assert before.f.experimental_get_tracing_count() == 2  # save's context missed the cache
+
+    module = _traced_module()
+    with tf_internals.tracing_as_saved():
+        module.f.get_concrete_function()
+        with tf_internals.tracing_as_saved():  # nested: does nothing
+            module.f.get_concrete_function()
+    tf.saved_model.save(module, str(tmp_path / "once"), signatures=module.f)
+    assert module.f.experimental_get_tracing_count() == 1
+    loaded = tf.saved_model.load(str(tmp_path / "once"))
+    np.testing.assert_allclose(loaded.signatures["serving_default"](x=tf.zeros([1, 2]))["y"],
+                               [[0.5, 0.5]])
+
+
+def test_an_export_traces_each_signature_once(tmp_path, monkeypatch):
+    from keras_bert import BertClassifier, BertEncoder, BertPreprocessor
+    from keras_bert.export import saved_model
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world"]) + "\n")
+    preprocessor = BertPreprocessor(str(vocab), seq_length=8)
+    encoder = BertEncoder(vocab_size=7, hidden_size=16, num_hidden_layers=1,
+                          num_attention_heads=2, intermediate_size=32, max_position_embeddings=8)
+    traced = {}
+    real_save = saved_model._save
+
+    def save(module, functions, path, quantized=False):
+        real_save(module, functions, path, quantized)
+        traced.update({name: f.experimental_get_tracing_count() for name, f in functions.items()})
+    monkeypatch.setattr(saved_model, "_save", save)
+    for model in (BertClassifier(encoder, num_classes=2, preprocessor=preprocessor), encoder):
+        traced.clear()
+        saved_model.write_saved_model(model, str(tmp_path / type(model).__name__),
+                                      preprocessor=preprocessor)
+        assert traced and set(traced.values()) == {1}, traced
+
+
 def test_the_op_check_sorts_ops_as_before():
     text_ops = tensorflow_text_ops()
     assert EXPORTED_TEXT_OPS <= text_ops

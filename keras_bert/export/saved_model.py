@@ -11,7 +11,7 @@ import tempfile
 import tensorflow as tf
 
 from keras_bert.export import int8, ops, signatures, warmup
-from keras_bert import fileio
+from keras_bert import fileio, tf_internals
 from keras_bert.config import EXPORT_FORMATS
 from keras_bert.errors import SaveError, one_line_reason
 from keras_bert.fileio import atomic_output_dir, check_writable_location, is_remote, join
@@ -51,28 +51,27 @@ class ExportModule(tf.Module):
                                          name="do_lower_case")
         for name, function in functions.items():
             setattr(self, name, function)
-        concrete = [function.get_concrete_function() for function in functions.values()]
-        if isinstance(model, BertEncoder):
-            self.__call__ = hub_call(model)
-            concrete += [self.__call__.get_concrete_function(signatures.ids_input_signature(),
-                                                              training=training)
-                         for training in (False, True)]
+        with tf_internals.tracing_as_saved():  # so that tf.saved_model.save traces nothing again
+            concrete = [function.get_concrete_function() for function in functions.values()]
+            if isinstance(model, BertEncoder):
+                self.__call__ = hub_call(model)
+                concrete += [self.__call__.get_concrete_function(
+                    signatures.ids_input_signature(), training=training)
+                    for training in (False, True)]
         self.variables = _unique(v for function in concrete for v in function.variables)
         self.trainable_variables = _unique(v for function in concrete
                                            for v in function.trainable_variables)
 
 
 def hub_call(model: BertEncoder):
-    """TF Hub's ``__call__(inputs, training=False)`` for an encoder, traced for both modes."""
+    """TF Hub's ``__call__(inputs, training=False)`` for an encoder (the caller traces both
+    modes)."""
     def call(inputs, training=False):
         outputs = dict(model(inputs, training=training))
         outputs["default"] = outputs["pooled_output"]
         return outputs
 
-    function = tf.function(call, autograph=False)
-    for training in (False, True):
-        function.get_concrete_function(signatures.ids_input_signature(), training=training)
-    return function
+    return tf.function(call, autograph=False)
 
 
 def _unique(variables) -> list:
