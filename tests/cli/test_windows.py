@@ -60,6 +60,7 @@ def test_finetune_keeps_the_stride_and_predict_reads_long_texts(finetuned, tmp_p
     assert json.loads(capsys.readouterr().out)["examples"] == 7
 
 
+@pytest.mark.slow
 def test_export_limits_windows_by_default_and_0_lifts_the_limit(finetuned, tmp_path):
     import numpy as np
     import tensorflow as tf
