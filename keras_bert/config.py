@@ -68,6 +68,14 @@ EXPORT_FORMATS = ("saved_model", "openvino")
 # mean of the windows' logits, the default) or "first" (the first window alone: the text cut at
 # seq_length, as BERT always read it, at the cost of one window).
 WINDOW_COMBINATIONS = ("mean", "first")
+# The most windows one text may be read as in a raw-text export that windows long texts
+# (``export_model``'s and ``keras-bert export``'s ``max_windows`` unless given; 0 lifts the
+# limit): a request with a longer text fails with INVALID_ARGUMENT naming it. 512 windows at
+# seq_length 128 (stride 63) are some 32,000 WordPieces, 25,000 words of English, which
+# all-MiniLM-L6-v2 reads in about 16 CPU-seconds; unlimited, one text of 10^6 words would hold
+# a server for some 10 CPU-minutes, BERT-base for over an hour (benchmarks/README.md, "Long
+# texts").
+DEFAULT_MAX_WINDOWS = 512
 
 
 def default_window_stride(window_length: int) -> int:

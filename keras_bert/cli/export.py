@@ -7,7 +7,8 @@ import logging
 import os
 
 from keras_bert.cli.flags import add_bool_flag, add_lower_case_flag, check_inputs_exist
-from keras_bert.config import EXPORT_FORMATS, SERVING_DEFAULTS, check_window_stride
+from keras_bert.config import (DEFAULT_MAX_WINDOWS, EXPORT_FORMATS, SERVING_DEFAULTS,
+                               check_window_stride)
 from keras_bert.tasks.classification.task import ClassificationSpec
 
 logger = logging.getLogger(__name__)
@@ -63,12 +64,13 @@ def add_parser(subparsers) -> None:
                              "Default: the sample of its training texts a checkpoint of "
                              "keras-bert finetune or distill keeps (calibration_texts.txt); "
                              "ranges per row for a checkpoint without one")
-    windows = export.add_argument_group("long texts (a classifier)")
+    windows = export.add_argument_group("long texts")
     ClassificationSpec().add_window_arguments(windows)
     windows.add_argument("--max_windows", type=int, metavar="N",
-                         help="the most windows one text may be read as; a request with a "
-                              "longer text fails with INVALID_ARGUMENT naming the limit "
-                              "(default: no limit)")
+                         help="the most windows one text may be read as (a classifier, a "
+                              "tagger, a question answerer's contexts); a request with a "
+                              "longer text fails with INVALID_ARGUMENT naming the limit; 0: "
+                              f"no limit (default: {DEFAULT_MAX_WINDOWS})")
     export.set_defaults(run=run_export, check=_check_inputs)
 
 
@@ -78,8 +80,9 @@ def _check_inputs(args: argparse.Namespace) -> None:
         raise FileNotFoundError(f"checkpoint {args.checkpoint!r} does not exist")
     check_inputs_exist(args, "vocab", "calibration_file")
     check_window_stride(args.window_stride, None, "--window_stride")
-    if args.max_windows is not None and args.max_windows < 1:
-        raise ValueError(f"--max_windows must be at least 1, got {args.max_windows}")
+    if args.max_windows is not None and args.max_windows < 0:
+        raise ValueError(f"--max_windows must be at least 1, or 0 for no limit, got "
+                         f"{args.max_windows}")
     if args.format == "openvino":
         _check_openvino_flags(args)
 

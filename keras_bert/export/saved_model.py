@@ -203,9 +203,10 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
             ``quantize="int8"`` NNCF quantizes it from ``calibration_texts`` (or the
             model's kept training texts). OpenVINO IR reads a long text's first window.
         max_windows: for a model that reads a text longer than seq_length as overlapping
-            windows (a classifier), the most windows one text may be; a request with a longer
-            text fails with INVALID_ARGUMENT naming the limit, instead of costing what its
-            windows cost. None (default): no limit.
+            windows (a classifier, a tagger, a question answerer's contexts), the most windows
+            one text may be; a request with a longer text fails with INVALID_ARGUMENT naming
+            the limit, instead of holding the server for what its windows cost. None
+            (default): ``config.DEFAULT_MAX_WINDOWS``; 0: no limit.
 
     Returns:
         ``<export_base>/<model_name>/<version>``, which appears only once complete.
@@ -220,7 +221,7 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
     if format not in EXPORT_FORMATS:
         raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {format!r}")
     if format == "openvino":
-        if max_windows is not None:
+        if max_windows:
             raise ValueError("max_windows is for SavedModels, which window long texts in the "
                              "graph; OpenVINO IR reads a text's first seq_length WordPieces")
         from keras_bert.export.openvino_extra import check_openvino

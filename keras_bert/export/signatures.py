@@ -14,15 +14,18 @@ A model type registers a TaskExport; adding a task to the export is adding one o
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Callable
 
 import tensorflow as tf
 
-from keras_bert.config import SERVING_DEFAULTS
+from keras_bert.config import DEFAULT_MAX_WINDOWS, SERVING_DEFAULTS
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.models.task_predict import in_length_chunks
 from keras_bert.tokenization.preprocessor import trim_to_longest
+
+logger = logging.getLogger(__name__)
 
 IDS_SIGNATURE = "serve_ids"
 TEXT_SIGNATURE = "serving_default"
@@ -205,18 +208,25 @@ def run_rows_of(dynamic_padding: bool, fill: dict | None = None) -> RunRowsFn:
     return run_rows
 
 
-def check_max_windows(model, max_windows: int | None) -> None:
-    """ValueError unless ``max_windows`` is None or a whole number >= 1 for a model that reads
-    long texts as windows."""
-    if max_windows is None:
-        return
-    if isinstance(max_windows, bool) or not isinstance(max_windows, int) or max_windows < 1:
-        raise ValueError(f"max_windows must be a whole number of windows, at least 1, got "
-                         f"{max_windows!r}")
+def resolve_max_windows(model, max_windows: int | None) -> int | None:
+    """The most windows one text of ``model``'s raw-text signatures may be read as, None for no
+    limit: ``max_windows`` for a model that reads long texts as windows (None: the default,
+    ``config.DEFAULT_MAX_WINDOWS``; 0: no limit), None for one that reads every text as one
+    window. ValueError for a value that is not a whole number >= 0, or a limit for a model
+    that does not window."""
+    if max_windows is not None and (isinstance(max_windows, bool)
+                                    or not isinstance(max_windows, int) or max_windows < 0):
+        raise ValueError(f"max_windows must be a whole number of windows, at least 1, or 0 for "
+                         f"no limit, got {max_windows!r}")
     if task_export(model).window_outputs is None or getattr(
             model, "window_combination", None) == "first":
-        raise ValueError(f"max_windows limits the windows of a long text, and this "
-                         f"{type(model).__name__} reads every text as one window")
+        if max_windows:
+            raise ValueError(f"max_windows limits the windows of a long text, and this "
+                             f"{type(model).__name__} reads every text as one window")
+        return None
+    if max_windows is None:
+        return DEFAULT_MAX_WINDOWS
+    return max_windows or None
 
 
 def build_signatures(model, preprocessor, text_pair: bool | None = None,
@@ -233,15 +243,19 @@ def build_signatures(model, preprocessor, text_pair: bool | None = None,
         serving_default: "text" (raw text in) or "transformers" (transformers' TF classes'
             ids in and outputs out; the raw-text signature is then ``serve_text``).
         max_windows: the most windows a text may be read as (a model that windows long
-            texts: a classifier, a tagger, a question answerer's contexts); a request with a longer text fails with
-            INVALID_ARGUMENT naming the limit. None: no limit.
+            texts: a classifier, a tagger, a question answerer's contexts); a request with a
+            longer text fails with INVALID_ARGUMENT naming the limit. None: the default,
+            ``config.DEFAULT_MAX_WINDOWS``; 0: no limit (``resolve_max_windows``).
     """
     if serving_default not in SERVING_DEFAULTS:
         raise ValueError(f"serving_default must be one of {', '.join(SERVING_DEFAULTS)}, got "
                          f"{serving_default!r}")
     default_style = serving_default  # the name is the raw-text function's below
     task = task_export(model)
-    check_max_windows(model, max_windows)
+    max_windows = resolve_max_windows(model, max_windows)
+    if max_windows is not None:
+        logger.info("%s reads a text as at most %d windows (max_windows); a longer one is "
+                    "refused", type(model).__name__, max_windows)
     text_pair = task.text_pair if text_pair is None else text_pair
     features = task.feature_spec(model) if task.feature_spec is not None else {}
 

@@ -60,6 +60,29 @@ def test_finetune_keeps_the_stride_and_predict_reads_long_texts(finetuned, tmp_p
     assert json.loads(capsys.readouterr().out)["examples"] == 7
 
 
+@pytest.mark.slow
+def test_export_limits_windows_by_default_and_0_lifts_the_limit(finetuned, tmp_path):
+    import numpy as np
+    import tensorflow as tf
+    from keras_bert.config import DEFAULT_MAX_WINDOWS
+    from tests.serving.graph_mode import GraphModeModel
+    model_dir, _ = finetuned
+    # One window more than the default allows: windows of 6 WordPieces, 3 apart.
+    longest = " ".join((WORDS * 40)[:6 + 3 * DEFAULT_MAX_WINDOWS])
+    base = str(tmp_path / "models")
+    assert main(["export", str(model_dir), base, "--model_name", "limited"]) == 0
+    assert main(["export", str(model_dir), base, "--model_name", "unlimited",
+                 "--max_windows", "0"]) == 0
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=f"max_windows={DEFAULT_MAX_WINDOWS} windows"):
+        GraphModeModel(f"{base}/limited/1").run("serving_default",
+                                                text=np.array([longest], object))
+    outputs = GraphModeModel(f"{base}/unlimited/1").run("serving_default",
+                                                        text=np.array([longest], object))
+    np.testing.assert_allclose(outputs["probabilities"], model_of_checkpoint(
+        str(model_dir)).predict([longest], verbose=0), atol=1e-5)
+
+
 def test_a_bad_stride_fails_before_tensorflow_loads(tmp_path):
     data = write_csv(tmp_path / "train.csv", ROWS)
     checkpoint = str(tmp_path / "ckpt")
@@ -68,7 +91,8 @@ def test_a_bad_stride_fails_before_tensorflow_loads(tmp_path):
         "zero": (["predict", "--model", data, "--window_stride", "0", "a text"],
                  "--window_stride must be a whole number of WordPieces, at least 1"),
         "export": (["export", data, str(tmp_path / "models"), "--model_name", "m",
-                    "--max_windows", "0"], "--max_windows must be at least 1"),
+                    "--max_windows", "-1"],
+                   "--max_windows must be at least 1, or 0 for no limit"),
         "finetune": (["finetune", "--task", "classification", "--init_checkpoint", checkpoint,
                       "--train_file", data, "--output_dir", str(tmp_path / "out"),
                       "--max_seq_length", "8", "--window_stride", "6"],

@@ -76,6 +76,13 @@ CI_RUNS = {
         "dict(teacher_accuracy=teacher_accuracy, majority_rate=majority_rate, "
         "results=results, served=served, "
         "kept={k: s.distillation['kept_layers'] for k, s in students.items()})"),
+    "10_long_texts.ipynb": (
+        dict(NUM_TRAIN=16, NUM_TEST=16, EPOCHS=1, BATCH_SIZE=16, MAX_WINDOWS=16),
+        "dict(accuracy=accuracy, long_reviews=int(long_reviews.sum()), test_size=len(test_y), "
+        "train_size=len(train_y), longest_windows=longest_windows, "
+        "max_difference=max_difference, refusal=refusal, "
+        "served=served['class_names'][0].numpy().decode(), "
+        "combinations={k: c.window_combination for k, c in classifiers.items()})"),
 }
 
 
@@ -124,6 +131,7 @@ GPU_RUNS = {
         {}, "strategy=type(strategy).__name__, device=embedder.weights[0].value.device"),
     "08_serve_hugging_face_model.ipynb": ({}, "device=classifier.weights[0].value.device"),
     "09_distill_and_serve.ipynb": ({}, "device=teacher.weights[0].value.device"),
+    "10_long_texts.ipynb": ({}, "device=windows.weights[0].value.device"),
 }
 
 
@@ -306,11 +314,25 @@ def check_09_distill_and_serve(result):
     assert set(result["served"]) <= {"great", "other"} and len(result["served"]) == 2
 
 
+def check_10_long_texts(result):
+    assert result["train_size"] == 16 and result["test_size"] == 16
+    assert result["combinations"] == {"windows": "mean", "cut": "first"}
+    # Some test reviews are longer than a window; the longest is read as several.
+    assert result["long_reviews"] > 0 and result["longest_windows"] > 1, result
+    for scores in result["accuracy"].values():
+        assert 0.0 <= scores["long"] <= 1.0 and 0.0 <= scores["all"] <= 1.0
+    # A few dozen reviews and one epoch teach nothing reliable (benchmarks/README.md,
+    # "Long texts", has what the full data measures); what must hold is the export:
+    assert result["max_difference"] < 1e-5, "the export answers a long review as predict"
+    assert result["served"] in ("great", "other")
+    assert "max_windows=16" in result["refusal"], result["refusal"]
+
+
 CHECKS = {f"{check.__name__[len('check_'):]}.ipynb": check for check in (
     check_01_finetune_classifier, check_02_pretrain_from_scratch, check_03_export_and_serve,
     check_04_question_answering_and_ner, check_05_sentence_embeddings,
     check_06_tf_hub_classify_text, check_07_feature_based_classification,
-    check_08_serve_hugging_face_model, check_09_distill_and_serve)}
+    check_08_serve_hugging_face_model, check_09_distill_and_serve, check_10_long_texts)}
 
 
 def test_every_notebook_has_a_check_and_a_gpu_run():

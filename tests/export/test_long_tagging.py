@@ -52,6 +52,15 @@ def test_a_short_text_is_tagged_as_one_window(served):
         np.testing.assert_array_equal(outputs[name], one_window[name][:, :length])
 
 
+def test_a_request_of_empty_texts_is_tagged_as_cls_sep(served):
+    """No text of the request has a word (empty, whitespace, control characters)."""
+    _, graph = served
+    outputs = graph.run("serving_default", text=np.array(["", " \t\x00\x07 "], object))
+    assert outputs["input_mask"].sum(1).tolist() == [2, 2]
+    assert [[t.decode() for t in row[:2]] for row in outputs["tokens"]] == [["[CLS]", "[SEP]"]] * 2
+    assert not outputs["word_starts"].any()
+
+
 def test_a_text_past_max_windows_is_refused_naming_the_limit(served):
     _, graph = served
     with pytest.raises(tf.errors.InvalidArgumentError, match="max_windows=6"):

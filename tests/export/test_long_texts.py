@@ -73,7 +73,7 @@ def test_regression_without_dynamic_padding(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(max_windows=0), "max_windows must be a whole number"),
+    (dict(max_windows=-1), "max_windows must be a whole number"),
     (dict(max_windows=2, window_combination="first"), "reads every text as one window"),
 ])
 def test_bad_max_windows_is_refused_before_writing(tmp_path, kwargs, message):
@@ -81,3 +81,13 @@ def test_bad_max_windows_is_refused_before_writing(tmp_path, kwargs, message):
     with pytest.raises(ValueError, match=message):
         export_model(classifier(**kwargs), str(tmp_path), "clf", max_windows=max_windows)
     assert not os.listdir(tmp_path) or not os.listdir(tmp_path / "clf")
+
+
+def test_the_window_limit_defaults_to_the_config_and_0_lifts_it():
+    from keras_bert.config import DEFAULT_MAX_WINDOWS
+    from keras_bert.export.signatures import resolve_max_windows
+    assert resolve_max_windows(classifier(), None) == DEFAULT_MAX_WINDOWS
+    assert resolve_max_windows(classifier(), 5) == 5
+    assert resolve_max_windows(classifier(), 0) is None
+    # A model that reads one window per text takes no limit, and needs none by default.
+    assert resolve_max_windows(classifier(window_combination="first"), None) is None

@@ -76,8 +76,10 @@ def token_classifier_window_outputs(model: BertTokenClassifier, preprocessor, ra
                          axis=1)
     window_text, first_word, end_word = _word_windows(word_first, word_end, budget, stride,
                                                       max_windows)
-    word_starts_of = word_first.to_tensor(0)
-    word_ends_of = word_end.to_tensor(0)
+    # [texts, words + 1]: one column past the longest text's words, so that a window without
+    # words (an empty text) gathers from a column that exists, even when no text has a word.
+    word_starts_of = tf.pad(word_first.to_tensor(0), [[0, 0], [0, 1]])
+    word_ends_of = tf.pad(word_end.to_tensor(0), [[0, 0], [0, 1]])
     has_words = end_word > first_word
     piece_start = tf.where(has_words, tf.gather_nd(word_starts_of, tf.stack(
         [window_text, tf.minimum(first_word, tf.shape(word_starts_of)[1] - 1)], 1)), 0)
