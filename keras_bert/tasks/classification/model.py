@@ -68,12 +68,13 @@ class BertClassifier(ExportsRawText, BertTask):
             text). "first": the first window alone, the text cut at ``seq_length`` (one
             window's cost). A text that fits is one window either way, read exactly as
             without windows. A text pair too long for ``seq_length`` keeps its first text (at
-            most half of ``seq_length - 3`` WordPieces, cut as Google cuts it) in every window
-            and reads its second text as windows of the rest ("mean"), or is cut as Google
-            cuts a pair ("first"; "mean"'s first window); see ``windows.pack_pair_windows``.
+            most half of ``seq_length - 3`` WordPieces, rounded up, as Google cuts it) in every
+            window and reads its second text as windows of the rest ("mean"), or is cut as
+            Google cuts a pair ("first"; "mean"'s first window); see
+            ``windows.pack_pair_windows``.
         window_stride: WordPieces from one window's start to the next, 1 to ``seq_length -
-            3``; None: half the window (``config.default_window_stride``). A pair's windows
-            use at most one less than their length.
+            3``; None: half the window (``config.default_window_stride``). A pair's second
+            text, read in shorter windows, steps at most one less than its window.
 
     Inputs: packed ids (the encoder's dict of int32 [batch, seq]) and, with features, each
     feature by name (numeric float32 [batch], NaN for missing; categorical string [batch], ""
@@ -327,7 +328,7 @@ class BertClassifier(ExportsRawText, BertTask):
         if self.window_combination == "first" or self.preprocessor is None:
             # cut texts (pairs cut as Google cuts them): one window each
             return {**super().pack_batch(list(x) if pair else x), **features}
-        texts, text_pairs = (x if pair else (x, None))
+        texts, text_pairs = x if pair else (x, None)
         packed, text_index = pack_windows(
             self.preprocessor, tf.convert_to_tensor(texts), self.window_stride,
             text_pairs=None if text_pairs is None else tf.convert_to_tensor(text_pairs))
