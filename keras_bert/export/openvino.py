@@ -161,9 +161,13 @@ def write_openvino(model, directory: str, *, preprocessor, text_pair: bool | Non
     import openvino as ov
 
     if getattr(model, "window_combination", "first") != "first":
-        logger.warning("OpenVINO IR reads a text's first %d WordPieces; this %s reads longer "
-                       "texts as windows, which its SavedModel export does in the graph",
-                       preprocessor.seq_length - 2, type(model).__name__)
+        pairs = signatures.task_export(model).text_pair if text_pair is None else text_pair
+        what = (f"a text pair as Google packs it in {preprocessor.seq_length} WordPieces (the "
+                f"longer text cut: the first of the windows of its second text)" if pairs
+                else f"a text's first {preprocessor.seq_length - 2} WordPieces")
+        logger.warning("OpenVINO IR reads %s; this %s reads longer %s as windows, which its "
+                       "SavedModel export does in the graph", what, type(model).__name__,
+                       "pairs" if pairs else "texts")
     ov_model = openvino_model(model, preprocessor, text_pair, quantize, calibration_texts)
     try:
         if not is_remote(directory):

@@ -174,7 +174,7 @@ def _word_ids(text, vocabulary: list[str], lower_case: bool):
 
 
 def _pair_lengths(opset, length_a, length_b, budget):
-    """``packer_layer._pair_lengths`` (Google's _truncate_seq_pair) in OpenVINO ops."""
+    """``packer_layer.pair_lengths`` (Google's _truncate_seq_pair) in OpenVINO ops."""
     half_a = opset.constant(np.int32((budget + 1) // 2))
     half_b = opset.constant(np.int32(budget // 2))
     budget = opset.constant(np.int32(budget))

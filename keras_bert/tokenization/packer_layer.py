@@ -117,7 +117,7 @@ def pack_segments(ids_a: tf.RaggedTensor, ids_b: tf.RaggedTensor | None, seq_len
     else:
         length_a = tf.cast(ids_a.row_lengths(), tf.int32)
         length_b = tf.cast(ids_b.row_lengths(), tf.int32)
-        pair_a, pair_b = _pair_lengths(length_a, length_b, length - 3)
+        pair_a, pair_b = pair_lengths(length_a, length_b, length - 3)
         has_b = length_b > 0
         keep_a = tf.where(has_b, pair_a, tf.minimum(length_a, length - 2))[:, None]
         keep_b = tf.where(has_b, pair_b, 0)[:, None]  # [batch, 1]
@@ -153,7 +153,7 @@ def _shifted(ids: tf.RaggedTensor, index: tf.Tensor, length: int) -> tf.Tensor:
     return tf.gather(dense, index, batch_dims=1)
 
 
-def _pair_lengths(length_a: tf.Tensor, length_b: tf.Tensor, budget: int):
+def pair_lengths(length_a: tf.Tensor, length_b: tf.Tensor, budget: int):
     """Google's _truncate_seq_pair, in closed form: the lengths it leaves.
 
     Removing from the longer segment (b on a tie) until the pair fits is the same as giving each

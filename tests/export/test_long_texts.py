@@ -91,3 +91,44 @@ def test_the_window_limit_defaults_to_the_config_and_0_lifts_it():
     assert resolve_max_windows(classifier(), 0) is None
     # A model that reads one window per text takes no limit, and needs none by default.
     assert resolve_max_windows(classifier(window_combination="first"), None) is None
+
+
+# A pair's first text in every window of its second: long second texts, a long first text, a
+# pair that fits, an empty second text (a single text, cut) and an empty pair.
+PAIRS = [("the cat", " ".join(WORDS[20:27])), (" ".join(WORDS[:5]), " ".join(WORDS[20:40])),
+         ("the cat", "a dog"), (" ".join(WORDS[:12]), ""), ("", ""), ("a", " ".join(WORDS[30:60]))]
+
+
+def pair_example(text, text_pair):
+    proto = example_pb2.Example.FromString(example(text))
+    proto.features.feature["text_pair"].bytes_list.value.append(text_pair.encode())
+    return proto.SerializeToString()
+
+
+@pytest.fixture(scope="module")
+def served_pairs(tmp_path_factory):
+    model = classifier(label_names=["neg", "neu", "pos"])
+    path = export_model(model, str(tmp_path_factory.mktemp("pairs")), "nli", text_pair=True,
+                        max_windows=30)
+    return model, GraphModeModel(path)
+
+
+def test_pairs_are_windowed_in_the_graph_as_predict_reads_them(served_pairs):
+    model, graph = served_pairs
+    expected = model.predict(PAIRS, verbose=0)
+    assert expected.shape == (len(PAIRS), 3)
+    texts, text_pairs = (np.array(column, object) for column in zip(*PAIRS))
+    outputs = graph.run("serving_default", text=texts, text_pair=text_pairs)
+    np.testing.assert_allclose(outputs["probabilities"], expected, atol=1e-5)
+    assert [n.decode() for n in outputs["class_names"]] == model.predict_labels(PAIRS)
+    classified = graph.run("classify", inputs=np.array([pair_example(*p) for p in PAIRS], object))
+    np.testing.assert_allclose(classified["scores"], expected, atol=1e-5)
+
+
+def test_a_pair_past_max_windows_is_refused_naming_the_limit(served_pairs):
+    _, graph = served_pairs
+    # The second text's windows are 5 - 1 = 4 pieces at stride 3: 100 pieces are 33 windows.
+    too_long = " ".join((WORDS * 2)[:100])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="max_windows=30"):
+        graph.run("serving_default", text=np.array(["the cat", "a"], object),
+                  text_pair=np.array(["a dog", too_long], object))

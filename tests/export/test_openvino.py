@@ -4,6 +4,7 @@ input and output names, float32 gives the Keras model's outputs, int8 (NNCF) sta
 the tokenizer inside gives our Python tokenizer's ids on random text. Skipped where the
 ``openvino`` extra is not installed."""
 
+import logging
 import os
 
 import keras
@@ -135,6 +136,22 @@ def test_float32_gives_the_keras_models_outputs(exports, classifier):
     assert len(set(got["class_ids"].tolist())) > 1, "every sentence got the same class"
     np.testing.assert_array_equal(got["class_ids"], want.argmax(-1))
     assert got["class_names"].tolist() == [LABELS[i] for i in want.argmax(-1)]
+
+
+def test_a_pair_ir_reads_a_long_pair_as_googles_cut_and_says_so(classifier, tmp_path, caplog):
+    first, second = SENTENCES[:4], [SENTENCES[8]] * 2 + SENTENCES[4:6]  # long and short pairs
+    with caplog.at_level(logging.WARNING, logger="keras_bert.export.openvino"):
+        path = export_model(classifier, str(tmp_path), "nli", format="openvino", text_pair=True)
+    assert "reads a text pair as Google packs it in 32 WordPieces" in caplog.text
+    got = run(compiled(path), text=first, text_pair=second)
+    pairs = list(zip(first, second))
+    classifier.set_windows("first")  # Google's cut, the first of a long pair's windows
+    try:
+        want = classifier.predict(pairs, verbose=0)
+    finally:
+        classifier.set_windows("mean")
+    np.testing.assert_allclose(got["probabilities"], want, atol=1e-4)
+    assert not np.allclose(want[:2], classifier.predict(pairs[:2], verbose=0), atol=1e-4)
 
 
 def test_float32_embedder_gives_the_keras_models_embeddings(exports):

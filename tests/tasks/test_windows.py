@@ -1,7 +1,7 @@
 """A classifier's texts longer than seq_length (issue 52): read as overlapping windows of
 WordPieces, the text's output the activation of the mean of its windows' logits; ``fit`` trains
 on every window, ``predict`` and ``evaluate`` give one row per text; short texts go through as
-without windows."""
+without windows. A long text pair keeps its first text in every window of its second."""
 
 import keras
 import numpy as np
@@ -126,3 +126,82 @@ def test_a_text_past_the_window_limit_fails_naming_it():
     ids, text_index = pack_windows(preprocessor, tf.constant([LONG, "the"]), STRIDE, 3)
     assert text_index.numpy().tolist() == [0, 0, 0, 1]
     assert ids["input_word_ids"].shape == (4, SEQ_LENGTH)
+
+
+# ---------------------------------------------------------------------------------- text pairs
+# A pair's budget is SEQ_LENGTH - 3 = 5 pieces: its first text keeps up to 3 (Google's cut),
+# its second is windowed in the rest, at stride min(STRIDE, window - 1).
+SHORT_PAIRS = [("the cat", "a dog sat"), ("a good movie", ""), ("", "the cat"), ("the", "a")]
+
+
+def packed_pair(first, second):
+    """One pair window packed by hand: [CLS] first [SEP] second [SEP], padded."""
+    cls, sep = VOCAB.index("[CLS]"), VOCAB.index("[SEP]")
+    ids = [cls, *(VOCAB.index(w) for w in first), sep, *(VOCAB.index(w) for w in second), sep]
+    types = [0] * (len(first) + 2) + [1] * (len(second) + 1)
+    padding = SEQ_LENGTH - len(ids)
+    return {"input_word_ids": np.array([ids + [0] * padding], np.int32),
+            "input_mask": np.array([[1] * len(ids) + [0] * padding], np.int32),
+            "input_type_ids": np.array([types + [0] * padding], np.int32)}
+
+
+def test_pairs_that_fit_are_packed_as_before_and_first_is_googles_cut():
+    model = classifier()
+    cut = classifier(window_combination="first")
+    cut.set_weights(model.get_weights())
+    texts, pairs = (np.array(column, object) for column in zip(*SHORT_PAIRS))
+    as_before = model.predict(dict(model.preprocessor((texts, pairs))), verbose=0)
+    np.testing.assert_array_equal(model.predict(SHORT_PAIRS, verbose=0), as_before)
+    np.testing.assert_array_equal(cut.predict(SHORT_PAIRS, verbose=0), as_before)
+    # A long pair, cut: Google's truncation (the longer text loses its last pieces).
+    long_pair = (" ".join(WORDS[:5]), " ".join(WORDS[20:27]))
+    np.testing.assert_allclose(cut.predict([long_pair], verbose=0)[0], cut(
+        packed_pair(WORDS[:3], WORDS[20:22]), training=False).numpy()[0], atol=1e-6)
+
+
+def test_a_long_pair_keeps_its_first_text_in_every_window_of_its_second():
+    model = classifier()
+    logits = logits_model(model)
+    second = WORDS[20:27]  # windows of 5 - 2 = 3 pieces at stride 2: 0-2, 2-4, 4-6
+    windows = [second[0:3], second[2:5], second[4:7]]
+    by_hand = np.mean([logits(packed_pair(["the", "cat"], w), training=False).numpy()[0]
+                       for w in windows], axis=0)
+    got = model.predict([SHORT_PAIRS[0], ("the cat", " ".join(second))], verbose=0)
+    assert got.shape == (2, 3)
+    np.testing.assert_allclose(got[1], np.exp(by_hand) / np.exp(by_hand).sum(), atol=1e-6)
+    # A long first text is cut to 3 pieces; the second read 2 at a time, at stride 1.
+    ids, text_index = pack_windows(model.preprocessor, tf.constant([" ".join(WORDS[:5])]),
+                                   STRIDE, text_pairs=tf.constant([" ".join(WORDS[20:26])]))
+    assert text_index.numpy().tolist() == [0] * 5
+    for start, row in enumerate(ids["input_word_ids"].numpy()):
+        np.testing.assert_array_equal(
+            row, packed_pair(WORDS[:3], WORDS[20 + start:22 + start])["input_word_ids"][0])
+
+
+def test_fit_trains_on_every_window_of_a_pair_and_evaluate_scores_pairs():
+    model = classifier()
+    model.compile(learning_rate=1e-3)
+    batches = []
+    callback = keras.callbacks.LambdaCallback(on_train_batch_end=lambda b, logs: batches.append(b))
+    pairs = [("the cat", " ".join(WORDS[20:27])), *SHORT_PAIRS[:2]]
+    labels = [2, 0, 1]
+    model.fit(pairs, labels, batch_size=1, epochs=1, verbose=0, callbacks=[callback], seed=0)
+    assert len(batches) == 3 + 2  # the long pair's 3 windows and 2 short pairs
+    probabilities = model.predict(pairs, verbose=0)
+    assert probabilities.shape == (3, 3)
+    loss = float(np.mean(-np.log(probabilities[np.arange(3), labels])))
+    scores = model.evaluate(pairs, labels, verbose=0, return_dict=True)
+    assert scores["loss"] == pytest.approx(loss, rel=1e-5)
+    assert model.predict_labels(pairs) == [int(i) for i in np.argmax(probabilities, -1)]
+    # A dataset of pair columns: each window a row with its pair's label.
+    dataset = tf.data.Dataset.from_tensor_slices(
+        ({"text": [p[0] for p in pairs], "text_pair": [p[1] for p in pairs]}, labels)).batch(3)
+    x, y = next(iter(model.make_dataset(dataset)))
+    assert x["input_word_ids"].shape[0] == 5 and y.numpy().tolist() == [2, 2, 2, 0, 1]
+
+
+def test_a_pair_past_the_window_limit_fails_naming_it():
+    preprocessor = BertPreprocessor(vocabulary=VOCAB, seq_length=SEQ_LENGTH)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="max_windows=2"):
+        pack_windows(preprocessor, tf.constant(["the cat"]), STRIDE, max_windows=2,
+                     text_pairs=tf.constant([" ".join(WORDS[20:27])]))

@@ -43,7 +43,10 @@ def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
     (``save_checkpoint``), quantizes and exports (``export_model(..., quantize="int8")``) like
     any model. Its config's ``distillation`` records the teacher's layers it kept.
 
-    The teacher runs once per text, before training; the student then trains by the one
+    The teacher runs once per text, before training (a classifier that reads a text or pair
+    longer than seq_length as windows: once per window, each window's output that window's
+    target; the student, which keeps the teacher's window settings, trains on the same
+    windows and combines them as the teacher does); the student then trains by the one
     fine-tuning recipe (batches of similar length, AdamW with warmup and linear decay), on
     ``SoftTargetLoss``: for each text, ``T^2`` times the KL divergence between the teacher's and
     the student's outputs at temperature ``T``, mixed with the cross-entropy against its label
@@ -133,7 +136,7 @@ def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
                     bucket_lengths=bucket_lengths, seed=seed, arrays=True)
     start = time.perf_counter()
     fit_plan(model, plan, verbose=verbose, callbacks=callbacks, validation_data=validation)
-    logger.info("distilled %d texts for %d epochs in %.0f s", data.rows, epochs,
+    logger.info("distilled %d rows for %d epochs in %.0f s", data.rows, epochs,
                 time.perf_counter() - start)
     # A fresh copy, compiled with the task's own loss and metrics (evaluate(texts, labels) as
     # for any model): a recompiled model would keep the distillation metrics beside them.

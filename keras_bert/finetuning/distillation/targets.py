@@ -1,5 +1,7 @@
 """The examples a student trains on: its input rows and, as ``SoftTargetLoss`` reads them, the
-teacher's outputs (computed once, before training) beside the labels (``distillation_data``)."""
+teacher's outputs (computed once, before training) beside the labels (``distillation_data``).
+Where the teacher reads a long text as windows (a classifier), the rows are those windows: the
+student learns the teacher's output on each window, as both read a text."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import tensorflow as tf
 
 from keras_bert.config import FinetuneSettings
 from keras_bert.models.task import BertTask
+from keras_bert.recipe.batches import pack_examples
+from keras_bert.recipe.inputs import EXAMPLE_INDEX, windowed_examples, windows_line
 
 logger = logging.getLogger(__name__)
 
@@ -58,14 +62,17 @@ def distillation_data(teacher: BertTask, texts, labels=None, text_pairs=None,
                       batch_size: int = RECIPE.batch_size) -> DistillationData:
     """The teacher's outputs on ``texts`` (one ``predict``: once per text, not per epoch)
     beside the labels where given (None, or None for an unlabelled text), as ``SoftTargetLoss``
-    reads them (``BertTask.distillation_rows`` says which rows and positions)."""
+    reads them (``BertTask.distillation_rows`` says which rows and positions). Where the
+    teacher reads texts longer than seq_length as windows, each window is a row (packed ids,
+    with its text's label) and its target the teacher's output on that window."""
     inputs = _inputs(texts, text_pairs)
     if not len(inputs):
         raise ValueError("distill got no texts")
     rows, y, labelled, scored = teacher.distillation_rows(inputs, labels)
-    count = len(tf.nest.flatten(rows)[0])
-    if count == 0:
+    if not len(tf.nest.flatten(rows)[0]):
         raise ValueError("distill got no texts")
+    rows, y, labelled, scored = _as_windows(teacher, rows, y, labelled, scored)
+    count = len(tf.nest.flatten(rows)[0])
     outputs = teacher.predict(rows, batch_size=batch_size, verbose=0)
     kind = teacher.soft_targets()
     if isinstance(outputs, dict):
@@ -77,3 +84,21 @@ def distillation_data(teacher: BertTask, texts, labels=None, text_pairs=None,
     logger.info("distillation data: %d rows, %d with labels; the teacher's outputs are "
                 "computed once", count, labelled_rows)
     return DistillationData(rows, targets, count, labelled_rows)
+
+
+def _as_windows(teacher: BertTask, rows, y, labelled: np.ndarray, scored):
+    """``distillation_rows``' output with each text the teacher reads as several windows
+    (``pack_batch``'s ``EXAMPLE_INDEX``) as the rows of its windows, packed, each with its
+    text's label; the output as it was where every text is one window."""
+    packed = pack_examples(rows, teacher.pack_batch)
+    example_index = packed.pop(EXAMPLE_INDEX, None)
+    if not windowed_examples(example_index):
+        return rows, y, labelled, scored
+    logger.info("distillation data: %s; the student learns the teacher's output on each",
+                windows_line(example_index))
+
+    def by_window(array):  # [texts, ...] -> [windows, ...]
+        return np.asarray(array)[example_index]
+
+    return (packed, None if y is None else tf.nest.map_structure(by_window, y),
+            by_window(labelled), None if scored is None else by_window(scored))

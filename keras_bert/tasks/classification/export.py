@@ -44,7 +44,8 @@ def classifier_window_outputs(model: BertClassifier, preprocessor, raw: RawText,
     """serving_default's outputs (``classifier_outputs``'), one row per text, with every text
     read as ``predict`` reads it: split into windows (``windows.pack_windows``; at most
     ``max_windows`` each), all the batch's windows run through ``run_rows``, each text's
-    windows combined (``windows.combine_windows``). None for pairs and for
+    windows combined (``windows.combine_windows``); a pair's second text is windowed, its
+    first kept in every window (``windows.pack_pair_windows``). None for
     ``window_combination="first"`` (one window each, cut at seq_length)."""
     outputs = _windowed_outputs(model, preprocessor, raw, run_rows, max_windows)
     return None if outputs is None else _named_outputs(model, outputs)
@@ -54,9 +55,10 @@ def _windowed_outputs(model: BertClassifier, preprocessor, raw: RawText, run_row
                       max_windows: int | None) -> tf.Tensor | None:
     """The model's outputs float32 [batch, K] on raw text read as windows; None where
     ``classifier_window_outputs`` says."""
-    if raw.text_pair is not None or model.window_combination == "first":
+    if model.window_combination == "first":
         return None
-    packed, text_index = pack_windows(preprocessor, raw.text, model.window_stride, max_windows)
+    packed, text_index = pack_windows(preprocessor, raw.text, model.window_stride, max_windows,
+                                      text_pairs=raw.text_pair)
     features = {name: tf.gather(value, text_index) for name, value in (raw.features or {}).items()}
     rows = run_rows({**packed, **features},
                     lambda ids: {"outputs": tf.cast(model(ids, training=False), tf.float32)})

@@ -67,10 +67,14 @@ class BertClassifier(ExportsRawText, BertTask):
             with its text's label; ``predict``, ``evaluate`` and the exports give one row per
             text). "first": the first window alone, the text cut at ``seq_length`` (one
             window's cost). A text that fits is one window either way, read exactly as
-            without windows. Text pairs are not windowed: a pair is packed as Google packs it
-            (the longer segment cut), since which segment to keep whole depends on the task.
+            without windows. A text pair too long for ``seq_length`` keeps its first text (at
+            most half of ``seq_length - 3`` WordPieces, rounded up, as Google cuts it) in every
+            window and reads its second text as windows of the rest ("mean"), or is cut as
+            Google cuts a pair ("first"; "mean"'s first window); see
+            ``windows.pack_pair_windows``.
         window_stride: WordPieces from one window's start to the next, 1 to ``seq_length -
-            3``; None: half the window (``config.default_window_stride``).
+            3``; None: half the window (``config.default_window_stride``). A pair's second
+            text, read in shorter windows, steps at most one less than its window.
 
     Inputs: packed ids (the encoder's dict of int32 [batch, seq]) and, with features, each
     feature by name (numeric float32 [batch], NaN for missing; categorical string [batch], ""
@@ -309,8 +313,9 @@ class BertClassifier(ExportsRawText, BertTask):
 
     def pack_batch(self, x):
         """A batch of raw inputs as packed ids (see ``BertTask.pack_batch``); with
-        ``window_combination="mean"``, single texts as the rows of their windows, features
-        repeated for each, and ``recipe.inputs.EXAMPLE_INDEX`` [rows] naming each row's text."""
+        ``window_combination="mean"``, texts and pairs as the rows of their windows
+        (``windows.pack_windows``), features repeated for each, and
+        ``recipe.inputs.EXAMPLE_INDEX`` [rows] naming each row's text."""
         self.require_feature_statistics()
         features = {}
         if isinstance(x, dict):  # {text, [text_pair,] features}
@@ -320,11 +325,13 @@ class BertClassifier(ExportsRawText, BertTask):
             features = self._classifier_inputs().feature_tensors(x)
             x = x[TEXT] if TEXT_PAIR not in x else (x[TEXT], x[TEXT_PAIR])
         pair = isinstance(x, tuple)
-        if pair or self.window_combination == "first" or self.preprocessor is None:
-            # pairs and cut texts: one window each
+        if self.window_combination == "first" or self.preprocessor is None:
+            # cut texts (pairs cut as Google cuts them): one window each
             return {**super().pack_batch(list(x) if pair else x), **features}
-        packed, text_index = pack_windows(self.preprocessor, tf.convert_to_tensor(x),
-                                          self.window_stride)
+        texts, text_pairs = x if pair else (x, None)
+        packed, text_index = pack_windows(
+            self.preprocessor, tf.convert_to_tensor(texts), self.window_stride,
+            text_pairs=None if text_pairs is None else tf.convert_to_tensor(text_pairs))
         return {**packed, **{name: tf.gather(value, text_index)
                              for name, value in features.items()},
                 EXAMPLE_INDEX: text_index}
