@@ -1,7 +1,8 @@
 """The question answerer's export: start/end logits and the best answer span, cut in-graph. A
 context longer than seq_length is read as ``predict_answers`` reads it: overlapping windows
 ``doc_stride`` WordPieces apart, each after the whole question, all the request's windows run as
-one batch, and each question's best span over all its windows."""
+one batch, and each question's best span over all its windows, whose text is cut from the
+context's own characters as ``predict_answers`` cuts it."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def best_spans(start_logits, end_logits, inputs: dict, max_answer_length: int,
 
 def span_text(preprocessor, ids, start, end) -> tf.Tensor:
     """The WordPiece tokens ids[start..end] joined back into words: string [batch] (lower-cased
-    for uncased models, as the tokenizer saw it)."""
+    for uncased models, as the tokenizer saw it). serve_ids' answer text: packed ids carry no
+    context to cut it from."""
     positions = tf.range(tf.shape(ids)[1])[None, :]
     inside = (positions >= start[:, None]) & (positions <= end[:, None])
     tokens = tf.ragged.boolean_mask(tf.gather(tf.constant(list(preprocessor.vocabulary)), ids),
@@ -50,10 +52,17 @@ def question_answerer_outputs(model: BertQuestionAnswerer, preprocessor, inputs:
                               raw: RawText | None) -> dict:
     """start_logits and end_logits float32 [batch, seq], input_mask int32 [batch, seq] (1 at
     text positions), and the best span of the context:
-    answer_start and answer_end (token positions), answer_score, and answer_text (the span's
-    tokens as words; "" when the context is empty). serve_ids reads each row as one window;
-    serving_default reads long contexts as windows (``question_answerer_window_outputs``)."""
-    return _named_outputs(preprocessor, _logits(model, inputs), inputs)
+    answer_start and answer_end (token positions), answer_score, and answer_text (string
+    [batch]; "" when the context is empty). serve_ids reads each row as one window, and its
+    answer_text is the span's WordPieces joined into words (``span_text``); serving_default
+    reads contexts as windows and cuts answer_text from the context
+    (``question_answerer_window_outputs``)."""
+    outputs = _span_outputs(_logits(model, inputs), inputs)
+    outputs["answer_text"] = tf.where(
+        outputs["answer_score"] > -float("inf"),
+        span_text(preprocessor, inputs["input_word_ids"], outputs["answer_start"],
+                  outputs["answer_end"]), "")
+    return outputs
 
 
 def _logits(model: BertQuestionAnswerer, inputs: dict) -> dict:
@@ -62,16 +71,13 @@ def _logits(model: BertQuestionAnswerer, inputs: dict) -> dict:
     return {name: tf.cast(outputs[name], tf.float32) for name in ("start_logits", "end_logits")}
 
 
-def _named_outputs(preprocessor, logits: dict, inputs: dict,
-                   start_allowed: tf.Tensor | None = None) -> dict:
-    """question_answerer_outputs' outputs from the logits of rows ``inputs`` (packed ids)."""
+def _span_outputs(logits: dict, inputs: dict, start_allowed: tf.Tensor | None = None) -> dict:
+    """question_answerer_outputs' outputs but answer_text, from the logits of rows ``inputs``
+    (packed ids)."""
     start, end, score = best_spans(logits["start_logits"], logits["end_logits"], inputs,
                                    MAX_ANSWER_LENGTH, start_allowed)
-    found = score > -float("inf")
     return {**logits, "input_mask": inputs["input_mask"],
-            "answer_start": start, "answer_end": end, "answer_score": score,
-            "answer_text": tf.where(found, span_text(preprocessor, inputs["input_word_ids"],
-                                                     start, end), "")}
+            "answer_start": start, "answer_end": end, "answer_score": score}
 
 
 def question_answerer_window_outputs(model: BertQuestionAnswerer, preprocessor, raw: RawText,
@@ -84,14 +90,22 @@ def question_answerer_window_outputs(model: BertQuestionAnswerer, preprocessor, 
     question's windows, starting where its window gives the token the most context
     (run_squad.py's rule). The logits, input_mask and token positions are those of the window
     that holds the answer (the first window when the context is empty: answer_text "",
-    answer_score -inf). None without a context (``text_pair``)."""
+    answer_score -inf). answer_text is ``predict_answers``' text: the context's own bytes
+    from the first byte of the span's first WordPiece to the last of its last (the
+    tokenizer's offsets), with their case, accents, spacing and punctuation; a context that is
+    not valid UTF-8 is read with U+FFFD for each invalid byte, as ``BertTokenizer`` decodes
+    bytes. None without a context (``text_pair``)."""
     if raw.text_pair is None:
         return None
     seq_length = preprocessor.seq_length
     # At least one context piece per window, even where max_query_length leaves none.
     query_length = min(model.max_query_length, seq_length - 4)
     questions = preprocessor.tokenize(raw.text)[:, :query_length]
-    contexts = preprocessor.tokenize(raw.text_pair)
+    # Valid UTF-8, so that the offsets and the answer cut with them are in the text as read.
+    context_texts = tf.strings.unicode_transcode(raw.text_pair, "UTF-8", "UTF-8",
+                                                 errors="replace", replacement_char=0xFFFD)
+    contexts, byte_starts, byte_limits = preprocessor.tokenizer.tokenize_with_offsets(
+        context_texts)
     question_lengths = tf.cast(questions.row_lengths(), tf.int32)
     context_lengths = tf.cast(contexts.row_lengths(), tf.int32)
     doc_length = seq_length - question_lengths - 3  # [CLS] question [SEP] window [SEP]
@@ -103,9 +117,8 @@ def question_answerer_window_outputs(model: BertQuestionAnswerer, preprocessor, 
     rows = run_rows(packed, lambda ids: {**_logits(model, ids), **ids})
     start_allowed = _max_context(rows["input_mask"], tf.gather(question_lengths, text_index) + 2,
                                  text_index, starts, ends, context_lengths)
-    windows = _named_outputs(preprocessor, {name: rows[name] for name in
-                                            ("start_logits", "end_logits")},
-                             rows, start_allowed)
+    windows = _span_outputs({name: rows[name] for name in ("start_logits", "end_logits")},
+                            rows, start_allowed)
     num_texts = tf.shape(raw.text)[0]
     # -inf (no span) as the lowest float, which unsorted_segment_max starts from.
     score = tf.maximum(windows["answer_score"], tf.float32.min)
@@ -114,7 +127,33 @@ def question_answerer_window_outputs(model: BertQuestionAnswerer, preprocessor, 
     chosen = tf.math.unsorted_segment_min(  # each question's first window of its best score
         tf.where(score == tf.gather(best, text_index), rows_of, tf.int32.max), text_index,
         num_texts)
-    return {name: tf.gather(value, chosen) for name, value in windows.items()}
+    outputs = {name: tf.gather(value, chosen) for name, value in windows.items()}
+    # The chosen window's first context piece, as a piece of its context: [texts].
+    window_first = tf.gather(starts, chosen) - question_lengths - 2
+    outputs["answer_text"] = _context_text(
+        context_texts, byte_starts, byte_limits, outputs["answer_score"] > -float("inf"),
+        window_first + outputs["answer_start"], window_first + outputs["answer_end"])
+    return outputs
+
+
+def _context_text(texts, piece_starts, piece_limits, found, first, last) -> tf.Tensor:
+    """Each text's bytes from its piece ``first``'s start to its piece ``last``'s limit, ""
+    where not ``found``: string [texts].
+
+    Args:
+        texts: string [texts].
+        piece_starts, piece_limits: int64 [texts, (pieces)], each piece's bytes in its text.
+        found: bool [texts]; first, last: int32 [texts], pieces of each text where found.
+    """
+    row_starts = tf.cast(piece_starts.row_starts(), tf.int32)
+    # A row not found reads the zero after all pieces (its context may have none): "".
+    nowhere = tf.size(piece_starts.flat_values, out_type=tf.int32)
+    zero = tf.zeros([1], tf.int64)
+    byte_start = tf.gather(tf.concat([piece_starts.flat_values, zero], 0),
+                           tf.where(found, row_starts + first, nowhere))
+    byte_limit = tf.gather(tf.concat([piece_limits.flat_values, zero], 0),
+                           tf.where(found, row_starts + last, nowhere))
+    return tf.strings.substr(texts, byte_start, byte_limit - byte_start)
 
 
 def _max_context(input_mask, context_offset, text_index, starts, ends, context_lengths):
