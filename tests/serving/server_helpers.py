@@ -61,10 +61,10 @@ class Stubs:
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read())
 
-    def grpc_error(self, method, request) -> tuple[grpc.StatusCode, str]:
-        """(code, details) of a call that must fail."""
+    def grpc_error(self, method, request, timeout: float = 30) -> tuple[grpc.StatusCode, str]:
+        """(code, details) of a call that must fail (within ``timeout`` seconds)."""
         try:
-            method(request, timeout=30)
+            method(request, timeout=timeout)
         except grpc.RpcError as e:
             return e.code(), e.details()
         raise AssertionError("the call succeeded but should have failed")

@@ -132,7 +132,9 @@ def test_bad_input_gets_one_clear_answer_and_the_server_serves_on(served, text):
     million_words = " ".join(million_words)
     for model, args in (("reviews", [million_words]), ("tagger", [million_words]),
                         ("qa", [QUESTION, million_words])):
-        code, details = stubs.grpc_error(stubs.prediction.Predict, request(model, *args))
+        # Refused once tokenized (under a second on an idle machine; a loaded one is slower).
+        code, details = stubs.grpc_error(stubs.prediction.Predict, request(model, *args),
+                                         timeout=120)
         assert code == grpc.StatusCode.INVALID_ARGUMENT, (model, code, details)
         assert f"max_windows={DEFAULT_MAX_WINDOWS}" in details, (model, details)
 
