@@ -124,16 +124,79 @@ def train_worker(job: dict[str, Any]) -> dict[str, Any]:
 
 
 # ====================================================================== speed worker
+class GraphModeExport:
+    """An export's serving_default loaded as TF Serving loads it: the graph-mode loader
+    (tf.compat.v1 loader) into a Session with ``threads`` intra-op threads and one inter-op
+    thread; ``run`` is one Session.run of a batch of raw texts to their class ids."""
+
+    def __init__(self, path: str, threads: int):
+        import tensorflow as tf
+        import tensorflow_text  # noqa: F401  (TF Serving links tensorflow-text's ops)
+        config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads,
+                                          inter_op_parallelism_threads=1)
+        self.session = tf.compat.v1.Session(graph=tf.Graph(), config=config)
+        with self.session.graph.as_default():
+            meta = tf.compat.v1.saved_model.loader.load(self.session, ["serve"], path)
+        signature = meta.signature_def["serving_default"]
+        self.text_input = signature.inputs["text"].name
+        self.class_ids = signature.outputs["class_ids"].name
+
+    def run(self, texts: list[str]) -> list[int]:
+        feed = np.array([t.encode("utf-8") for t in texts], object)
+        return self.session.run(self.class_ids, {self.text_input: feed}).tolist()
+
+
+def length_orders(tokens: list[int]) -> dict[str, list[int]]:
+    """The texts' indices in arrival order and sorted by WordPiece count (``tokens``)."""
+    return {"arrival": list(range(len(tokens))),
+            "sorted": sorted(range(len(tokens)), key=tokens.__getitem__)}
+
+
+def time_interleaved(contenders: dict[str, tuple[Any, Any]], texts: list[str],
+                     orders: dict[str, list[int]], batch_size: int, rounds: int
+                     ) -> dict[str, Any]:
+    """Times each contender on ``texts`` in each order, in batches of ``batch_size``, once per
+    round, interleaved (every contender and order in turn within a round).
+
+    Args:
+        contenders: name -> (run, cpu_seconds): ``run(texts) -> class ids`` for one batch, and
+            a clock of the CPU time (user + system) of whatever does the work.
+        orders: policy -> the texts' indices in that order (``length_orders``).
+    Returns:
+        {"texts_per_s": {name: {policy: median}}, "texts_per_cpu_s": the same per CPU-second,
+         "rounds": {name: {policy: [[texts/s, texts per CPU-s] of each round]}},
+         "predictions": {name: class ids in the texts' order}}.
+    """
+    timings = {n: {o: [] for o in orders} for n in contenders}
+    predictions = {}
+    for _ in range(rounds):
+        for name, (run, cpu_seconds) in contenders.items():
+            for policy, indices in orders.items():
+                batches = [indices[i:i + batch_size] for i in range(0, len(indices), batch_size)]
+                run(texts[:1])
+                start, start_cpu = time.perf_counter(), cpu_seconds()
+                outputs = {}
+                for batch in batches:
+                    for i, c in zip(batch, run([texts[i] for i in batch])):
+                        outputs[i] = c
+                wall, cpu = time.perf_counter() - start, cpu_seconds() - start_cpu
+                timings[name][policy].append((len(texts) / wall, len(texts) / cpu))
+                predictions[name] = [outputs[i] for i in range(len(texts))]
+    return {"texts_per_s": {n: {p: float(np.median([w for w, _ in v])) for p, v in d.items()}
+                            for n, d in timings.items()},
+            "texts_per_cpu_s": {n: {p: float(np.median([c for _, c in v])) for p, v in d.items()}
+                                for n, d in timings.items()},
+            "rounds": timings, "predictions": predictions}
+
+
 def speed_worker(job: dict[str, Any]) -> dict[str, Any]:
     """Exports the job's models (float32 or int8) and times them through TF Serving's
     graph-mode loader on the test texts, arrival order and length-sorted, interleaved."""
     _threads(1)
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (TF Serving links tensorflow-text's ops)
     import keras_bert
     texts = job["texts"]
     calibration = job["calibration"]
-    sessions, tokens = {}, None
+    contenders, tokens = {}, None
     base = tempfile.mkdtemp(prefix="distill_speed_")
     for name, spec in job["models"].items():
         if spec["kind"] == "base":
@@ -145,37 +208,8 @@ def speed_worker(job: dict[str, Any]) -> dict[str, Any]:
         options = ({"quantize": "int8", "calibration_texts": calibration}
                    if spec["int8"] else {})
         path = keras_bert.export_model(model, base, name, 1, **options)
-        config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=1,
-                                          inter_op_parallelism_threads=1)
-        session = tf.compat.v1.Session(graph=tf.Graph(), config=config)
-        with session.graph.as_default():
-            meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
-        signature = meta.signature_def["serving_default"]
-        sessions[name] = (session, signature.inputs["text"].name,
-                          signature.outputs["class_ids"].name)
-    order = {"arrival": list(range(len(texts))),
-             "sorted": sorted(range(len(texts)), key=lambda i: tokens[i])}
-    timings: dict[str, dict[str, list[float]]] = {n: {o: [] for o in order} for n in sessions}
-    predictions = {}
-    for _ in range(ROUNDS):
-        for name, (session, text_input, class_ids) in sessions.items():
-            for policy, indices in order.items():
-                batches = [indices[i:i + BATCH] for i in range(0, len(indices), BATCH)]
-                session.run(class_ids, {text_input: np.array([texts[0].encode()], object)})
-                start, start_cpu = time.perf_counter(), time.process_time()
-                outputs = {}
-                for batch in batches:
-                    feed = np.array([texts[i].encode("utf-8") for i in batch], object)
-                    for i, c in zip(batch, session.run(class_ids, {text_input: feed}).tolist()):
-                        outputs[i] = c
-                wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
-                timings[name][policy].append((len(texts) / wall, len(texts) / cpu))
-                predictions[name] = [outputs[i] for i in range(len(texts))]
-    return {"texts_per_s": {n: {p: float(np.median([w for w, _ in v])) for p, v in d.items()}
-                            for n, d in timings.items()},
-            "texts_per_cpu_s": {n: {p: float(np.median([c for _, c in v])) for p, v in d.items()}
-                                for n, d in timings.items()},
-            "predictions": predictions}
+        contenders[name] = (GraphModeExport(path, threads=1).run, time.process_time)
+    return time_interleaved(contenders, texts, length_orders(tokens), BATCH, ROUNDS)
 
 
 def _base_model(layers: int, student_of_layers: int | None):

@@ -73,24 +73,10 @@ def prepare(job: dict) -> dict:
     return result
 
 
-class OursExport:
-    def __init__(self, job: dict):
-        import tensorflow as tf
-        import tensorflow_text  # noqa: F401  (TF Serving links tensorflow-text's ops)
-        config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=job["threads"],
-                                          inter_op_parallelism_threads=1)
-        self.session = tf.compat.v1.Session(graph=tf.Graph(), config=config)
-        with self.session.graph.as_default():
-            meta = tf.compat.v1.saved_model.loader.load(
-                self.session, ["serve"], os.path.join(job["directory"], "export", "model", "1"))
-        signature = meta.signature_def["serving_default"]
-        self.text = signature.inputs["text"].name
-        self.class_ids = signature.outputs["class_ids"].name
-
-    def run(self, batch: list[str]) -> list[int]:
-        import numpy as np
-        feed = np.array([t.encode("utf-8") for t in batch], object)
-        return self.session.run(self.class_ids, {self.text: feed}).tolist()
+def ours_export(job: dict):
+    """Our int8 export through TF Serving's graph-mode loader (``run(batch) -> class ids``)."""
+    from benchmarks.distillation import GraphModeExport  # TensorFlow's side only
+    return GraphModeExport(os.path.join(job["directory"], "export", "model", "1"), job["threads"])
 
 
 class OursPredict:
@@ -152,7 +138,7 @@ class OrtInt8:
         return logits.argmax(-1).tolist()
 
 
-WORKERS = {"ours-export": OursExport, "ours-predict": OursPredict, "ort-int8": OrtInt8}
+WORKERS = {"ours-export": ours_export, "ours-predict": OursPredict, "ort-int8": OrtInt8}
 
 
 def worker_main(job_path: str) -> None:
