@@ -1,4 +1,5 @@
-"""LayerNorm over the last axis whose training forward and backward are each one XLA computation."""
+"""LayerNorm over the last axis: in training, forward and backward are each one XLA computation;
+at inference, one oneDNN kernel where TensorFlow has it."""
 
 import keras
 import tensorflow as tf
@@ -51,11 +52,34 @@ def layer_norm_fused(x, gamma, beta, epsilon: float):
     return normalize(x, tf.convert_to_tensor(gamma), tf.convert_to_tensor(beta))
 
 
+def layer_norm_inference(x, gamma, beta, epsilon: float):
+    """LayerNorm of float32 [..., H] at inference, in the graph pattern that TensorFlow's graph
+    optimizer (grappler's remapper, in x86-64 builds with oneDNN: TF Serving's, and
+    ``tf.function``'s) replaces with one ``_MklLayerNorm`` kernel.
+
+    The pattern is tf.keras' fused LayerNorm: the rows as the channels of a [1, rows, H, 1]
+    NCHW batch normalized over H by ``FusedBatchNormV3`` (unit scale, no offset), then gamma and
+    beta. Every op is a core op, so a graph without the rewrite (another build, a GPU) computes
+    the same normalization with them; Keras' formula (mean, squared difference, rsqrt, five
+    elementwise passes) gives the same numbers to float32 rounding.
+    """
+    shape = tf.shape(x)
+    rows = tf.reduce_prod(shape[:-1])
+    hidden = x.shape[-1] if x.shape[-1] is not None else shape[-1]
+    unit, none = tf.ones([rows], tf.float32), tf.zeros([rows], tf.float32)
+    normalized, _, _ = tf.compat.v1.nn.fused_batch_norm(
+        tf.reshape(x, [1, rows, hidden, 1]), scale=unit, offset=none, epsilon=epsilon,
+        data_format="NCHW")
+    return tf.reshape(normalized, shape) * gamma + beta
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertLayerNormalization(keras.layers.LayerNormalization):
-    """``keras.layers.LayerNormalization`` over the last axis, using ``layer_norm_fused`` in training.
+    """``keras.layers.LayerNormalization`` over the last axis, using ``layer_norm_fused`` in
+    training and, for float32, ``layer_norm_inference`` at inference.
 
-    Same weights (gamma, beta) and config as Keras' layer; inference runs Keras' own ops.
+    Same weights (gamma, beta) and config as Keras' layer; other dtypes run Keras' own ops at
+    inference.
     """
 
     def __init__(self, epsilon=1e-3, **kwargs):
@@ -66,6 +90,9 @@ class BertLayerNormalization(keras.layers.LayerNormalization):
 
     def call(self, inputs, training=None):
         if not training:
-            return super().call(inputs)
+            if inputs.dtype != tf.float32 or self.compute_dtype != "float32":
+                return super().call(inputs)
+            return layer_norm_inference(inputs, tf.cast(self.gamma, tf.float32),
+                                        tf.cast(self.beta, tf.float32), self.epsilon)
         outputs = layer_norm_fused(inputs, self.gamma, self.beta, self.epsilon)
         return tf.cast(outputs, self.compute_dtype)

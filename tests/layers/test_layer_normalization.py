@@ -42,9 +42,50 @@ def test_training_values_and_gradients_equal_keras_layer_normalization(in_graph)
                                    atol=1e-5, err_msg=name)
 
 
-def test_inference_runs_keras_layer_normalization_exactly():
+@pytest.mark.parametrize("shape", [(6, 32), (2, 7, 32), (0, 32), (0, 3, 32)])
+def test_inference_equals_keras_layer_normalization(shape):
     ours, reference = _layers()
-    x = tf.constant(np.random.default_rng(2).normal(size=(6, 32)), tf.float32)
+    x = tf.constant(np.random.default_rng(2).normal(3, 4, size=shape), tf.float32)
+    for got in (ours(x), tf.function(lambda x: ours(x, training=False))(x)):
+        assert got.shape == shape
+        np.testing.assert_allclose(got.numpy(), reference(x).numpy(), rtol=1e-6, atol=2e-6)
+
+
+def _session_op_types(output, feed, session) -> set[str]:
+    metadata = tf.compat.v1.RunMetadata()
+    session.run(output, feed, options=tf.compat.v1.RunOptions(trace_level=3),
+                run_metadata=metadata)
+    return {node.timeline_label.split("(")[0].split("=")[-1].strip()
+            for device in metadata.step_stats.dev_stats for node in device.node_stats
+            if node.timeline_label}
+
+
+def test_a_saved_model_in_a_session_runs_one_onednn_kernel_per_layer_norm(tmp_path):
+    # As TF Serving runs an export: the SavedModel's graph in a Session, optimized by grappler.
+    from keras_bert import tf_internals
+    if tf_internals.op_def("_MklLayerNorm") is None:
+        pytest.skip("this TensorFlow has no oneDNN LayerNorm kernel")
+    ours, reference = _layers()
+    module = tf.Module()
+    module.f = tf.function(lambda x: {"y": ours(x, training=False)},
+                           input_signature=[tf.TensorSpec([None, None, 32], tf.float32, "x")])
+    module.saved_variables = list(module.f.get_concrete_function().variables)
+    tf.saved_model.save(module, str(tmp_path / "ln"), signatures=module.f)
+    x = np.random.default_rng(4).normal(size=(3, 5, 32)).astype(np.float32)
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], str(tmp_path / "ln"))
+        signature = meta.signature_def["serving_default"]
+        output = signature.outputs["y"].name
+        feed = {signature.inputs["x"].name: x}
+        ops = _session_op_types(output, feed, session)
+        got = session.run(output, feed)
+    assert "_MklLayerNorm" in ops and "SquaredDifference" not in ops, ops
+    np.testing.assert_allclose(got, reference(x).numpy(), rtol=1e-6, atol=2e-6)
+
+
+def test_mixed_bfloat16_inference_runs_keras_layer_normalization():
+    ours, reference = _layers("mixed_bfloat16")
+    x = tf.constant(np.random.default_rng(5).normal(size=(4, 32)), tf.float32)
     np.testing.assert_array_equal(ours(x).numpy(), reference(x).numpy())
 
 
