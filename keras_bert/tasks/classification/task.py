@@ -97,8 +97,8 @@ class ClassificationSpec(TaskSpec):
                            default=ClassificationOptions.pooling,
                            help="the text vector the classifier reads: 'pooled' (BERT's pooler "
                                 "on [CLS]), 'cls' (the raw [CLS] vector) or 'mean' (the mean of "
-                                "the token vectors, as sentence-transformers models such as "
-                                "MiniLM were trained to be read) (default: a saved "
+                                "the token vectors); keep the one your dev set prefers "
+                                "(measured effects: docs/next-steps.md) (default: a saved "
                                 "classifier's own, else pooled)")
         self.add_keep_columns_argument(group, "the training and dev files",
                                        "dev_predictions.jsonl")
