@@ -36,6 +36,7 @@ from keras_bert.export import signatures
 from keras_bert.export.openvino_extra import IR_FILE, WEIGHTS_FILE
 from keras_bert.export.openvino_tokenizer import tokenizer_model
 from keras_bert.fileio import atomic_output_dir, is_remote, join
+from keras_bert.layers import layer_normalization
 from keras_bert.layers.int8 import is_int8
 from keras_bert.models.int8_calibration import kept_calibration_texts
 from keras_bert.tokenization.packing import INPUT_NAMES
@@ -136,7 +137,8 @@ def openvino_model(model, preprocessor, text_pair: bool | None = None,
     if quantize and not calibration_texts:
         raise ValueError("an int8 OpenVINO export needs calibration_texts (NNCF measures "
                          "activation ranges on them): a few hundred texts like those served")
-    packed = ov.convert_model(_packed_function(model, preprocessor, task))
+    with layer_normalization.keras_formula():  # the LayerNorm pattern OpenVINO fuses
+        packed = ov.convert_model(_packed_function(model, preprocessor, task))
     _repair_string_constants(packed)
     if quantize:
         import nncf

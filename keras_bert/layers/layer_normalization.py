@@ -1,8 +1,13 @@
 """LayerNorm over the last axis: in training, forward and backward are each one XLA computation;
 at inference, one oneDNN kernel where TensorFlow has it."""
 
+import contextlib
+
 import keras
 import tensorflow as tf
+
+# Set inside ``keras_formula()``: inference traces Keras' own LayerNorm ops.
+_keras_formula = [False]
 
 
 def _normalize(x, epsilon):
@@ -73,6 +78,21 @@ def layer_norm_inference(x, gamma, beta, epsilon: float):
     return tf.reshape(normalized, shape) * gamma + beta
 
 
+@contextlib.contextmanager
+def keras_formula():
+    """Within it, ``BertLayerNormalization`` traces Keras' own LayerNorm ops at inference.
+
+    For graphs that another engine compiles: OpenVINO's converter fuses Keras' formula into its
+    own LayerNorm (MVN) kernel, but runs ``layer_norm_inference``'s training-mode
+    ``FusedBatchNormV3`` as generic operations, much more slowly (benchmarks/README.md).
+    """
+    before, _keras_formula[0] = _keras_formula[0], True
+    try:
+        yield
+    finally:
+        _keras_formula[0] = before
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertLayerNormalization(keras.layers.LayerNormalization):
     """``keras.layers.LayerNormalization`` over the last axis, using ``layer_norm_fused`` in
@@ -90,7 +110,8 @@ class BertLayerNormalization(keras.layers.LayerNormalization):
 
     def call(self, inputs, training=None):
         if not training:
-            if inputs.dtype != tf.float32 or self.compute_dtype != "float32":
+            if (inputs.dtype != tf.float32 or self.compute_dtype != "float32"
+                    or _keras_formula[0]):
                 return super().call(inputs)
             return layer_norm_inference(inputs, tf.cast(self.gamma, tf.float32),
                                         tf.cast(self.beta, tf.float32), self.epsilon)

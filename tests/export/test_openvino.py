@@ -125,6 +125,16 @@ def test_inputs_and_outputs_are_the_saved_models_serving_default(exports, classi
             saved.structured_outputs)
 
 
+def test_layer_norms_are_in_the_form_openvino_fuses(exports):
+    # Keras' formula (mean, squared difference...), which the CPU plugin fuses into its own
+    # LayerNorm; not the Session's FusedBatchNormV3 form, which OpenVINO runs as an MVN over a
+    # reshaped [1, rows, H, 1] tensor, much more slowly. Embeddings + 2 per layer: 5.
+    for key in ("float32", "int8"):
+        ir = ov.Core().read_model(os.path.join(exports[key], "model.xml"))
+        types = [op.get_type_name() for op in ir.get_ops()]
+        assert types.count("SquaredDifference") == 5 and "MVN" not in types, key
+
+
 def test_float32_gives_the_keras_models_outputs(exports, classifier):
     got = run(compiled(exports["float32"]), text=SENTENCES)
     classifier.set_windows("first")  # the IR reads a long text's first window
