@@ -188,3 +188,28 @@ def test_adding_state_lets_a_built_layer_take_a_variable_and_locks_it_again():
     assert scale in dense.non_trainable_weights and len(dense.weights) == 3
     with pytest.raises(ValueError, match="already built"):
         dense.add_weight(shape=(3,), name="another")
+
+
+def test_quantize_collects_once_where_keras_collects_per_dropped_kernel(monkeypatch):
+    import gc
+
+    from keras_bert import BertEncoder
+    calls = []
+    monkeypatch.setattr(gc, "collect", lambda generation=2: calls.append(generation) or 0)
+    counting = gc.collect
+    # Keras' own Model.quantize: one full collection per Dense kernel it replaces.
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.Dense(2)])
+    model.quantize("int8")
+    assert len(calls) == 2
+    calls.clear()
+    encoder = BertEncoder(vocab_size=30, hidden_size=8, num_hidden_layers=2,
+                          num_attention_heads=2, intermediate_size=16,
+                          max_position_embeddings=16)
+    encoder.quantize("int8")
+    assert len(encoder.int8_layers()) == 13 and calls == [2]
+    with keras_internals.collecting_once():
+        gc.collect()
+    assert calls == [2, 2] and gc.collect is counting  # restored
+    with pytest.raises(RuntimeError, match="inside"), keras_internals.collecting_once():
+        raise RuntimeError("inside")
+    assert calls == [2, 2, 2] and gc.collect is counting

@@ -228,9 +228,11 @@ class BertEncoder(CheckpointLoading, SavesWhole, keras.Model):
         if calibration_texts is not None:
             calibrate_before_quantize(self, preprocessor, calibration_texts, mode, config,
                                       filters, kwargs)
-        for pass_mode, pass_config, pass_filters in quantization_passes(self, mode, config,
-                                                                        filters):
-            super().quantize(pass_mode, config=pass_config, filters=pass_filters, **kwargs)
+        with keras_internals.collecting_once():
+            for pass_mode, pass_config, pass_filters in quantization_passes(
+                    self, mode, config, filters):
+                super().quantize(pass_mode, config=pass_config, filters=pass_filters,
+                                 **kwargs)
         self.refuse_xla_where_int8()
 
     def refuse_xla_where_int8(self) -> None:

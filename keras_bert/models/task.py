@@ -15,6 +15,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import keras_internals
 from keras_bert.checkpoints.stored_head import StoredHead
 from keras_bert.models.encoder import SavesWhole, quantization_passes
 from keras_bert.models.int8_calibration import calibrate_before_quantize, kept_calibration_texts
@@ -120,9 +121,11 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         if calibration_texts is not None:
             calibrate_before_quantize(self, self.preprocessor, calibration_texts, mode, config,
                                       filters, kwargs)
-        for pass_mode, pass_config, pass_filters in quantization_passes(self.encoder, mode, config,
-                                                                        filters):
-            super().quantize(pass_mode, config=pass_config, filters=pass_filters, **kwargs)
+        with keras_internals.collecting_once():
+            for pass_mode, pass_config, pass_filters in quantization_passes(
+                    self.encoder, mode, config, filters):
+                super().quantize(pass_mode, config=pass_config, filters=pass_filters,
+                                 **kwargs)
         self.encoder.refuse_xla_where_int8()
 
     def check_saved_arguments(self, path: str, asked: dict[str, Any]) -> dict[str, Any]:
