@@ -186,10 +186,16 @@ def in_length_chunks(outputs_fn, packed: dict[str, tf.Tensor],
             each, which go with their rows).
         chunk_rows: rows per chunk.
         fill: {output name: the value of its padded positions}.
-        dtypes: None: two chunks a step (an export's requests; ``outputs_fn`` is traced three
-            times); {output name: dtype}: one chunk a step, ``outputs_fn`` traced once
-            (``predict``, whose first call would otherwise pay for three traces).
+        dtypes: None: two chunks a step (an export's requests; ``outputs_fn`` is traced once,
+            as a function the four places that run a chunk call); {output name: dtype}: one
+            chunk a step, ``outputs_fn`` traced inline once (``predict``).
     """
+    if dtypes is None:
+        # One trace of the model for the four call sites below (the first chunk, the second
+        # under a cond, the loop's pair): an export traces each signature's model once, not
+        # four times. The runtime inlines the call (TensorFlow's LowerFunctionalOpsPass), so
+        # the graph TF Serving runs is the same.
+        outputs_fn = tf.function(outputs_fn, autograph=False)
     mask = packed["input_mask"]
     rows, length = tf.shape(mask)[0], tf.shape(mask)[1]
     order = tf.argsort(tf.reduce_sum(mask, axis=1), stable=True)
