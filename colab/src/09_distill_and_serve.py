@@ -16,7 +16,9 @@
 # **Time.** With the full data, hours on a CPU (estimated from benchmarks/README's fine-tuning
 # times; the teacher's fine-tuning is most of it); not measured on a GPU. To try it on a CPU in
 # a few minutes, shrink it in the parameters cell: `NUM_LABELLED = NUM_UNLABELED = 320`,
-# `NUM_TEST = 500`, `SEQ_LENGTH = 64`, `LEARNING_RATE = 1e-4` (the values CI runs).
+# `NUM_TEST = 500` (the values CI runs, at the default `SEQ_LENGTH = 128`: half the reviews
+# are longer than 62 WordPieces, so a `SEQ_LENGTH = 64` model reads them as two or more windows
+# each and costs more, not less).
 
 # %%
 # Install keras-bert (on Colab only; locally, install the repo with pip install -e .).
