@@ -4,7 +4,8 @@ and whatever the import form.
 
 "Keras is not loaded" means no keras module at all in sys.modules: `import keras_bert` only
 registers a post-import hook for "keras" (wrapt's), which registers our classes once Keras'
-own `__init__` has run. Every case runs in a fresh interpreter.
+own `__init__` has run. Every case runs in a fresh interpreter (three that only read what a
+whole import gives share one).
 """
 
 import ast
@@ -205,21 +206,49 @@ def test_assert_warns_in_a_tokenizer_only_process_loads_no_keras():
     assert out.strip().splitlines()[-1] == "True 1 []"
 
 
-def test_public_names_load_on_first_use():
+@pytest.fixture(scope="module")
+def whole_package():
+    """One fresh interpreter (TensorFlow starts once for three tests): what `import keras_bert`
+    loads, then the public names on first use, then every module imported (each line of output
+    a JSON value, in this order)."""
     out = _run("""
+        import importlib, json, pkgutil
         import keras_bert
-        assert keras_modules() == [], keras_modules()
-        assert "BertClassifier" in dir(keras_bert)
+        print(json.dumps(keras_modules()))
+        print(json.dumps("BertClassifier" in dir(keras_bert)))
         from keras_bert import BertClassifier, BertTokenizer, run_pretraining
-        print(BertClassifier.__module__, BertTokenizer.__module__, "tensorflow" in sys.modules)
+        print(json.dumps([BertClassifier.__module__, BertTokenizer.__module__,
+                          "tensorflow" in sys.modules]))
         try:
             keras_bert.NoSuchThing
+            print(json.dumps(None))
         except AttributeError as e:
-            print("AttributeError", e)
+            print(json.dumps(str(e)))
+        import keras, keras_bert.tasks
+        table = keras_bert.keras_classes()
+        for info in pkgutil.walk_packages(keras_bert.__path__, "keras_bert."):
+            importlib.import_module(info.name)
+        registered = {key.split(">", 1)[1]: value.__module__
+                      for key, value in keras.saving.get_custom_objects().items()
+                      if key.startswith("keras_bert>")}
+        print(json.dumps([registered, table], sort_keys=True))
+        public = {}
+        for folder in pkgutil.iter_modules(keras_bert.tasks.__path__):
+            if folder.ispkg:
+                task = importlib.import_module(f"keras_bert.tasks.{folder.name}")
+                public.update({name: getattr(task, name) is getattr(keras_bert, name)
+                               for name in task.__all__})
+        print(json.dumps([public, keras_bert.__all__]))
     """)
-    lines = out.strip().splitlines()
-    assert lines[0] == "keras_bert.tasks.classification.model keras_bert.tokenization.tokenizer True"
-    assert lines[1].startswith("AttributeError") and "NoSuchThing" in lines[1]
+    return [json.loads(line) for line in out.strip().splitlines()[-6:]]
+
+
+def test_public_names_load_on_first_use(whole_package):
+    loaded, listed, modules, missing = whole_package[:4]
+    assert loaded == [] and listed
+    assert modules == ["keras_bert.tasks.classification.model",
+                       "keras_bert.tokenization.tokenizer", True]
+    assert missing is not None and "NoSuchThing" in missing
 
 
 # The pure-Python public names, and the module each comes from.
@@ -288,38 +317,16 @@ def test_import_keras_bert_needs_only_declared_packages():
     assert third_party <= declared, f"not in install_requires: {third_party - declared}"
 
 
-def test_the_registration_table_lists_every_registered_class():
+def test_the_registration_table_lists_every_registered_class(whole_package):
     """keras_bert.keras_classes() (what the stand-ins are made from, read from the source) is
     exactly the set of classes our modules register, each with the module that defines it."""
-    out = _run("""
-        import importlib, json, pkgutil
-        import keras, keras_bert
-        table = keras_bert.keras_classes()
-        for info in pkgutil.walk_packages(keras_bert.__path__, "keras_bert."):
-            importlib.import_module(info.name)
-        registered = {key.split(">", 1)[1]: value.__module__
-                      for key, value in keras.saving.get_custom_objects().items()
-                      if key.startswith("keras_bert>")}
-        print(json.dumps([registered, table], sort_keys=True))
-    """)
-    registered, table = json.loads(out.strip().splitlines()[-1])
+    registered, table = whole_package[4]
     assert registered == table
     assert {"BertClassifier", "BertEncoder", "BertAdamW", "FirstPieceAccuracy"} <= set(table)
 
 
-def test_every_task_folders_public_names_are_public_names_of_the_package():
-    out = _run("""
-        import importlib, json, pkgutil
-        import keras_bert, keras_bert.tasks
-        public = {}
-        for folder in pkgutil.iter_modules(keras_bert.tasks.__path__):
-            if folder.ispkg:
-                task = importlib.import_module(f"keras_bert.tasks.{folder.name}")
-                public.update({name: getattr(task, name) is getattr(keras_bert, name)
-                               for name in task.__all__})
-        print(json.dumps([public, keras_bert.__all__]))
-    """)
-    public, package_all = json.loads(out.strip().splitlines()[-1])
+def test_every_task_folders_public_names_are_public_names_of_the_package(whole_package):
+    public, package_all = whole_package[5]
     assert set(public) >= {"BertClassifier", "BertTokenClassifier", "BertQuestionAnswerer",
                            "BertMultipleChoice", "BertEmbedder"}
     assert all(public.values()), public
