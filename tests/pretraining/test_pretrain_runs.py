@@ -41,7 +41,13 @@ def _finish(process, log_path, timeout_s=240):
 
 
 def _result(log_text):
-    return json.loads(log_text.strip().splitlines()[-1])
+    """The run's result: the last JSON line it printed. A multi-worker run's stderr (in the
+    same log) can end after it with TensorFlow's coordination service logging, as the process
+    exits, that its peer has gone ("failed to connect to all addresses"): seen once on a busy
+    machine, with both workers' exit status 0."""
+    lines = [line for line in log_text.splitlines() if line.startswith("{")]
+    assert lines, log_text[-3000:]
+    return json.loads(lines[-1])
 
 
 def _export(output_dir):
