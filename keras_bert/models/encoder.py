@@ -228,12 +228,7 @@ class BertEncoder(CheckpointLoading, SavesWhole, keras.Model):
         if calibration_texts is not None:
             calibrate_before_quantize(self, preprocessor, calibration_texts, mode, config,
                                       filters, kwargs)
-        with keras_internals.collecting_once():
-            for pass_mode, pass_config, pass_filters in quantization_passes(
-                    self, mode, config, filters):
-                super().quantize(pass_mode, config=pass_config, filters=pass_filters,
-                                 **kwargs)
-        self.refuse_xla_where_int8()
+        quantize_passes(self, self, mode, config, filters, kwargs)
 
     def refuse_xla_where_int8(self) -> None:
         """Marks the int8 layers ``supports_jit = False``: at inference they run oneDNN's
@@ -279,6 +274,19 @@ class BertEncoder(CheckpointLoading, SavesWhole, keras.Model):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
+
+
+def quantize_passes(model: keras.Model, encoder: BertEncoder, mode, config, filters,
+                    kwargs: dict) -> None:
+    """``keras.Model.quantize`` of ``model`` (``encoder`` or a task model around it) for each of
+    ``quantization_passes``, with one garbage collection for them all
+    (``keras_internals.collecting_once``); then ``encoder``'s int8 layers refuse XLA."""
+    with keras_internals.collecting_once():
+        for pass_mode, pass_config, pass_filters in quantization_passes(encoder, mode, config,
+                                                                        filters):
+            keras.Model.quantize(model, pass_mode, config=pass_config, filters=pass_filters,
+                                 **kwargs)
+    encoder.refuse_xla_where_int8()
 
 
 def quantization_passes(encoder: BertEncoder, mode, config, filters) -> list[tuple]:

@@ -15,9 +15,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert import keras_internals
 from keras_bert.checkpoints.stored_head import StoredHead
-from keras_bert.models.encoder import SavesWhole, quantization_passes
+from keras_bert.models.encoder import SavesWhole, quantize_passes
 from keras_bert.models.int8_calibration import calibrate_before_quantize, kept_calibration_texts
 from keras_bert.recipe.batches import PackedRows, pack_examples
 from keras_bert.recipe.inputs import (EXAMPLE_INDEX, int32_ids_dataset, is_packed,
@@ -121,12 +120,7 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
         if calibration_texts is not None:
             calibrate_before_quantize(self, self.preprocessor, calibration_texts, mode, config,
                                       filters, kwargs)
-        with keras_internals.collecting_once():
-            for pass_mode, pass_config, pass_filters in quantization_passes(
-                    self.encoder, mode, config, filters):
-                super().quantize(pass_mode, config=pass_config, filters=pass_filters,
-                                 **kwargs)
-        self.encoder.refuse_xla_where_int8()
+        quantize_passes(self, self.encoder, mode, config, filters, kwargs)
 
     def check_saved_arguments(self, path: str, asked: dict[str, Any]) -> dict[str, Any]:
         """For ``from_pretrained`` on this saved model: ValueError for an asked argument that
