@@ -46,10 +46,34 @@ def assert_same_outputs(outputs, expected, mask):
         np.testing.assert_allclose(got, want, atol=1e-5)
 
 
+# One model per kind for every count below: each count's path (one row, a chunk, a batch, several
+# batches) must answer as the padded pipeline on a model that has run the others before.
+@pytest.fixture(scope="module")
+def classifier():
+    return BertClassifier(tiny_encoder(), 3, preprocessor=preprocessor(),
+                          window_combination="first")
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return BertEmbedder(tiny_encoder(), preprocessor=preprocessor(), feature_layers=[-1, 0])
+
+
+@pytest.fixture(scope="module")
+def featured_classifier():
+    return BertClassifier(
+        tiny_encoder(), 2, preprocessor=preprocessor(), window_combination="first",
+        numeric_features={"age": {"mean": 30.0, "variance": 100.0}},
+        categorical_features={"country": {"vocabulary": ["fr", "us"]}})
+
+
+@pytest.fixture(scope="module")
+def chooser():
+    return BertMultipleChoice(tiny_encoder(), num_choices=3, preprocessor=preprocessor())
+
+
 @pytest.mark.parametrize("count", [1, 2, 32, 100])
-def test_texts_and_pairs_match_the_padded_pipeline(count):
-    classifier = BertClassifier(tiny_encoder(), 3, preprocessor=preprocessor(),
-                                window_combination="first")
+def test_texts_and_pairs_match_the_padded_pipeline(classifier, count):
     texts = sentences(count)
     assert_same_outputs(classifier.predict(texts, verbose=0), padded_predict(classifier, texts),
                         None)
@@ -62,8 +86,7 @@ def test_texts_and_pairs_match_the_padded_pipeline(count):
 
 
 @pytest.mark.parametrize("count", [1, 32, 100])
-def test_embedder_sequence_outputs_match_the_padded_pipeline(count):
-    embedder = BertEmbedder(tiny_encoder(), preprocessor=preprocessor(), feature_layers=[-1, 0])
+def test_embedder_sequence_outputs_match_the_padded_pipeline(embedder, count):
     texts = sentences(count, seed=2)
     outputs = embedder.predict(texts, verbose=0)
     assert outputs["token_features"].shape == (count, SEQ_LENGTH, 128)
@@ -88,19 +111,14 @@ def test_span_logits_score_padding_as_the_head_does_past_each_chunk(count):
 
 
 @pytest.mark.parametrize("count", [1, 2, 32, 100])
-def test_features_and_choices_match_the_padded_pipeline(count):
-    classifier = BertClassifier(
-        tiny_encoder(), 2, preprocessor=preprocessor(), window_combination="first",
-        numeric_features={"age": {"mean": 30.0, "variance": 100.0}},
-        categorical_features={"country": {"vocabulary": ["fr", "us"]}})
+def test_features_and_choices_match_the_padded_pipeline(featured_classifier, chooser, count):
     rng = np.random.default_rng(count)
     data = {"text": sentences(count, seed=3),
             "age": [None if a < 5 else float(a) for a in rng.integers(0, 80, count)],
             "country": list(rng.choice(["fr", "us", "", "de"], count))}
-    assert_same_outputs(classifier.predict(data, verbose=0), padded_predict(classifier, data),
-                        None)
+    assert_same_outputs(featured_classifier.predict(data, verbose=0),
+                        padded_predict(featured_classifier, data), None)
 
-    chooser = BertMultipleChoice(tiny_encoder(), num_choices=3, preprocessor=preprocessor())
     examples = [(context, sentences(3, seed=index)) for index, context
                 in enumerate(sentences(count, seed=4))]
     assert_same_outputs(chooser.predict(examples, verbose=0), padded_predict(chooser, examples),
