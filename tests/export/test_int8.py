@@ -21,7 +21,7 @@ from keras_bert.export.ops import is_core_op, tensorflow_text_ops
 from keras_bert.layers import int8 as int8_layers
 from keras_bert.layers.int8 import is_int8
 from tests.serving.exports import TEXTS, tiny_encoder
-from tests.serving.graph_mode import GraphModeModel, saved_model_cli_run
+from tests.serving.graph_mode import GraphModeModel, saved_model_cli_runs
 
 SEQ_LENGTH = 24
 
@@ -110,12 +110,13 @@ def test_int8_export_runs_in_tf_servings_loader_and_saved_model_cli(encoder_expo
                                atol=1e-5)
 
     np.savez(tmp_path / "ids.npz", **packed)
-    saved_model_cli_run(paths["int8"], "serve_ids", inputs=";".join(
-        f"{k}={tmp_path / 'ids.npz'}[{k}]" for k in packed), outdir=str(tmp_path / "ids"))
+    saved_model_cli_runs([
+        dict(path=paths["int8"], signature="serve_ids", outdir=str(tmp_path / "ids"),
+             inputs=";".join(f"{k}={tmp_path / 'ids.npz'}[{k}]" for k in packed)),
+        dict(path=paths["int8"], signature="serving_default", input_exprs="text=" + repr(TEXTS),
+             outdir=str(tmp_path / "text"))])
     np.testing.assert_allclose(np.load(tmp_path / "ids" / "pooled_output.npy"),
                                ids["int8"]["pooled_output"], atol=1e-5)
-    saved_model_cli_run(paths["int8"], "serving_default", input_exprs="text=" + repr(TEXTS),
-                        outdir=str(tmp_path / "text"))
     np.testing.assert_allclose(np.load(tmp_path / "text" / "pooled_output.npy"),
                                text["int8"]["pooled_output"], atol=1e-5)
 

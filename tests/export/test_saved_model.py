@@ -14,7 +14,7 @@ from keras_bert import tf_internals
 from keras_bert.export import check_ops, export_model, next_version, saved_model_op_types
 from keras_bert.export.ops import PYTHON_CALLBACK_OPS, is_core_op, tensorflow_text_ops
 from tests.serving.exports import SEQ_LENGTH, TEXTS, encoder_export, keras_encoder_outputs
-from tests.serving.graph_mode import GraphModeModel, saved_model_cli_run
+from tests.serving.graph_mode import GraphModeModel, saved_model_cli_runs
 
 
 @pytest.fixture(scope="module")
@@ -179,12 +179,13 @@ def test_every_signature_runs_in_tf_servings_graph_mode_loader(exported, tmp_pat
         np.testing.assert_allclose(got, expected[key], atol=2e-5, rtol=1e-5, err_msg=key)
 
     np.savez(tmp_path / "ids.npz", **ids)
-    saved_model_cli_run(exported.version_dir, "serve_ids", inputs=";".join(
-        f"{k}={tmp_path / 'ids.npz'}[{k}]" for k in ids), outdir=str(tmp_path / "ids"))
+    saved_model_cli_runs([
+        dict(path=exported.version_dir, signature="serve_ids", outdir=str(tmp_path / "ids"),
+             inputs=";".join(f"{k}={tmp_path / 'ids.npz'}[{k}]" for k in ids)),
+        dict(path=exported.version_dir, signature="serving_default",
+             input_exprs="text=" + repr(TEXTS), outdir=str(tmp_path / "text"))])
     np.testing.assert_allclose(np.load(tmp_path / "ids" / "pooled_output.npy"),
                                expected["pooled_output"], atol=2e-5, rtol=1e-5)
-    saved_model_cli_run(exported.version_dir, "serving_default",
-                        input_exprs="text=" + repr(TEXTS), outdir=str(tmp_path / "text"))
     np.testing.assert_allclose(np.load(tmp_path / "text" / "pooled_output.npy"),
                                expected["pooled_output"], atol=2e-5, rtol=1e-5)
 
