@@ -24,7 +24,8 @@ from keras_bert.recipe.inputs import (EXAMPLE_INDEX, int32_ids_dataset, is_packe
 from keras_bert.recipe.fit import RECIPE, RecipeState
 from keras_bert.recipe.fit import fit as recipe_fit
 from keras_bert.models.task_loading import TaskLoading, tokenizer_of
-from keras_bert.models.task_predict import PackFunctions, packed_arrays, predict_by_length
+from keras_bert.models.task_predict import (PackFunctions, pack_function, packed_arrays,
+                                             predict_by_length)
 
 logger = logging.getLogger(__name__)
 
@@ -167,6 +168,13 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
                              f"preprocessor=BertPreprocessor(vocab_file, ...) to accept raw text")
         return self.preprocessor(x)
 
+    def traced_pack_batch(self, x):
+        """``pack_batch`` on a batch of tensors, through a function traced once per input
+        structure and kept on the model (``task_predict.pack_function``) for every later
+        ``fit``, ``evaluate`` and ``predict`` call; traced again when the preprocessor or its
+        vocabulary changes."""
+        return pack_function(self, x)(x)
+
     def default_loss(self):
         raise NotImplementedError
 
@@ -261,7 +269,7 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
             return x.map(self._pack_dataset_element, num_parallel_calls=tf.data.AUTOTUNE)
         x, y = self.to_arrays(x, y)
         data = (x,) if y is None else ((x, y) if sample_weight is None else (x, y, sample_weight))
-        return PackedRows(data, self.pack_batch, batch_size or RECIPE.batch_size,
+        return PackedRows(data, self.traced_pack_batch, batch_size or RECIPE.batch_size,
                           bucket_lengths=bucket_lengths, shuffle=shuffle, seed=seed,
                           drop_remainder=drop_remainder,
                           token_level_labels=self.token_level_labels).dataset(epoch)
@@ -412,14 +420,14 @@ class BertTask(TaskLoading, SavesWhole, keras.Model):
             return super().evaluate(dataset, verbose=verbose, steps=steps, callbacks=callbacks,
                                     return_dict=return_dict, **kwargs)
         x, y = self.to_arrays(x, y)
-        packed = pack_examples(x, self.pack_batch)
+        packed = pack_examples(x, self.traced_pack_batch)
         example_index = packed.pop(EXAMPLE_INDEX, None)
         if example_index is not None and len(example_index) > example_index[-1] + 1:
             return self._evaluate_texts(packed, example_index, y, sample_weight,
                                         batch_size or RECIPE.batch_size, verbose, return_dict)
         data = (packed,) if y is None else (
             (packed, y) if sample_weight is None else (packed, y, sample_weight))
-        dataset = PackedRows(data, self.pack_batch, batch_size or RECIPE.batch_size,
+        dataset = PackedRows(data, self.traced_pack_batch, batch_size or RECIPE.batch_size,
                              bucket_lengths=bucket_lengths,
                              token_level_labels=self.token_level_labels).dataset()
         return super().evaluate(dataset, verbose=verbose, steps=steps, callbacks=callbacks,

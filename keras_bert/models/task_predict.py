@@ -10,8 +10,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.recipe.batches import INPUT_NAMES, PACK_BATCH_SIZE
-from keras_bert.recipe.inputs import int32_ids, is_packed, join_packed
+from keras_bert.recipe.batches import INPUT_NAMES, pack_examples
 from keras_bert.tokenization.preprocessor import trim_to_longest
 
 # Rows per chunk when a batch runs sorted by length in one traced call: predict's inputs of at
@@ -39,30 +38,20 @@ class PackFunctions:
 
 def packed_arrays(model: keras.Model, x) -> dict[str, np.ndarray]:
     """In-memory ``x`` as packed int32 arrays, [rows, ..., seq] each (and any features,
-    [rows] each; ``EXAMPLE_INDEX`` [rows] where the model reads long texts as windows). Raw
-    text is tokenized PACK_BATCH_SIZE rows a call by a traced function kept for the next call
-    (``pack_function``)."""
+    [rows] each; ``EXAMPLE_INDEX`` [rows] where the model reads long texts as windows), raw
+    text tokenized by the model's kept traced function (``pack_function``)."""
     x = model.to_arrays(x, None)[0]
-    rows = _num_rows(x)
-    if not rows:
+    if not _num_rows(x):
         raise ValueError(f"{type(model).__name__}.predict got no examples")
-    if is_packed(x):
-        return int32_ids(x)
-    parts, sizes = [], []
-    for start in range(0, rows, PACK_BATCH_SIZE):
-        chunk = tf.nest.map_structure(
-            lambda array: tf.constant(array[start:start + PACK_BATCH_SIZE]), x)
-        parts.append({name: value.numpy()
-                      for name, value in pack_function(model, chunk)(chunk).items()})
-        sizes.append(min(PACK_BATCH_SIZE, rows - start))
-    return join_packed(parts, sizes)
+    return pack_examples(x, model.traced_pack_batch)
 
 
 def pack_function(model: keras.Model, tensors) -> tf.types.experimental.PolymorphicFunction:
     """``model.pack_batch`` traced once for inputs shaped as ``tensors`` with any number of
-    rows, and kept in ``model._pack_functions``: building a tf.data pipeline per ``predict``
-    call would trace the tokenizer every time, which costs more than running the model on a
-    few texts. The functions are dropped when the preprocessor or its vocabulary changes."""
+    rows, and kept in ``model._pack_functions`` (``BertTask.traced_pack_batch`` calls it):
+    tracing the tokenizer for every ``fit``, ``evaluate`` or ``predict`` call costs more than
+    running the model on a few texts. The functions are dropped when the preprocessor or its
+    vocabulary changes."""
     specs = tf.nest.map_structure(
         lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype), tensors)
     key = tuple(keras.tree.flatten_with_path(specs))

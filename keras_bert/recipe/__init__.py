@@ -4,6 +4,6 @@ models it trains: ``inputs`` (packed ids of any integer dtype as int32, texts ch
 of (seed, epoch)), ``plan`` (one run's data, steps, AdamW on its schedule and
 epoch hook) and ``fit`` (a run: what ``BertTask.fit``, ``keras-bert finetune`` and
 ``keras_bert.distill`` hand a model to). The recipe reaches a model only through the hooks it
-offers (``to_arrays``, ``pack_batch``, ``make_dataset``, ``adapt``,
+offers (``to_arrays``, ``traced_pack_batch``, ``make_dataset``, ``adapt``,
 ``learning_rate_multipliers``, ``token_level_labels``, its strategy) and Keras' own API, and
 imports no model class; its defaults are ``keras_bert.config.FinetuneSettings``."""

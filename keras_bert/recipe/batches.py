@@ -286,20 +286,23 @@ def _take_rows(data: tuple, rows: tf.Tensor, length: tf.Tensor, token_level_labe
 
 def pack_examples(x, preprocess: Callable) -> dict[str, np.ndarray]:
     """In-memory inputs (``to_arrays`` output: string arrays, a tuple of them, a dict of columns)
-    as packed NumPy arrays, tokenized once in tf.data batches of PACK_BATCH_SIZE; packed ids
-    pass through. ``{name: [rows, ..., seq]}`` plus any features ([rows]), and
-    ``EXAMPLE_INDEX`` [rows] where ``preprocess`` reads long texts as windows."""
+    as packed NumPy arrays, PACK_BATCH_SIZE rows a call of ``preprocess`` (a batch of tensors ->
+    packed tensors: a model's ``traced_pack_batch``, traced once and kept, so that ``fit``,
+    ``evaluate`` and ``predict`` do not each trace the tokenizer again); packed ids pass
+    through. ``{name: [rows, ..., seq]}`` plus any features ([rows]), and ``EXAMPLE_INDEX``
+    [rows] where ``preprocess`` reads long texts as windows."""
     if is_packed(x):
         return int32_ids(x)
-    # A 1-tuple, so that x given as a tuple of arrays (pairs) reaches preprocess whole.
-    dataset = tf.data.Dataset.from_tensor_slices((x,))
-    parts = [{k: v.numpy() for k, v in batch.items()}
-             for batch in dataset.batch(PACK_BATCH_SIZE).map(preprocess)]
-    if not parts:
-        raise ValueError("got no examples")
     examples = len(tf.nest.flatten(x)[0])
-    sizes = [min(PACK_BATCH_SIZE, examples - start)
-             for start in range(0, examples, PACK_BATCH_SIZE)]
+    if not examples:
+        raise ValueError("got no examples")
+    parts, sizes = [], []
+    for start in range(0, examples, PACK_BATCH_SIZE):
+        # x whole (a tuple of arrays for pairs is one input), each array cut to the chunk.
+        chunk = tf.nest.map_structure(
+            lambda array: tf.constant(np.asarray(array)[start:start + PACK_BATCH_SIZE]), x)
+        parts.append({name: np.asarray(value) for name, value in preprocess(chunk).items()})
+        sizes.append(min(PACK_BATCH_SIZE, examples - start))
     return join_packed(parts, sizes)
 
 
@@ -310,7 +313,8 @@ class PackedRows:
         data: ``(x,)``, ``(x, y)`` or ``(x, y, sample_weight)``, arrays with one row per
             example; ``x`` is raw text (string arrays, a tuple of them for pairs, a dict of
             columns) or packed ids.
-        preprocess: maps a batch of ``x`` to the packed ids dict (e.g. a BertPreprocessor).
+        preprocess: maps a batch of ``x`` to the packed ids dict (a model's
+            ``traced_pack_batch``, or a BertPreprocessor).
         batch_size: rows per batch.
         bucket_lengths: the lengths batches are padded to: ``"auto"`` (from the data's length
             histogram, ``length_ladder``), a list, or None (every batch padded to the packed

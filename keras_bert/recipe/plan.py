@@ -81,7 +81,7 @@ class FinetuningPlan:
             self.text_sample = model.sample_texts(x, CALIBRATION_SAMPLE_TEXTS, seed)
             data = (x,) if y is None else ((x, y) if sample_weight is None
                                           else (x, y, sample_weight))
-            self._rows = PackedRows(data, model.pack_batch, settings.batch_size,
+            self._rows = PackedRows(data, model.traced_pack_batch, settings.batch_size,
                                     bucket_lengths=settings.bucket_lengths, shuffle=shuffle,
                                     seed=seed, drop_remainder=self.drop_remainder,
                                     token_level_labels=model.token_level_labels)

@@ -122,7 +122,7 @@ def distill(teacher: BertTask, texts, labels: Sequence | None = None, *,
     if validation_data is not None:
         dev = distillation_data(teacher, *_validation_parts(validation_data),
                                 batch_size=batch_size)
-        validation = PackedRows((dev.x, dev.targets), model.pack_batch, batch_size,
+        validation = PackedRows((dev.x, dev.targets), model.traced_pack_batch, batch_size,
                                 bucket_lengths="auto",
                                 token_level_labels=model.token_level_labels).dataset(0)
     loss = SoftTargetLoss(kind, temperature, label_weight)

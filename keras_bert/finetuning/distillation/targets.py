@@ -90,7 +90,7 @@ def _as_windows(teacher: BertTask, rows, y, labelled: np.ndarray, scored):
     """``distillation_rows``' output with each text the teacher reads as several windows
     (``pack_batch``'s ``EXAMPLE_INDEX``) as the rows of its windows, packed, each with its
     text's label; the output as it was where every text is one window."""
-    packed = pack_examples(rows, teacher.pack_batch)
+    packed = pack_examples(rows, teacher.traced_pack_batch)
     example_index = packed.pop(EXAMPLE_INDEX, None)
     if not windowed_examples(example_index):
         return rows, y, labelled, scored
