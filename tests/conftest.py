@@ -1,5 +1,6 @@
 """Shared test fixtures: quiet TensorFlow, the real MiniLM weights, tiny configs, free TCP ports."""
 
+import gc
 import os
 import socket
 
@@ -62,36 +63,38 @@ OWN_UNITS = (
     "tests/test_docs.py::test_document_blocks_run[",
     "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[",
 )
-# Seconds each unit took in the slow tests (`pytest -m slow -n 2 --durations`, 2,256 s in all)
+# Seconds each unit took in the slow tests (`pytest -m slow -n 2 --durations`, 2,219 s in all)
 # on the 2-core machine (2026-11-29), in brackets; then the longest files of the quick tests
-# (`-m "not slow"`, 591 s), which start first there.
+# (`-m "not slow"`, 479 s; export/test_int8.py above is one of them too), which start first
+# there.
 LONGEST_FIRST = (
-    "tests/test_docs.py::test_document_blocks_run[docs/distillation.md]",  # [325]
-    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[09_",  # [315]
-    "tests/test_gpu_check.py",  # [282: the GPU tests, notebook 02 and throughput on the CPU]
-    "tests/tasks/test_int8_minilm.py",  # [228]
-    "tests/tasks/test_length_grouping_minilm.py",  # [204]
-    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[07_",  # [177]
-    "tests/tasks/test_features_minilm.py",  # [173]
-    "tests/export/test_int8.py",  # [158]
-    "tests/test_docs.py::test_document_blocks_run[docs/fine-tuning.md]",  # [137]
-    "tests/serving/test_memory.py",  # [135]
-    "tests/finetuning/test_multi_worker.py",  # [127]
-    "tests/test_docs.py::test_document_blocks_run[docs/serving.md]",  # [114]
-    "tests/finetuning/test_finetune_resume.py",  # [104]
-    "tests/export/test_tasks.py",  # [103]
-    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[01_",  # [99]
-    "tests/pretraining/test_pretrain_runs.py",  # [96]
-    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[04_",  # [94]
-    "tests/test_docs.py::test_document_blocks_run[README.md]",  # [93]
-    "tests/export/test_tf_hub_int8.py",  # [84]
-    "tests/test_docs.py::test_document_blocks_run[serving/README.md]",  # [80]
-    "tests/test_quickstart.py",  # [79]
-    "tests/export/test_int8_calibrated.py",  # [quick: 115]
-    "tests/finetuning/test_distillation.py",  # [quick: 61]
-    "tests/export/test_hf_heads.py",  # [quick: 48]
-    "tests/export/test_transformers_signature.py",  # [quick: 40]
-    "tests/tasks/test_predict_small.py",  # [quick: 33]
+    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[09_",  # [668]
+    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[07_",  # [255]
+    "tests/test_gpu_check.py",  # [251: the GPU tests, notebook 02 and throughput on the CPU]
+    "tests/tasks/test_int8_minilm.py",  # [220]
+    "tests/test_docs.py::test_document_blocks_run[docs/distillation.md]",  # [209]
+    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[01_",  # [189]
+    "tests/tasks/test_features_minilm.py",  # [170]
+    "tests/test_docs.py::test_document_blocks_run[docs/fine-tuning.md]",  # [152]
+    "tests/test_docs.py::test_document_blocks_run[docs/serving.md]",  # [142]
+    "tests/export/test_int8.py",  # [131]
+    "tests/finetuning/test_multi_worker.py",  # [126]
+    "tests/tasks/test_length_grouping_minilm.py",  # [125]
+    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[04_",  # [92]
+    "tests/serving/test_memory.py",  # [84]
+    "tests/test_docs.py::test_document_blocks_run[README.md]",  # [79]
+    "tests/finetuning/test_finetune_resume.py",  # [76]
+    "tests/pretraining/test_pretrain_runs.py",  # [69]
+    "tests/export/test_tf_hub_int8.py",  # [67]
+    "tests/test_docs.py::test_document_blocks_run[serving/README.md]",  # [63]
+    "tests/test_quickstart.py",  # [56]
+    "tests/export/test_tasks.py",  # [quick and slow]
+    "tests/finetuning/test_distillation.py",  # [quick: 60]
+    "tests/export/test_int8_calibrated.py",  # [quick: 55]
+    "tests/models/test_task_keras_idioms.py",  # [quick: 50]
+    "tests/export/test_openvino.py",  # [quick: 42]
+    "tests/test_layer_harness.py",  # [quick: 36]
+    "tests/export/test_transformers_signature.py",  # [quick: 30]
 )
 
 
@@ -100,6 +103,19 @@ def _start_rank(item) -> tuple[int, int]:
         if item.nodeid.startswith(prefix):
             return 0, rank
     return (1 if item.get_closest_marker("slow") else 2), 0
+
+
+def pytest_collection_finish(session):
+    """Once the test modules are imported (TensorFlow's and Keras' millions of objects, which
+    live as long as the process): out of the garbage collector's sight, as keras-bert's server
+    does after its start (keras_bert/serving/server.py), and the young generation collected
+    every 100,000 allocations instead of 700. Tracing makes many short-lived objects, and every
+    full collection walked all of the imports' again: 3-5% of the quick tests' time. Nothing
+    tested depends on when Python collects; the tests that measure memory measure servers in
+    processes of their own."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
 
 
 def pytest_collection_modifyitems(config, items):
