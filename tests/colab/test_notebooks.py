@@ -73,8 +73,10 @@ CI_RUNS = {
     "09_distill_and_serve.ipynb": (
         # seq_length 128, the notebook's own: at 64 the reviews longer than a window (half of
         # them) are read as two or more windows each, and the run took 668 s (315 s before
-        # classifiers read long texts as windows).
-        dict(NUM_LABELLED=320, NUM_UNLABELED=320, NUM_TEST=500, SEQ_LENGTH=128, BATCH_SIZE=16,
+        # classifiers read long texts as windows). 160 texts without labels, not 320: the two
+        # distillations took 137 s instead of 171 s (alone on the 2-core machine), the students
+        # scoring 74.0% and 72.8% against 73.8% and 73.8% (the check asks 65.2%).
+        dict(NUM_LABELLED=320, NUM_UNLABELED=160, NUM_TEST=500, SEQ_LENGTH=128, BATCH_SIZE=16,
              EPOCHS=3, LEARNING_RATE=1e-4),
         "dict(teacher_accuracy=teacher_accuracy, majority_rate=majority_rate, "
         "results=results, served=served, "
