@@ -57,8 +57,10 @@ CI_RUNS = {
         "keras=type(classifier_model).__module__, keras_bert_imported='keras_bert' in sys.modules, "
         "trainable=len(classifier_model.trainable_weights))"),
     "07_feature_based_classification.ipynb": (
+        # Fine-tuned 2 epochs, not 3: 77 s instead of 99 s alone, 76.8% against 78.6% (the
+        # check asks 68.2%).
         dict(NUM_TRAIN=800, NUM_TEST=500, SEQ_LENGTH=128, FINETUNE_NUM_TRAIN=320,
-             BATCH_SIZE=16, EPOCHS=3, LEARNING_RATE=1e-4),
+             BATCH_SIZE=16, EPOCHS=2, LEARNING_RATE=1e-4),
         "dict(feature_accuracy=feature_accuracy, finetuned_accuracy=finetuned_accuracy, "
         "majority_rate=majority_rate, test_size=len(test_y), "
         "shapes={name: list(f.shape) for name, f in train_features.items()}, "
