@@ -79,9 +79,12 @@ CI_RUNS = {
         # them) are read as two or more windows each, and the run took 668 s (315 s before
         # classifiers read long texts as windows). 160 texts without labels, not 320: the two
         # distillations took 137 s instead of 171 s (alone on the 2-core machine), the students
-        # scoring 74.0% and 72.8% against 73.8% and 73.8% (the check asks 65.2%).
+        # scoring 74.0% and 72.8% against 73.8% and 73.8% (the check asks 65.2%). 2 epochs,
+        # not 3, since the teacher reads MiniLM by mean pooling: teacher 78.0%, students 76.6%
+        # and 73.2%, 297 s beside another test (443 s for 3 epochs of the [CLS] pooler, whose
+        # teacher learned nothing in 2: 62.2%, the majority's rate).
         dict(NUM_LABELLED=320, NUM_UNLABELED=160, NUM_TEST=500, SEQ_LENGTH=128, BATCH_SIZE=16,
-             EPOCHS=3, LEARNING_RATE=1e-4),
+             EPOCHS=2, LEARNING_RATE=1e-4),
         "dict(teacher_accuracy=teacher_accuracy, majority_rate=majority_rate, "
         "results=results, served=served, "
         "kept={k: s.distillation['kept_layers'] for k, s in students.items()})"),
