@@ -25,7 +25,7 @@ NOTEBOOKS = sorted(f for f in os.listdir(COLAB) if f.endswith(".ipynb"))
 CI_RUNS = {
     "01_finetune_classifier.ipynb": (
         # seq_length 128 and 2 epochs, not 64 and 3: at 64 most reviews are read as two or
-        # more windows; 156 s instead of 250 s beside another test (78.0% against 78.4%).
+        # more windows; 152-163 s instead of 250 s in the slow tests (78.0% against 78.4%).
         dict(NUM_TRAIN=320, NUM_TEST=500, SEQ_LENGTH=128, BATCH_SIZE=16, EPOCHS=2,
              LEARNING_RATE=1e-4),
         "dict(test_accuracy=test_accuracy, majority_rate=majority_rate, "
