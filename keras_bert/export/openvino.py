@@ -7,10 +7,11 @@ The model is the packed-id part of the SavedModel's raw-text signature (the task
 outputs from ``input_word_ids``, ``input_mask``, ``input_type_ids``), converted by
 ``openvino.convert_model`` from a ``tf.function``, with the tokenizer joined in front
 (``openvino_tokenizer.tokenizer_model``: built from our vocabulary and casing, no transformers)
-by ``openvino_tokenizers.connect_models``. It runs a request as one batch padded to its
-longest text (rounded up to a multiple of 8), where the SavedModel runs sorted chunks of 8
-rows: the outputs are the same within float error, except at padded positions of sequence
-outputs, which no client should read (``input_mask`` says where the text is).
+by ``openvino_tokenizers.connect_models``. The model is traced in the forms OpenVINO fuses
+(``layers.openvino_form``: LayerNorm as one MVN, no reshapes to rows). It runs a request as one
+batch padded to its longest text, where the SavedModel runs sorted chunks of 8 rows: the
+outputs are the same within float error, except at padded positions of sequence outputs,
+which no client should read (``input_mask`` says where the text is).
 
 Exported: the models whose ``TaskExport`` says ``openvino=True``: the encoder, the classifier
 (text only, no features) and the embedder. Not yet: the tagger and the span head, whose
@@ -36,7 +37,7 @@ from keras_bert.export import signatures
 from keras_bert.export.openvino_extra import IR_FILE, WEIGHTS_FILE
 from keras_bert.export.openvino_tokenizer import tokenizer_model
 from keras_bert.fileio import atomic_output_dir, is_remote, join
-from keras_bert.layers import layer_normalization
+from keras_bert.layers import openvino_form
 from keras_bert.layers.int8 import is_int8
 from keras_bert.models.int8_calibration import kept_calibration_texts
 from keras_bert.tokenization.packing import INPUT_NAMES
@@ -137,7 +138,7 @@ def openvino_model(model, preprocessor, text_pair: bool | None = None,
     if quantize and not calibration_texts:
         raise ValueError("an int8 OpenVINO export needs calibration_texts (NNCF measures "
                          "activation ranges on them): a few hundred texts like those served")
-    with layer_normalization.keras_formula():  # the LayerNorm pattern OpenVINO fuses
+    with openvino_form.openvino_form():  # the graph patterns OpenVINO fuses
         packed = ov.convert_model(_packed_function(model, preprocessor, task))
     _repair_string_constants(packed)
     if quantize:

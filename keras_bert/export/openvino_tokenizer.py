@@ -21,8 +21,9 @@ case folding, which Google's tokenizer does not). The steps:
 - words are split at spaces and looked up with ``WordpieceTokenizer`` (greedy longest match
   first, ``##`` continuations);
 - packing as ``[CLS] a [SEP] (b [SEP])`` with Google's pair truncation, padded to the batch's
-  longest row rounded up to a multiple of 8 (at most ``seq_length``), written with OpenVINO's
-  own operations after ``packer_layer.pack_segments`` and ``trim_to_longest``.
+  longest row (not rounded up: OpenVINO's CPU plugin runs any length, and on short texts every
+  padded position is paid for), written with OpenVINO's own operations after
+  ``packer_layer.pack_segments``.
 
 Left out: NFD's reordering of two spacing marks of different combining classes in one
 character's run (musical symbols and a few others; ``graph_normalizer`` re-sorts them), which
@@ -38,7 +39,6 @@ import numpy as np
 
 from keras_bert.tokenization import chars
 from keras_bert.tokenization.packing import INPUT_NAMES
-from keras_bert.tokenization.preprocessor import PAD_MULTIPLE
 from keras_bert.tokenization.vocab import CLS, PAD, SEP, UNK
 from keras_bert.tokenization.wordpiece import MAX_CHARS_PER_WORD, SUFFIX_INDICATOR
 
@@ -189,8 +189,8 @@ def _pair_lengths(opset, length_a, length_b, budget):
 
 def _pack(segments, seq_length: int, ids: dict[str, int]) -> dict:
     """``packer_layer.pack_segments`` then ``trim_to_longest`` in OpenVINO ops: ragged ids of
-    one or two segments -> {input name: int32 [batch, length]}, length the longest row rounded
-    up to PAD_MULTIPLE, at least PAD_MULTIPLE and at most seq_length."""
+    one or two segments -> {input name: int32 [batch, length]}, length the longest row (at
+    most seq_length)."""
     from openvino import opset15 as opset
 
     def i32(value):
@@ -213,9 +213,7 @@ def _pack(segments, seq_length: int, ids: dict[str, int]) -> dict:
                            opset.add(keep_a, i32(2)))
     b_start = opset.add(keep_a, i32(2))
     longest = opset.reduce_max(opset.concat([i32([0]), end], 0), i32(0))
-    rounded = opset.add(longest, i32(PAD_MULTIPLE - 1))  # (x / m) * m is folded to x: use mod
-    length = opset.subtract(rounded, opset.floor_mod(rounded, i32(PAD_MULTIPLE)))
-    length = opset.minimum(opset.maximum(length, i32(PAD_MULTIPLE)), i32(seq_length))
+    length = opset.minimum(longest, i32(seq_length))
     position = opset.unsqueeze(opset.range(i32(0), length, i32(1), output_type="i32"), i32(0))
 
     def read(segment, start):  # segment's ids at position - start, [batch, length]

@@ -1,13 +1,10 @@
 """LayerNorm over the last axis: in training, forward and backward are each one XLA computation;
 at inference, one oneDNN kernel where TensorFlow has it."""
 
-import contextlib
-
 import keras
 import tensorflow as tf
 
-# Set inside ``keras_formula()``: inference traces Keras' own LayerNorm ops.
-_keras_formula = [False]
+from keras_bert.layers import openvino_form
 
 
 def _normalize(x, epsilon):
@@ -78,19 +75,16 @@ def layer_norm_inference(x, gamma, beta, epsilon: float):
     return tf.reshape(normalized, shape) * gamma + beta
 
 
-@contextlib.contextmanager
-def keras_formula():
-    """Within it, ``BertLayerNormalization`` traces Keras' own LayerNorm ops at inference.
-
-    For graphs that another engine compiles: OpenVINO's converter fuses Keras' formula into its
-    own LayerNorm (MVN) kernel, but runs ``layer_norm_inference``'s training-mode
-    ``FusedBatchNormV3`` as generic operations, much more slowly (benchmarks/README.md).
-    """
-    before, _keras_formula[0] = _keras_formula[0], True
-    try:
-        yield
-    finally:
-        _keras_formula[0] = before
+def layer_norm_mvn(x, gamma, beta, epsilon: float):
+    """LayerNorm of float32 [..., H] in the pattern OpenVINO's converter fuses into one MVN (its
+    LayerNorm kernel) and a scale-shift: ``(x - mean) / sqrt(mean((x - mean) * (x - mean)) +
+    epsilon) * gamma + beta``, the axes a 1-D list. Keras' formula (a squared difference, rsqrt
+    with the scale folded in) and a scalar axis are left as reductions and elementwise kernels
+    (benchmarks/README.md). Traced within ``openvino_form.openvino_form()``."""
+    mean = tf.reduce_mean(x, [-1], keepdims=True)
+    centered = x - mean
+    variance = tf.reduce_mean(centered * centered, [-1], keepdims=True)
+    return centered / tf.sqrt(variance + epsilon) * gamma + beta
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -110,9 +104,11 @@ class BertLayerNormalization(keras.layers.LayerNormalization):
 
     def call(self, inputs, training=None):
         if not training:
-            if (inputs.dtype != tf.float32 or self.compute_dtype != "float32"
-                    or _keras_formula[0]):
+            if inputs.dtype != tf.float32 or self.compute_dtype != "float32":
                 return super().call(inputs)
+            if openvino_form.active():
+                return layer_norm_mvn(inputs, tf.cast(self.gamma, tf.float32),
+                                      tf.cast(self.beta, tf.float32), self.epsilon)
             return layer_norm_inference(inputs, tf.cast(self.gamma, tf.float32),
                                         tf.cast(self.beta, tf.float32), self.epsilon)
         outputs = layer_norm_fused(inputs, self.gamma, self.beta, self.epsilon)

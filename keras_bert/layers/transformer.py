@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert import keras_internals
+from keras_bert.layers import openvino_form
 from keras_bert.layers.activations import get_activation, get_training_activation
 from keras_bert.layers.dropout import BertDropout
 from keras_bert.layers.int8 import apply_dense, apply_dense_together
@@ -18,6 +19,16 @@ def attention_mask_bias(input_mask):
     """int [batch, seq] (1 = token, 0 = padding) -> float32 [batch, 1, 1, seq] additive bias."""
     mask = ops.cast(input_mask, "float32")
     return (1.0 - mask)[:, None, None, :] * MASK_ADDER
+
+
+def _rows(sequence, hidden_size):
+    """[B, S, H] -> [B*S, H]: Dense layers on rows run as 2D MatMul + bias (+ GELU), which TF's
+    oneDNN graph rewrite fuses into one op; on [B, S, H] Keras emits a tensordot that it cannot
+    fuse. Within ``openvino_form()``, unchanged: OpenVINO takes any rank, and the reshapes
+    would keep NNCF's quantization out of the LayerNorm's kernel."""
+    if openvino_form.active():
+        return sequence
+    return ops.reshape(sequence, (-1, hidden_size))
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -85,7 +96,7 @@ class BertSelfAttention(keras.layers.Layer):
         check_rank("BertSelfAttention", "hidden_states", hidden_states, SEQUENCE)
         check_rank("BertSelfAttention", "mask_bias", mask_bias, MASK_BIAS)
         batch, seq = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
-        flat = ops.reshape(hidden_states, (-1, self.hidden_size))             # [B*S, H]
+        flat = _rows(hidden_states, self.hidden_size)                          # [B*S, H]
         # After quantize("int8"), apply_dense runs the int8 projections on oneDNN's int8 matmul.
         # After quantize("int8"), the three run as one int8 matmul (apply_dense_together).
         query, key, value = (self._split_heads(projected, batch, seq)         # [B, N, S, D]
@@ -212,13 +223,11 @@ class TransformerBlock(keras.layers.Layer):
         check_rank("TransformerBlock", "hidden_states", hidden_states, SEQUENCE)
         check_rank("TransformerBlock", "mask_bias", mask_bias, MASK_BIAS)
         batch, seq = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
-        # Dense layers on [B*S, H] run as 2D MatMul + bias (+ GELU), which TF's oneDNN graph
-        # rewrite fuses into one op; on [B, S, H] Keras emits a tensordot that it cannot fuse.
-        flat = ops.reshape(hidden_states, (-1, self.hidden_size))             # [B*S, H]
+        flat = _rows(hidden_states, self.hidden_size)                          # [B*S, H]
         attention = self.attention(hidden_states, mask_bias, training=training)
         # After quantize("int8"), apply_dense runs the int8 layers on oneDNN's int8 matmul.
         attention = apply_dense(self.attention_output,
-                                ops.reshape(attention, (-1, self.hidden_size)), training,
+                                _rows(attention, self.hidden_size), training,
                                 self.attention_output_input_scale)
         attention = self.attention_dropout_layer(attention, training=training)
         flat = self.attention_layer_norm(flat + attention, training=training)
@@ -228,6 +237,8 @@ class TransformerBlock(keras.layers.Layer):
         feed_forward = apply_dense(self.output_dense, intermediate, training)
         feed_forward = self.output_dropout_layer(feed_forward, training=training)
         flat = self.output_layer_norm(flat + feed_forward, training=training)
+        if openvino_form.active():
+            return flat
         return ops.reshape(flat, (batch, seq, self.hidden_size))
 
     def get_config(self):

@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.layers.layer_normalization import BertLayerNormalization
+from keras_bert.layers.openvino_form import openvino_form
 
 
 def _layers(dtype=None):
@@ -49,6 +50,12 @@ def test_inference_equals_keras_layer_normalization(shape):
     for got in (ours(x), tf.function(lambda x: ours(x, training=False))(x)):
         assert got.shape == shape
         np.testing.assert_allclose(got.numpy(), reference(x).numpy(), rtol=1e-6, atol=2e-6)
+    with openvino_form():  # OpenVINO's MVN pattern (tests/export/test_openvino checks the IR)
+        traced = tf.function(lambda x: ours(x, training=False))
+        ops = {op.type for op in traced.get_concrete_function(x).graph.get_operations()}
+        assert "Sqrt" in ops and "FusedBatchNormV3" not in ops
+        np.testing.assert_allclose(traced(x).numpy(), reference(x).numpy(), rtol=1e-6,
+                                   atol=2e-6)
 
 
 def _session_op_types(output, feed, session) -> set[str]:
