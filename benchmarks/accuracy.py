@@ -15,6 +15,12 @@ clipping at 1.0, dropout 0.1 from the config), and are scored by the same code o
                      serving_default on the raw test texts)
   ours-serving-int8  export_model(..., quantize="int8", calibration_texts=<300 training texts>),
                      run the same way
+  ours-openvino      with --openvino: export_model(..., format="openvino"), float32, the IR
+                     (raw text in, its tokenizer inside) run by OpenVINO's CPU runtime on the
+                     raw test texts (2 threads at most, one stream, f32 precision hint); it
+                     reads a text's first window, so its float32 twin, not ``ours``, is what its
+                     int8 compares with on long texts
+  ours-openvino-int8 the same with quantize="int8" (NNCF, the same 300 calibration texts)
   hf-torch           transformers.AutoModelForSequenceClassification (BertForSequenceClassification:
                      pooler, dropout, linear head) and AutoTokenizer of the same folder, a plain
                      PyTorch loop: torch.optim.AdamW, google-research/bert's schedule (below)
@@ -82,8 +88,9 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TORCH_PYTHON = os.path.join(REPO_ROOT, "benchmarks", ".venvs", "torch", "bin", "python")
 DEFAULT_JSON = os.path.join(REPO_ROOT, "benchmarks", "data", "accuracy.json")
 DEFAULT_LOCKSTEP_JSON = os.path.join(REPO_ROOT, "benchmarks", "data", "accuracy_lockstep.json")
-CONTENDERS = ("ours", "ours-serving", "ours-serving-int8", "hf-torch")
-WORKERS = ("ours", "hf-torch")  # ours-serving and ours-serving-int8 come from the ours worker
+CONTENDERS = ("ours", "ours-serving", "ours-serving-int8", "ours-openvino",
+              "ours-openvino-int8", "hf-torch")
+WORKERS = ("ours", "hf-torch")  # ours-serving* and ours-openvino* come from the ours worker
 CALIBRATION_TEXTS = 300  # training texts for the calibrated int8 export
 SPLIT_SEED = 0  # the held-out splits and subsamples; fixed, so every seed sees the same rows
 TREC_TEST_FRACTION = 0.2
@@ -254,6 +261,24 @@ def _graph_mode_predictions(path: str, texts: list[str], threads: int) -> tuple[
     return predictions, seconds
 
 
+def _openvino_predictions(path: str, texts: list[str], threads: int) -> tuple[list[int], float]:
+    """class_ids of an OpenVINO export (model.xml, raw text in) on ``texts``, batches of
+    EVAL_BATCH_SIZE in their order. Returns (class ids, seconds)."""
+    import openvino
+    import openvino_tokenizers  # noqa: F401  (the tokenizer's operations)
+    model = openvino.Core().compile_model(
+        os.path.join(path, "model.xml"), "CPU",
+        {"INFERENCE_NUM_THREADS": max(threads, 2), "NUM_STREAMS": 1,
+         "INFERENCE_PRECISION_HINT": "f32"})
+    request = model.create_infer_request()
+    start, predictions = time.perf_counter(), []
+    for i in range(0, len(texts), EVAL_BATCH_SIZE):
+        batch = np.array([t.encode("utf-8") for t in texts[i:i + EVAL_BATCH_SIZE]], np.bytes_)
+        request.infer({"text": batch})
+        predictions += request.get_tensor("class_ids").data.tolist()
+    return predictions, time.perf_counter() - start
+
+
 def _ours_classifier(job: dict[str, Any], names: list[str], dropout: bool = True):
     """BertClassifier on MiniLM with a new head, compiled with BERT's AdamW at the job's rate."""
     import keras
@@ -299,12 +324,18 @@ def ours_worker(job: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
     export_seconds = {}
     exports = (("ours-serving", {}),
                ("ours-serving-int8", {"quantize": "int8", "calibration_texts": calibration}))
+    if job.get("openvino"):
+        exports += (("ours-openvino", {"format": "openvino"}),
+                    ("ours-openvino-int8", {"format": "openvino", "quantize": "int8",
+                                            "calibration_texts": calibration}))
     with tempfile.TemporaryDirectory(prefix="accuracy_export_") as base:
         for contender, options in exports if job.get("exports", True) else ():
             start = time.perf_counter()
             path = keras_bert.export_model(model, base, contender, 1, **options)
             export_seconds[contender] = time.perf_counter() - start
-            predictions[contender], eval_seconds[contender] = _graph_mode_predictions(
+            run = (_openvino_predictions if options.get("format") == "openvino"
+                   else _graph_mode_predictions)
+            predictions[contender], eval_seconds[contender] = run(
                 path, data["test_texts"], job["threads"])
 
     def packed_ids(texts):
@@ -542,7 +573,7 @@ def _common_job(args: argparse.Namespace, mode: str) -> dict[str, Any]:
             "batch_size": args.batch_size, "epochs": args.epochs,
             "learning_rate": args.learning_rate, "threads": args.threads,
             "bucket_lengths": args.bucket_lengths, "exports": not args.no_exports,
-            "pooling": args.pooling,
+            "pooling": args.pooling, "openvino": args.openvino,
             "ours_root": os.path.abspath(args.ours_root)}
 
 
@@ -668,7 +699,7 @@ def format_table(results: dict[str, Any]) -> str:
                      f"{summary['max_length']}; majority {_percent(summary['majority_rate'])}%)"
                      if first else "")
             first = False
-            train = ("(same model)" if contender.startswith("ours-serving") else
+            train = ("(same model)" if contender.startswith(("ours-serving", "ours-openvino")) else
                      f"{c['train_seconds_mean']:.0f} / {c['train_cpu_seconds_mean']:.0f}")
             lines.append(f"| {label} | {contender} | {_percent(c['accuracy_mean'])} "
                          f"({_percent(c['accuracy_min'])}-{_percent(c['accuracy_max'])}) | "
@@ -707,6 +738,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no_exports", action="store_true",
                         help="score the trained model only, not its float32 and int8 exports "
                              "(ours-serving, ours-serving-int8)")
+    parser.add_argument("--openvino", action="store_true",
+                        help="also score the OpenVINO exports, float32 and int8 "
+                             "(ours-openvino, ours-openvino-int8; the openvino extra)")
     parser.add_argument("--parallel", type=int, default=1,
                         help="workers run at a time (at most one per core: each is timed)")
     parser.add_argument("--workers", nargs="+", choices=WORKERS, default=list(WORKERS))
