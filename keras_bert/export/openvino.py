@@ -14,9 +14,11 @@ outputs are the same within float error, except at padded positions of sequence 
 which no client should read (``input_mask`` says where the text is).
 
 Exported: the models whose ``TaskExport`` says ``openvino=True``: the encoder, the classifier
-(text only, no features) and the embedder. Not yet: the tagger and the span head, whose
-string outputs (tokens and tags per position, the answer text) use ops that OpenVINO's CPU
-plugin does not run on strings (``Select``), and multiple choice.
+(text only, no features), the tagger and the embedder; a task's string outputs are written
+with the string ops OpenVINO's CPU plugin runs (a gather from a table, no ``Select`` among
+strings). Not yet: the span head, whose answer is the context's own characters at the
+in-graph tokenizer's offsets (openvino-tokenizers' BERT pipeline gives no offsets), and
+multiple choice.
 OpenVINO, openvino-tokenizers and NNCF are the ``openvino`` extra; this module imports them
 when it runs, so keras_bert imports without them.
 """
@@ -50,8 +52,9 @@ def check_exportable(model, task: signatures.TaskExport, mixed_precision, dynami
     """Refuses, in one line, what the OpenVINO export does not write."""
     name = type(model).__name__
     if not task.openvino:
-        raise ValueError(f"a {name} does not export as OpenVINO IR yet (its serving outputs "
-                         f"use string ops OpenVINO's CPU plugin cannot run); export it as a "
+        raise ValueError(f"a {name} does not export as OpenVINO IR yet (its raw-text "
+                         f"serving signature needs what the IR's tokenizer does not give: "
+                         f"character offsets, or several texts per example); export it as a "
                          f"SavedModel")
     if task.feature_spec is not None and task.feature_spec(model):
         raise ValueError(f"this {name} reads features beside the text; an OpenVINO export "
@@ -163,8 +166,11 @@ def write_openvino(model, directory: str, *, preprocessor, text_pair: bool | Non
     appears only when complete; remote directories get model.xml last) and returns it."""
     import openvino as ov
 
-    if getattr(model, "window_combination", "first") != "first":
-        pairs = signatures.task_export(model).text_pair if text_pair is None else text_pair
+    task = signatures.task_export(model)
+    # A classifier windows unless told "first"; a tagger's export always reads windows.
+    windows = getattr(model, "window_combination", "mean" if task.window_outputs else "first")
+    if windows != "first":
+        pairs = task.text_pair if text_pair is None else text_pair
         what = (f"a text pair as Google packs it in {preprocessor.seq_length} WordPieces (the "
                 f"longer text cut: the first of the windows of its second text)" if pairs
                 else f"a text's first {preprocessor.seq_length - 2} WordPieces")

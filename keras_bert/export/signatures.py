@@ -89,7 +89,8 @@ class TaskExport:
             as it names them (``logits``...), for ``serving_default="transformers"``; None: no
             TF class of transformers has this head.
         openvino: whether its raw-text outputs export as OpenVINO IR (``export.openvino``):
-            OpenVINO's CPU plugin runs their ops (a tagger's string ``where`` it does not).
+            OpenVINO's CPU plugin runs their ops (strings gathered from tables, never selected
+            with ``tf.where``) and the IR's tokenizer gives what they read (ids, not offsets).
         window_outputs: serving_default's outputs for a model that reads a text longer than
             seq_length as windows: the texts split and packed, every window of the batch run
             through ``run_rows``, and the outputs combined into one row per text; None (or

@@ -19,7 +19,8 @@ pytest.importorskip("nncf")
 
 import openvino as ov  # noqa: E402
 
-from keras_bert import BertClassifier, BertEmbedder, BertEncoder, BertTokenClassifier  # noqa: E402
+from keras_bert import (BertClassifier, BertEmbedder, BertEncoder,  # noqa: E402
+                        BertQuestionAnswerer, BertTokenClassifier)
 from keras_bert.export import export_model  # noqa: E402
 from keras_bert.export.openvino_tokenizer import tokenizer_model  # noqa: E402
 from keras_bert.export.signatures import (TEXT_SIGNATURE, build_signatures,  # noqa: E402
@@ -184,14 +185,46 @@ def test_int8_stays_within_its_bound(exports):
     assert (int8["class_ids"] == float32["class_ids"]).sum() >= 8
 
 
-def test_a_tagger_is_refused_in_one_line(preprocessor, tmp_path):
+def test_a_tagger_gives_the_saved_models_tokens_tags_and_probabilities(preprocessor, tmp_path,
+                                                                       caplog):
     keras.utils.set_random_seed(7)
-    tagger = BertTokenClassifier(tiny_encoder(len(preprocessor.vocabulary)), ["O", "B", "I"],
+    labels = ["O", "B-PER", "I-PER"]
+    tagger = BertTokenClassifier(tiny_encoder(len(preprocessor.vocabulary)), labels,
                                  preprocessor=preprocessor)
+    with caplog.at_level(logging.WARNING, logger="keras_bert.export.openvino"):
+        path = export_model(tagger, str(tmp_path), "tagger", format="openvino")
+    assert "reads a text's first 30 WordPieces; this BertTokenClassifier" in caplog.text
+    pieces = preprocessor.tokenize(tf.constant(SENTENCES)).row_lengths().numpy()
+    texts = [s for s, n in zip(SENTENCES, pieces) if n <= 30]  # one window: as the SavedModel
+    got = run(compiled(path), text=texts)
+    want = {name: value.numpy() for name, value in build_signatures(tagger, preprocessor)[
+        TEXT_SIGNATURE](text=tf.constant(texts)).items()}
+    assert sorted(got) == sorted(want)
+    # The IR pads to the longest text, the SavedModel to a multiple of 8: the same positions
+    # hold text, and every output is the same there.
+    width = got["input_mask"].shape[1]
+    assert not want["input_mask"][:, width:].any()
+    text = got["input_mask"] > 0
+    np.testing.assert_array_equal(got["input_mask"], want["input_mask"][:, :width])
+    np.testing.assert_allclose(got["probabilities"][text],
+                               want["probabilities"][:, :width][text], atol=1e-5)
+    for name in ("label_ids", "word_starts"):
+        np.testing.assert_array_equal(got[name][text], want[name][:, :width][text], name)
+    for name in ("tokens", "labels"):  # strings everywhere, "" at padding
+        decoded = np.vectorize(lambda b: b.decode("utf-8"), otypes=[str])(want[name])
+        np.testing.assert_array_equal(got[name], decoded[:, :width], name)
+    assert set(got["labels"][got["word_starts"]].tolist()) <= set(labels)
+    assert got["tokens"][texts.index("naïve café owners' résumés"), :3].tolist() == [
+        "[CLS]", "naive", "cafe"]
+
+
+def test_a_question_answerer_is_refused_in_one_line(preprocessor, tmp_path):
+    answerer = BertQuestionAnswerer(tiny_encoder(len(preprocessor.vocabulary)),
+                                    preprocessor=preprocessor)
     with pytest.raises(ValueError, match="does not export as OpenVINO IR yet") as error:
-        export_model(tagger, str(tmp_path), "tagger", format="openvino")
+        export_model(answerer, str(tmp_path), "squad", format="openvino")
     assert "\n" not in str(error.value)
-    assert not os.path.exists(tmp_path / "tagger")
+    assert not os.path.exists(tmp_path / "squad")
 
 
 def test_int8_without_calibration_texts_and_savedmodel_options_are_refused(classifier,

@@ -1,9 +1,11 @@
 """`keras-bert serve` serves an OpenVINO version (model.xml, from export_model(...,
-format="openvino")) beside a SavedModel one with the same APIs: gRPC Predict and
+format="openvino")) of a classifier and of a tagger beside their SavedModel ones with the same
+APIs: gRPC Predict and
 GetModelMetadata, REST :predict, and `keras-bert predict --server` (a client written for the
 SavedModel) all answer as for the SavedModel; bad requests are INVALID_ARGUMENT. Skipped where
 the ``openvino`` extra is not installed."""
 
+import json
 import os
 
 import grpc
@@ -17,13 +19,15 @@ pytest.importorskip("openvino")
 pytest.importorskip("openvino_tokenizers")
 pytest.importorskip("nncf")
 
-from keras_bert import BertClassifier, BertEncoder, BertPreprocessor  # noqa: E402
+from keras_bert import (BertClassifier, BertEncoder, BertPreprocessor,  # noqa: E402
+                        BertTokenClassifier)
 from keras_bert.cli import main  # noqa: E402
 from keras_bert.export import export_model  # noqa: E402
 from tests.serving.server_helpers import running_server, write_model_config  # noqa: E402
 
 TEXTS = ["What a great film!", "Angela Merkel visited Paris.", "Héllo wörld 中文", ""]
 LABELS = ["negative", "positive"]
+TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 
 
 @pytest.fixture(scope="module")
@@ -34,12 +38,15 @@ def served(minilm_dir, tmp_path_factory):
                           num_attention_heads=4, intermediate_size=128,
                           max_position_embeddings=64)
     model = BertClassifier(encoder, 2, preprocessor=preprocessor, label_names=LABELS)
+    tagger = BertTokenClassifier(encoder, TAGS, preprocessor=preprocessor)
     base = tmp_path_factory.mktemp("models")
     export_model(model, str(base), "saved_model")
     export_model(model, str(base), "openvino", format="openvino")
-    with running_server("--model_config_file",
-                        write_model_config(base, ["saved_model", "openvino"])) as (server,
-                                                                                  stubs):
+    export_model(tagger, str(base), "tagger_saved_model")
+    export_model(tagger, str(base), "tagger_openvino", format="openvino")
+    names = ["saved_model", "openvino", "tagger_saved_model", "tagger_openvino"]
+    with running_server("--model_config_file", write_model_config(base, names)) as (server,
+                                                                                   stubs):
         stubs.grpc_port = server.grpc_port
         yield stubs
 
@@ -63,6 +70,41 @@ def test_grpc_predict_answers_as_the_saved_model(served):
                                answers["saved_model"]["probabilities"], atol=1e-4)
     for name in ("class_ids", "class_names"):
         np.testing.assert_array_equal(answers["openvino"][name], answers["saved_model"][name])
+
+
+def test_a_served_tagger_answers_as_its_saved_model(served, capsys):
+    answers = {}
+    for model in ("tagger_saved_model", "tagger_openvino"):
+        response = served.prediction.Predict(text_request(model, TEXTS), timeout=30)
+        answers[model] = {name: tf.make_ndarray(proto) for name, proto in
+                          response.outputs.items()}
+    got, want = answers["tagger_openvino"], answers["tagger_saved_model"]
+    assert sorted(got) == sorted(want)
+    # The IR pads a request to its longest text, the SavedModel to a multiple of 8.
+    width = got["input_mask"].shape[1]
+    assert not want["input_mask"][:, width:].any()
+    text = got["input_mask"] > 0
+    for name in ("tokens", "labels", "input_mask"):
+        np.testing.assert_array_equal(got[name], want[name][:, :width], name)
+    np.testing.assert_array_equal(got["word_starts"][text], want["word_starts"][:, :width][text])
+    np.testing.assert_allclose(got["probabilities"][text],
+                               want["probabilities"][:, :width][text], atol=1e-5)
+    assert b"B-PER" in got["labels"] or b"O" in got["labels"]
+    printed = {}
+    for model in ("tagger_saved_model", "tagger_openvino"):
+        rc = main(["predict", "--server", f"127.0.0.1:{served.grpc_port}", "--model", model,
+                   *TEXTS[:3]])
+        captured = capsys.readouterr()
+        assert rc == 0, captured.err
+        printed[model] = captured.out
+    rows = {model: [json.loads(line) for line in out.splitlines()]
+            for model, out in printed.items()}
+    assert len(rows["tagger_openvino"]) == len(rows["tagger_saved_model"]) == 3
+    for ours, theirs in zip(rows["tagger_openvino"], rows["tagger_saved_model"]):
+        length = sum(ours["input_mask"])
+        assert ours["text"] == theirs["text"]
+        for name in ("tokens", "labels", "word_starts", "label_ids", "input_mask"):
+            assert ours[name][:length] == theirs[name][:length], name
 
 
 def test_rest_predict_answers_as_the_saved_model(served):

@@ -31,17 +31,30 @@ def _named_outputs(model: BertTokenClassifier, preprocessor, probabilities, ids,
     """token_classifier_outputs' outputs from probabilities float32 [batch, seq, num_labels] on
     rows of ids and input_mask, int32 [batch, seq]."""
     label_ids = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
-    vocabulary = tf.constant(list(preprocessor.vocabulary))
     real = input_mask > 0
     special = tf.reduce_any(tf.stack([ids == preprocessor.cls_id,
                                       ids == preprocessor.sep_id]), axis=0)
-    tokens = tf.where(real, tf.gather(vocabulary, ids), "")
     words = real & ~special
-    word_starts = words & ~tf.strings.regex_full_match(tokens, "##.*")
-    labels = tf.where(words, tf.gather(tf.constant(model.label_names), label_ids), "")
+    word_starts = words & ~tf.gather(_continues_word(preprocessor), ids)
+    # Strings are only gathered, "" from one past the last entry: the OpenVINO export's CPU
+    # plugin gathers strings but cannot select among them (tf.where).
+    tokens = _gather_or_empty(list(preprocessor.vocabulary), ids, real)
+    labels = _gather_or_empty(model.label_names, label_ids, words)
     return {"tokens": tokens, "labels": labels, "label_ids": label_ids,
             "word_starts": word_starts, "probabilities": probabilities,
             "input_mask": input_mask}
+
+
+def _continues_word(preprocessor) -> tf.Tensor:
+    """bool [vocabulary]: whether each WordPiece continues a word ("##..."), as
+    ``predict_tags`` tells a word's first piece from the rest."""
+    return tf.constant([token.startswith("##") for token in preprocessor.vocabulary])
+
+
+def _gather_or_empty(strings: list[str], index: tf.Tensor, keep: tf.Tensor) -> tf.Tensor:
+    """``strings[index]`` where ``keep``, else "" (string, ``index``'s shape)."""
+    table = tf.constant(list(strings) + [""])
+    return tf.gather(table, tf.where(keep, index, len(strings)))
 
 
 def token_classifier_window_outputs(model: BertTokenClassifier, preprocessor, raw: RawText,
@@ -61,10 +74,8 @@ def token_classifier_window_outputs(model: BertTokenClassifier, preprocessor, ra
     stride = tagger_stride(model.window_stride, preprocessor.seq_length)
     ids = preprocessor.tokenize(raw.text)  # int32 [texts, (pieces)]
     num_texts = tf.shape(raw.text)[0]
-    vocabulary = tf.constant(list(preprocessor.vocabulary))
     piece_place = tf.cast(tf.ragged.range(ids.row_lengths()).flat_values, tf.int32)
-    starts_word = (piece_place == 0) | ~tf.strings.regex_full_match(
-        tf.gather(vocabulary, ids.flat_values), "##.*")
+    starts_word = (piece_place == 0) | ~tf.gather(_continues_word(preprocessor), ids.flat_values)
     # Words, int32 [texts, (words)]: each word's first and past-the-last piece in its text.
     piece_text = tf.cast(ids.value_rowids(), tf.int32)
     words_per_text = tf.math.unsorted_segment_sum(tf.cast(starts_word, tf.int32), piece_text,
@@ -211,5 +222,5 @@ def token_classifier_transformers_outputs(model: BertTokenClassifier):
 
 register(BertTokenClassifier, TaskExport(
     outputs=token_classifier_outputs,
-    transformers_outputs=token_classifier_transformers_outputs,
+    transformers_outputs=token_classifier_transformers_outputs, openvino=True,
     window_outputs=token_classifier_window_outputs))
