@@ -7,7 +7,12 @@ The model is the packed-id part of the SavedModel's raw-text signature (the task
 outputs from ``input_word_ids``, ``input_mask``, ``input_type_ids``), converted by
 ``openvino.convert_model`` from a ``tf.function``, with the tokenizer joined in front
 (``openvino_tokenizer.tokenizer_model``: built from our vocabulary and casing, no transformers)
-by ``openvino_tokenizers.connect_models``. The model is traced in the forms OpenVINO fuses
+by ``openvino_tokenizers.connect_models``. A classifier that reads long texts as windows
+reads them so here too (single texts): the tokenizer cuts each text into the windows
+``predict`` reads (``openvino_tokenizer._windows``) and the model combines each text's
+windows (``TaskExport.openvino_windows``), one row per text; an OpenVINO model cannot refuse
+a request, so there is no ``max_windows`` here (the SavedModel has one). Text pairs and the
+tagger read a text's first window. The model is traced in the forms OpenVINO fuses
 (``layers.openvino_form``: LayerNorm as one MVN, no reshapes to rows). It runs a request as one
 batch padded to its longest text, where the SavedModel runs sorted chunks of 8 rows: the
 outputs are the same within float error, except at padded positions of sequence outputs,
@@ -37,7 +42,7 @@ from keras_bert import fileio
 from keras_bert.errors import SaveError, one_line_reason
 from keras_bert.export import signatures
 from keras_bert.export.openvino_extra import IR_FILE, WEIGHTS_FILE
-from keras_bert.export.openvino_tokenizer import tokenizer_model
+from keras_bert.export.openvino_tokenizer import TEXT_INDEX, tokenizer_model
 from keras_bert.fileio import atomic_output_dir, is_remote, join
 from keras_bert.layers import openvino_form
 from keras_bert.layers.int8 import is_int8
@@ -82,6 +87,17 @@ def _packed_function(model, preprocessor, task: signatures.TaskExport):
     return outputs
 
 
+def _window_function(outputs_fn):
+    """``outputs_fn(ids, text_index)`` (a task's ``openvino_windows``) as a tf.function of
+    {input name: int32 [windows, length]} and ``text_index`` int32 [windows]."""
+    @tf.function(autograph=False, input_signature=[
+        signatures.ids_input_signature(), tf.TensorSpec([None], tf.int32, name=TEXT_INDEX)])
+    def outputs(ids, text_index):
+        return outputs_fn(ids, text_index)
+
+    return outputs
+
+
 def _repair_string_constants(ov_model) -> None:
     """Writes back the string constants that ``convert_model`` stores as Python's repr of
     their bytes ("b'label'": OpenVINO 2026.4's TensorFlow front end), decoded."""
@@ -100,16 +116,29 @@ def _repair_string_constants(ov_model) -> None:
         node.output(0).replace(fixed.output(0))
 
 
-def _calibration_dataset(preprocessor, texts, text_pair: bool):
-    """NNCF's calibration data: one packed row per text, at its own length."""
+def _calibration_dataset(preprocessor, texts, text_pair: bool, windows: bool):
+    """NNCF's calibration data: one packed row per text, at its own length (with
+    ``windows``, its first window, the text's only one)."""
     import nncf
 
     rows = []
     for text in texts:
         pieces = [tf.constant([text]), tf.constant([""])] if text_pair else tf.constant([text])
         packed = trim_to_longest(preprocessor(pieces))
-        rows.append({f"{name}:0": packed[name].numpy() for name in INPUT_NAMES})
+        row = {f"{name}:0": packed[name].numpy() for name in INPUT_NAMES}
+        if windows:
+            row[f"{TEXT_INDEX}:0"] = np.zeros([1], np.int32)
+        rows.append(row)
     return nncf.Dataset(rows)
+
+
+def reads_windows(model, preprocessor, text_pair: bool):
+    """The task's ``openvino_windows`` for ``model`` when its IR reads long texts as windows
+    (single texts of a model that windows), else None (each text's first window)."""
+    task = signatures.task_export(model)
+    if text_pair or task.openvino_windows is None:
+        return None
+    return task.openvino_windows(model, preprocessor)
 
 
 def openvino_model(model, preprocessor, text_pair: bool | None = None,
@@ -141,19 +170,24 @@ def openvino_model(model, preprocessor, text_pair: bool | None = None,
     if quantize and not calibration_texts:
         raise ValueError("an int8 OpenVINO export needs calibration_texts (NNCF measures "
                          "activation ranges on them): a few hundred texts like those served")
+    windows = reads_windows(model, preprocessor, text_pair)
+    function = (_packed_function(model, preprocessor, task) if windows is None
+                else _window_function(windows[1]))
     with openvino_form.openvino_form():  # the graph patterns OpenVINO fuses
-        packed = ov.convert_model(_packed_function(model, preprocessor, task))
+        packed = ov.convert_model(function)
     _repair_string_constants(packed)
     if quantize:
         import nncf
 
         packed = nncf.quantize(packed, _calibration_dataset(preprocessor, calibration_texts,
-                                                            text_pair),
+                                                            text_pair, windows is not None),
                                model_type=nncf.ModelType.TRANSFORMER,
                                subset_size=len(calibration_texts))
     tokenizer = tokenizer_model(list(preprocessor.vocabulary), preprocessor.lower_case,
-                                preprocessor.seq_length, text_pair)
-    joined = connect_models(tokenizer, packed, {name: f"{name}:0" for name in INPUT_NAMES})
+                                preprocessor.seq_length, text_pair,
+                                window_stride=None if windows is None else windows[0])
+    inputs = INPUT_NAMES + ((TEXT_INDEX,) if windows is not None else ())
+    joined = connect_models(tokenizer, packed, {name: f"{name}:0" for name in inputs})
     joined.set_rt_info(type(model).__name__, ["keras_bert", "model"])
     joined.set_rt_info("int8" if quantize else "float32", ["keras_bert", "precision"])
     return joined
@@ -167,10 +201,10 @@ def write_openvino(model, directory: str, *, preprocessor, text_pair: bool | Non
     import openvino as ov
 
     task = signatures.task_export(model)
+    pairs = task.text_pair if text_pair is None else text_pair
     # A classifier windows unless told "first"; a tagger's export always reads windows.
     windows = getattr(model, "window_combination", "mean" if task.window_outputs else "first")
-    if windows != "first":
-        pairs = task.text_pair if text_pair is None else text_pair
+    if windows != "first" and reads_windows(model, preprocessor, pairs) is None:
         what = (f"a text pair as Google packs it in {preprocessor.seq_length} WordPieces (the "
                 f"longer text cut: the first of the windows of its second text)" if pairs
                 else f"a text's first {preprocessor.seq_length - 2} WordPieces")

@@ -42,6 +42,8 @@ from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.tokenization.vocab import CLS, PAD, SEP, UNK
 from keras_bert.tokenization.wordpiece import MAX_CHARS_PER_WORD, SUFFIX_INDICATOR
 
+# The windowed tokenizer's output that names each row's text.
+TEXT_INDEX = "text_index"
 # Greater than any word of MAX_CHARS_PER_WORD characters can take (4 UTF-8 bytes each): longer
 # words are [UNK] before WordPiece sees them.
 _MAX_BYTES_PER_WORD = 4 * MAX_CHARS_PER_WORD + 1
@@ -187,6 +189,34 @@ def _pair_lengths(opset, length_a, length_b, budget):
     return keep_a, keep_b
 
 
+def _windows(segment, window_length: int, stride: int):
+    """``tokenization.windows.split_windows`` in OpenVINO ops: each text's ragged ids as its
+    overlapping windows, (begins, ends, ids) ragged over [windows], and each window's text,
+    int32 [windows] (a text that fits is one window, itself; an empty one too)."""
+    from openvino import opset15 as opset
+
+    def i32(value):
+        return opset.constant(np.array(value, dtype=np.int32))
+
+    begins, ends, values = segment
+    lengths = opset.subtract(ends, begins)
+    beyond = opset.maximum(opset.subtract(lengths, i32(window_length)), i32(0))
+    counts = opset.add(i32(1), opset.divide(opset.add(beyond, i32(stride - 1)), i32(stride)))
+    last_window = opset.cumsum(counts, i32(0))  # past each text's last window
+    total = opset.reduce_sum(counts, i32(0), keep_dims=True)
+    window = opset.range(i32(0), opset.squeeze(total, i32(0)), i32(1), output_type="i32")
+    # A window's text: how many texts end at or before it ([windows, texts], small).
+    text_index = opset.reduce_sum(opset.convert(opset.less_equal(
+        opset.unsqueeze(last_window, i32(0)), opset.unsqueeze(window, i32(1))), "i32"), i32(1))
+    first_window = opset.subtract(last_window, counts)
+    within = opset.subtract(window, opset.gather(first_window, text_index, i32(0)))
+    start = opset.multiply(within, i32(stride))
+    end = opset.minimum(opset.add(start, i32(window_length)),
+                        opset.gather(lengths, text_index, i32(0)))
+    text_begins = opset.gather(begins, text_index, i32(0))
+    return ((opset.add(text_begins, start), opset.add(text_begins, end), values), text_index)
+
+
 def _pack(segments, seq_length: int, ids: dict[str, int]) -> dict:
     """``packer_layer.pack_segments`` then ``trim_to_longest`` in OpenVINO ops: ragged ids of
     one or two segments -> {input name: int32 [batch, length]}, length the longest row (at
@@ -244,7 +274,7 @@ def _pack(segments, seq_length: int, ids: dict[str, int]) -> dict:
 
 
 def tokenizer_model(vocabulary: list[str], lower_case: bool, seq_length: int,
-                    text_pair: bool = False):
+                    text_pair: bool = False, window_stride: int | None = None):
     """The OpenVINO model of raw text -> packed ids.
 
     Args:
@@ -252,10 +282,15 @@ def tokenizer_model(vocabulary: list[str], lower_case: bool, seq_length: int,
         lower_case: lower-case and strip accents (uncased vocabularies).
         seq_length: the longest packed row, [CLS] and [SEP] included.
         text_pair: whether it takes ``text_pair`` beside ``text``.
+        window_stride: None: each text is one row, cut at ``seq_length``; else (single texts)
+            each text is its windows of ``seq_length - 2`` pieces starting this many pieces
+            apart, as ``tokenization.windows.split_windows`` cuts them, and ``text_index``
+            says each row's text.
 
     Returns:
         an ``openvino.Model``: ``text`` (and ``text_pair``) string [batch] ->
-        ``input_word_ids``, ``input_mask``, ``input_type_ids`` int32 [batch, length].
+        ``input_word_ids``, ``input_mask``, ``input_type_ids`` int32 [rows, length] (and
+        with ``window_stride``, ``text_index`` int32 [rows]).
     """
     import openvino as ov
     from openvino import opset15 as opset
@@ -269,10 +304,17 @@ def tokenizer_model(vocabulary: list[str], lower_case: bool, seq_length: int,
     for parameter, name in zip(parameters, names):
         parameter.output(0).set_names({name})
     segments = [_word_ids(parameter, vocabulary, lower_case) for parameter in parameters]
-    packed = _pack(segments, seq_length, positions)
+    outputs = {}
+    if window_stride is not None:
+        if text_pair:
+            raise ValueError("windows of text pairs are not built in OpenVINO ops")
+        window_segment, outputs[TEXT_INDEX] = _windows(segments[0], seq_length - 2,
+                                                       window_stride)
+        segments = [window_segment]
+    outputs = {**_pack(segments, seq_length, positions), **outputs}
     results = []
-    for name in INPUT_NAMES:
-        result = opset.result(packed[name])
+    for name, node in outputs.items():
+        result = opset.result(node)
         result.output(0).set_names({name})
         results.append(result)
     return ov.Model(results, parameters, "bert_tokenizer")

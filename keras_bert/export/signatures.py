@@ -59,6 +59,9 @@ RunRowsFn = Callable[..., dict]
 # (model, preprocessor, raw, run_rows, max_windows) -> {output name: [batch, ...]}, one row per
 # text from the rows of its windows; None where the model reads these texts as one window each
 WindowOutputsFn = Callable[..., "dict | None"]
+# (model, preprocessor) -> (stride, outputs: (packed ids {name: int32 [windows, seq]},
+# text_index int32 [windows]) -> {output name: [texts, ...]}), or None: one window per text
+OpenVinoWindowsFn = Callable[..., "tuple[int, Callable[..., dict]] | None"]
 # (model) -> {input name: tf.TensorSpec}, for packed ids that are not [batch, seq]
 IdsSpecFn = Callable[..., dict]
 # (model, preprocessor, dynamic_padding) -> the serving_default tf.function, for raw text that
@@ -91,6 +94,12 @@ class TaskExport:
         openvino: whether its raw-text outputs export as OpenVINO IR (``export.openvino``):
             OpenVINO's CPU plugin runs their ops (strings gathered from tables, never selected
             with ``tf.where``) and the IR's tokenizer gives what they read (ids, not offsets).
+        openvino_windows: for a model that reads a text longer than seq_length as windows,
+            what its OpenVINO IR needs to read them as well: ``(stride, outputs)``, the
+            stride of its windows (the IR's tokenizer cuts them) and ``outputs(ids,
+            text_index)``, serving_default's outputs, one row per text, from the packed
+            windows of a batch and each one's text, int32 [windows]; None (or returning None):
+            the IR reads a text's first window.
         window_outputs: serving_default's outputs for a model that reads a text longer than
             seq_length as windows: the texts split and packed, every window of the batch run
             through ``run_rows``, and the outputs combined into one row per text; None (or
@@ -105,6 +114,7 @@ class TaskExport:
     transformers_outputs: TransformersOutputsFn | None = None
     openvino: bool = False
     window_outputs: WindowOutputsFn | None = None
+    openvino_windows: OpenVinoWindowsFn | None = None
 
 
 _REGISTRY: list[tuple[type, TaskExport]] = []

@@ -10,7 +10,8 @@ import tensorflow as tf
 from keras_bert.export.signatures import (RawText, RunRowsFn, TaskExport, logits_model, pack,
                                           parse_text_examples, register, run_rows_of)
 from keras_bert.tasks.classification.model import BertClassifier
-from keras_bert.tasks.classification.windows import combine_windows, pack_windows
+from keras_bert.tasks.classification.windows import (combine_windows, pack_windows,
+                                                     resolved_stride)
 
 
 def _class_names(model: BertClassifier) -> tf.Tensor:
@@ -63,6 +64,23 @@ def _windowed_outputs(model: BertClassifier, preprocessor, raw: RawText, run_row
     rows = run_rows({**packed, **features},
                     lambda ids: {"outputs": tf.cast(model(ids, training=False), tf.float32)})
     return combine_windows(rows["outputs"], text_index, tf.shape(raw.text)[0], model.activation)
+
+
+def classifier_openvino_windows(model: BertClassifier, preprocessor):
+    """For the OpenVINO IR of a single text: (stride, outputs) where ``outputs(ids,
+    text_index)`` combines a batch's windows as serving_default does (``combine_windows``;
+    every text has at least one window, so the texts are the largest index + 1); None for
+    ``window_combination="first"``."""
+    if model.window_combination == "first":
+        return None
+
+    def outputs(ids: dict, text_index: tf.Tensor) -> dict:
+        rows = tf.cast(model(ids, training=False), tf.float32)
+        num_texts = tf.reduce_max(tf.concat([text_index, [-1]], 0)) + 1
+        return _named_outputs(model, combine_windows(rows, text_index, num_texts,
+                                                     model.activation))
+
+    return resolved_stride(model.window_stride, preprocessor.seq_length), outputs
 
 
 def classifier_feature_spec(model: BertClassifier) -> dict[str, tf.TensorSpec]:
@@ -124,4 +142,5 @@ register(BertClassifier, TaskExport(outputs=classifier_outputs,
                                     feature_spec=classifier_feature_spec,
                                     transformers_outputs=classifier_transformers_outputs,
                                     openvino=True,
-                                    window_outputs=classifier_window_outputs))
+                                    window_outputs=classifier_window_outputs,
+                                    openvino_windows=classifier_openvino_windows))

@@ -138,6 +138,7 @@ def combine_windows(outputs: tf.Tensor, text_index: tf.Tensor, num_texts,
     else:
         combined = mean
     windows = tf.math.unsorted_segment_sum(tf.ones_like(text_index), text_index, num_texts)
-    first = tf.gather(outputs, tf.math.unsorted_segment_min(
-        tf.range(tf.shape(text_index)[0]), text_index, num_texts))
-    return tf.where((windows == 1)[:, None], first, combined)
+    # A text of one window: the sum of its windows' rows is that row, exactly (segment sums,
+    # not a segment minimum, which the OpenVINO export's converter has no rule for).
+    alone = tf.math.unsorted_segment_sum(outputs, text_index, num_texts)
+    return tf.where((windows == 1)[:, None], alone, combined)
