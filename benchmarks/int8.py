@@ -182,7 +182,8 @@ class OursOpenVinoWorker:
         import openvino
         import openvino_tokenizers  # noqa: F401  (the tokenizer's ops)
         self.np = np
-        base = os.path.join(workdir, "ours")
+        base = os.path.join(workdir,
+                            "base" if os.environ.get("KERAS_BERT_BASELINE") else "ours")
         path = os.path.join(base, kind, "1")
         if not os.path.exists(path):
             OursWorker._export(kind, base, vocab)
@@ -292,7 +293,7 @@ class OpenVinoWorker:
 def worker_main(args: argparse.Namespace) -> None:
     family, kind = args.worker.split("-")
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries the replies (NNCF prints)
-        if family == "ours" and kind.startswith("ov"):
+        if family in ("ours", "base") and kind.startswith("ov"):
             worker = OursOpenVinoWorker(kind, args.workdir, args.vocab)
         elif family in ("ours", "base"):
             worker = OursWorker(kind, args.workdir, args.vocab, args.inter_op_threads)
@@ -320,8 +321,9 @@ def worker_main(args: argparse.Namespace) -> None:
 # ------------------------------------------------------------------------------ orchestrator
 def start_worker(contender: str, args: argparse.Namespace) -> subprocess.Popen:
     python = ONNX_PYTHON if contender.split("-")[0] in PEER_FAMILIES else sys.executable
+    # Absolute paths: a base-* worker runs in the baseline checkout.
     command = [python, os.path.abspath(__file__), "--worker", contender, "--workdir",
-               args.workdir, "--vocab", args.vocab,
+               os.path.abspath(args.workdir), "--vocab", os.path.abspath(args.vocab),
                "--inter_op_threads", str(args.inter_op_threads)]
     # A base-* worker runs this file with the baseline checkout's keras_bert first on the path.
     root = os.path.abspath(args.baseline_root) if contender.startswith("base") else REPO_ROOT
@@ -364,7 +366,7 @@ def main() -> None:
         return
     if args.baseline_root:
         args.contenders += [c.replace("ours", "base") for c in args.contenders
-                            if c.startswith("ours") and not c.startswith("ours-ov")]
+                            if c.startswith("ours")]
     os.makedirs(args.workdir, exist_ok=True)
     texts = real_sentences(args.corpus, args.texts + CALIBRATION_TEXTS)
     texts, calibration = texts[:args.texts], texts[args.texts:]
