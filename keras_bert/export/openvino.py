@@ -10,9 +10,10 @@ outputs from ``input_word_ids``, ``input_mask``, ``input_type_ids``), converted 
 by ``openvino_tokenizers.connect_models``. A classifier that reads long texts as windows
 reads them so here too (single texts): the tokenizer cuts each text into the windows
 ``predict`` reads (``openvino_tokenizer._windows``) and the model combines each text's
-windows (``TaskExport.openvino_windows``), one row per text; an OpenVINO model cannot refuse
-a request, so there is no ``max_windows`` here (the SavedModel has one). Text pairs and the
-tagger read a text's first window. The model is traced in the forms OpenVINO fuses
+windows (``TaskExport.openvino_windows``), one row per text; a text of more than
+``max_windows`` windows fails the request, as in the SavedModel (OpenVINO has no assertion
+op: ``openvino_tokenizer._refuse_beyond``). Text pairs and the tagger read a text's first
+window. The model is traced in the forms OpenVINO fuses
 (``layers.openvino_form``: LayerNorm as one MVN, no reshapes to rows). It runs a request as one
 batch padded to its longest text, where the SavedModel runs sorted chunks of 8 rows: the
 outputs are the same within float error, except at padded positions of sequence outputs,
@@ -142,7 +143,8 @@ def reads_windows(model, preprocessor, text_pair: bool):
 
 
 def openvino_model(model, preprocessor, text_pair: bool | None = None,
-                   quantize: str | None = None, calibration_texts=None):
+                   quantize: str | None = None, calibration_texts=None,
+                   max_windows: int | None = None):
     """The OpenVINO model of ``model``'s raw-text serving_default (see the module docstring).
 
     Args:
@@ -153,6 +155,9 @@ def openvino_model(model, preprocessor, text_pair: bool | None = None,
             ``calibration_texts``; None: float32.
         calibration_texts: sample texts (a few hundred, like the ones to be served), for int8;
             None: the sample of its training texts the model keeps (``calibration_texts``).
+        max_windows: for a model whose IR reads long texts as windows, the most windows one
+            text may be (``export_model``'s; None: the default, 0: no limit): a request with
+            a longer text fails, naming the limit. Elsewhere None or 0.
 
     Returns:
         an ``openvino.Model``: ``text`` (and ``text_pair``) string [batch] -> the outputs of
@@ -171,6 +176,10 @@ def openvino_model(model, preprocessor, text_pair: bool | None = None,
         raise ValueError("an int8 OpenVINO export needs calibration_texts (NNCF measures "
                          "activation ranges on them): a few hundred texts like those served")
     windows = reads_windows(model, preprocessor, text_pair)
+    if windows is None and max_windows:
+        raise ValueError(f"max_windows limits the windows of a long text, and this "
+                         f"{type(model).__name__}'s OpenVINO IR reads a text's first window")
+    limit = None if windows is None else signatures.resolve_max_windows(model, max_windows)
     function = (_packed_function(model, preprocessor, task) if windows is None
                 else _window_function(windows[1]))
     with openvino_form.openvino_form():  # the graph patterns OpenVINO fuses
@@ -185,17 +194,20 @@ def openvino_model(model, preprocessor, text_pair: bool | None = None,
                                subset_size=len(calibration_texts))
     tokenizer = tokenizer_model(list(preprocessor.vocabulary), preprocessor.lower_case,
                                 preprocessor.seq_length, text_pair,
-                                window_stride=None if windows is None else windows[0])
+                                window_stride=None if windows is None else windows[0],
+                                max_windows=limit)
     inputs = INPUT_NAMES + ((TEXT_INDEX,) if windows is not None else ())
     joined = connect_models(tokenizer, packed, {name: f"{name}:0" for name in inputs})
     joined.set_rt_info(type(model).__name__, ["keras_bert", "model"])
     joined.set_rt_info("int8" if quantize else "float32", ["keras_bert", "precision"])
+    if limit is not None:  # keras-bert serve names it when a request exceeds it
+        joined.set_rt_info(limit, ["keras_bert", "max_windows"])
     return joined
 
 
 def write_openvino(model, directory: str, *, preprocessor, text_pair: bool | None = None,
                    quantize: str | None = None, calibration_texts=None,
-                   overwrite: bool = False) -> str:
+                   max_windows: int | None = None, overwrite: bool = False) -> str:
     """Writes ``openvino_model(...)`` as ``directory``/model.xml + model.bin (the directory
     appears only when complete; remote directories get model.xml last) and returns it."""
     import openvino as ov
@@ -211,7 +223,8 @@ def write_openvino(model, directory: str, *, preprocessor, text_pair: bool | Non
         logger.warning("OpenVINO IR reads %s; this %s reads longer %s as windows, which its "
                        "SavedModel export does in the graph", what, type(model).__name__,
                        "pairs" if pairs else "texts")
-    ov_model = openvino_model(model, preprocessor, text_pair, quantize, calibration_texts)
+    ov_model = openvino_model(model, preprocessor, text_pair, quantize, calibration_texts,
+                              max_windows)
     try:
         if not is_remote(directory):
             with atomic_output_dir(directory, overwrite=overwrite) as out:

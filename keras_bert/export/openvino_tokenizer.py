@@ -189,10 +189,33 @@ def _pair_lengths(opset, length_a, length_b, budget):
     return keep_a, keep_b
 
 
-def _windows(segment, window_length: int, stride: int):
+def max_windows_node_name(max_windows: int) -> str:
+    """The name of the node that fails a request with a text of more than ``max_windows``
+    windows: what OpenVINO's error message names."""
+    return f"a_text_is_longer_than_max_windows_{max_windows}"
+
+
+def _refuse_beyond(opset, counts, max_windows: int):
+    """``counts`` (int32 [texts]) unchanged, through a node that fails the request when one of
+    them exceeds ``max_windows`` (OpenVINO has no assertion op: a StringTensorPack of one
+    string whose begin lies past its end raises, naming the node, and the compiled model runs
+    the next request as before)."""
+    def i32(value):
+        return opset.constant(np.array(value, dtype=np.int32))
+
+    most = opset.reduce_max(opset.concat([counts, i32([0])], 0), i32(0), keep_dims=True)
+    begin = opset.select(opset.greater(most, i32([max_windows])), i32([1]), i32([0]))
+    check = opset.string_tensor_pack(begin, i32([0]), opset.constant(np.array([0], np.uint8)))
+    check.set_friendly_name(max_windows_node_name(max_windows))
+    zero = opset.reduce_sum(opset.string_tensor_unpack(check.output(0)).output(1), i32(0))
+    return opset.add(counts, zero)
+
+
+def _windows(segment, window_length: int, stride: int, max_windows: int | None = None):
     """``tokenization.windows.split_windows`` in OpenVINO ops: each text's ragged ids as its
     overlapping windows, (begins, ends, ids) ragged over [windows], and each window's text,
-    int32 [windows] (a text that fits is one window, itself; an empty one too)."""
+    int32 [windows] (a text that fits is one window, itself; an empty one too). A text of
+    more than ``max_windows`` windows fails the request (None: no limit)."""
     from openvino import opset15 as opset
 
     def i32(value):
@@ -202,6 +225,8 @@ def _windows(segment, window_length: int, stride: int):
     lengths = opset.subtract(ends, begins)
     beyond = opset.maximum(opset.subtract(lengths, i32(window_length)), i32(0))
     counts = opset.add(i32(1), opset.divide(opset.add(beyond, i32(stride - 1)), i32(stride)))
+    if max_windows is not None:
+        counts = _refuse_beyond(opset, counts, max_windows)
     last_window = opset.cumsum(counts, i32(0))  # past each text's last window
     total = opset.reduce_sum(counts, i32(0), keep_dims=True)
     window = opset.range(i32(0), opset.squeeze(total, i32(0)), i32(1), output_type="i32")
@@ -274,7 +299,8 @@ def _pack(segments, seq_length: int, ids: dict[str, int]) -> dict:
 
 
 def tokenizer_model(vocabulary: list[str], lower_case: bool, seq_length: int,
-                    text_pair: bool = False, window_stride: int | None = None):
+                    text_pair: bool = False, window_stride: int | None = None,
+                    max_windows: int | None = None):
     """The OpenVINO model of raw text -> packed ids.
 
     Args:
@@ -286,6 +312,8 @@ def tokenizer_model(vocabulary: list[str], lower_case: bool, seq_length: int,
             each text is its windows of ``seq_length - 2`` pieces starting this many pieces
             apart, as ``tokenization.windows.split_windows`` cuts them, and ``text_index``
             says each row's text.
+        max_windows: with ``window_stride``, the most windows a text may have: a request
+            with a longer text fails, naming ``max_windows_node_name``; None: no limit.
 
     Returns:
         an ``openvino.Model``: ``text`` (and ``text_pair``) string [batch] ->
@@ -309,7 +337,7 @@ def tokenizer_model(vocabulary: list[str], lower_case: bool, seq_length: int,
         if text_pair:
             raise ValueError("windows of text pairs are not built in OpenVINO ops")
         window_segment, outputs[TEXT_INDEX] = _windows(segments[0], seq_length - 2,
-                                                       window_stride)
+                                                       window_stride, max_windows)
         segments = [window_segment]
     outputs = {**_pack(segments, seq_length, positions), **outputs}
     results = []

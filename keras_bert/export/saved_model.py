@@ -201,7 +201,8 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
             ``model.bin`` in the version directory, OpenVINO Model Server's layout) taking
             raw text as serving_default does, with its outputs (``export.openvino``); with
             ``quantize="int8"`` NNCF quantizes it from ``calibration_texts`` (or the
-            model's kept training texts). OpenVINO IR reads a long text's first window.
+            model's kept training texts). A classifier's IR reads a long single text as
+            windows (``max_windows`` applies), a pair or a tagger its first window.
         max_windows: for a model that reads a text longer than seq_length as overlapping
             windows (a classifier, a tagger, a question answerer's contexts), the most windows
             one text may be; a request with a longer text fails with INVALID_ARGUMENT naming
@@ -221,9 +222,6 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
     if format not in EXPORT_FORMATS:
         raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {format!r}")
     if format == "openvino":
-        if max_windows:
-            raise ValueError("max_windows is for SavedModels, which window long texts in the "
-                             "graph; OpenVINO IR reads a text's first seq_length WordPieces")
         from keras_bert.export.openvino_extra import check_openvino
 
         check_openvino()
@@ -239,7 +237,8 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
             model, join(model_dir, str(version)),
             preprocessor=resolve_preprocessor(model, preprocessor, vocab_file, lower_case,
                                               seq_length),
-            text_pair=text_pair, quantize=quantize, calibration_texts=calibration_texts)
+            text_pair=text_pair, quantize=quantize, calibration_texts=calibration_texts,
+            max_windows=max_windows)
     return write_saved_model(
         model, join(model_dir, str(version)), preprocessor=preprocessor, vocab_file=vocab_file,
         lower_case=lower_case, seq_length=seq_length, text_pair=text_pair,

@@ -16,6 +16,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import meta_graph_pb2
 
 from keras_bert.export.openvino_extra import IR_FILE, check_openvino
+from keras_bert.export.openvino_tokenizer import max_windows_node_name
 from keras_bert.serving.errors import invalid_argument
 from keras_bert.serving.servable import DEFAULT_SIGNATURE, Servable
 
@@ -54,8 +55,11 @@ class OpenVinoServable(Servable):
         threads = session_config.intra_op_parallelism_threads if session_config else 0
         if threads:
             config["INFERENCE_NUM_THREADS"] = threads
-        self._compiled = ov.Core().compile_model(f"{self.path.rstrip('/')}/{IR_FILE}", "CPU",
-                                                 config)
+        core = ov.Core()
+        model = core.read_model(f"{self.path.rstrip('/')}/{IR_FILE}")
+        self._max_windows = (model.get_rt_info(["keras_bert", "max_windows"]).astype(int)
+                             if model.has_rt_info(["keras_bert", "max_windows"]) else None)
+        self._compiled = core.compile_model(model, "CPU", config)
         self._requests: queue.SimpleQueue = queue.SimpleQueue()
         signature = meta_graph_pb2.SignatureDef(method_name=PREDICT_METHOD)
         for port in self._compiled.inputs:
@@ -91,6 +95,12 @@ class OpenVinoServable(Servable):
                                      dtype=object).reshape(value.shape)
                 outputs[port.get_any_name()] = value
         except RuntimeError as error:
+            if (self._max_windows is not None
+                    and max_windows_node_name(self._max_windows) in str(error)):
+                raise invalid_argument(
+                    f"a text is longer than max_windows={self._max_windows} windows; send "
+                    f"shorter texts, or export with a larger --max_windows (0: no limit)"
+                ) from None
             raise invalid_argument(f"OpenVINO could not run the request: "
                                    f"{str(error).strip().splitlines()[-1]}") from None
         finally:

@@ -170,6 +170,29 @@ def test_a_long_text_is_read_as_windows_one_answer_each(exports, classifier, pre
     assert np.abs(first[0] - got["probabilities"][0]).max() > 1e-3, "read as its first window"
 
 
+def test_a_text_beyond_max_windows_fails_the_request_naming_the_limit(classifier, tmp_path):
+    path = export_model(classifier, str(tmp_path), "capped", format="openvino", max_windows=2)
+    model = compiled(path)
+    # Windows of 30 WordPieces, 15 apart: 39 pieces are two windows, 50 three.
+    three_windows = SENTENCES[8] + " " + SENTENCES[0]
+    with pytest.raises(RuntimeError, match="a_text_is_longer_than_max_windows_2"):
+        run(model, text=[SENTENCES[0], three_windows])
+    two_windows = SENTENCES[8]
+    got = run(model, text=[two_windows, SENTENCES[0]])  # the model runs on as before
+    np.testing.assert_allclose(got["probabilities"],
+                               classifier.predict([two_windows, SENTENCES[0]], verbose=0),
+                               atol=1e-5)
+    tagger = BertTokenClassifier(tiny_encoder(len(preprocessor_of(classifier).vocabulary)),
+                                 ["O", "B"], preprocessor=preprocessor_of(classifier))
+    with pytest.raises(ValueError, match="reads a text's first window"):
+        export_model(tagger, str(tmp_path), "tagger", format="openvino", max_windows=4)
+    assert not os.path.exists(tmp_path / "tagger")
+
+
+def preprocessor_of(model):
+    return model.preprocessor
+
+
 def test_a_pair_ir_reads_a_long_pair_as_googles_cut_and_says_so(classifier, tmp_path, caplog):
     first, second = SENTENCES[:4], [SENTENCES[8]] * 2 + SENTENCES[4:6]  # long and short pairs
     with caplog.at_level(logging.WARNING, logger="keras_bert.export.openvino"):

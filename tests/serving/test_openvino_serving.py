@@ -44,7 +44,9 @@ def served(minilm_dir, tmp_path_factory):
     export_model(model, str(base), "openvino", format="openvino")
     export_model(tagger, str(base), "tagger_saved_model")
     export_model(tagger, str(base), "tagger_openvino", format="openvino")
-    names = ["saved_model", "openvino", "tagger_saved_model", "tagger_openvino"]
+    export_model(model, str(base), "openvino_capped", format="openvino", max_windows=2)
+    names = ["saved_model", "openvino", "tagger_saved_model", "tagger_openvino",
+             "openvino_capped"]
     with running_server("--model_config_file", write_model_config(base, names)) as (server,
                                                                                    stubs):
         stubs.grpc_port = server.grpc_port
@@ -163,6 +165,25 @@ def test_bad_requests_are_invalid_argument(served):
     assert status == 400, body
     response = served.prediction.Predict(text_request("openvino", TEXTS[:1]), timeout=30)
     assert response.outputs["class_names"].string_val  # still serving
+
+
+def test_long_texts_are_read_as_windows_and_beyond_max_windows_refused(served):
+    long_text = " ".join(TEXTS[:3]) * 8  # 5 windows of 30 WordPieces, 15 apart
+    answers = {}
+    for model in ("saved_model", "openvino"):
+        response = served.prediction.Predict(text_request(model, [long_text, TEXTS[0]]),
+                                             timeout=30)
+        answers[model] = tf.make_ndarray(response.outputs["probabilities"])
+    np.testing.assert_allclose(answers["openvino"], answers["saved_model"], atol=1e-5)
+    code, message = served.grpc_error(served.prediction.Predict,
+                                      text_request("openvino_capped", [TEXTS[0], long_text]))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT, message
+    assert message == ("a text is longer than max_windows=2 windows; send shorter texts, or "
+                       "export with a larger --max_windows (0: no limit)")
+    served_on = {model: tf.make_ndarray(served.prediction.Predict(
+        text_request(model, TEXTS[:2]), timeout=30).outputs["probabilities"])
+        for model in ("openvino_capped", "openvino")}  # and it serves on
+    np.testing.assert_allclose(served_on["openvino_capped"], served_on["openvino"], atol=1e-6)
 
 
 def _int_request() -> predict_pb2.PredictRequest:
