@@ -8,12 +8,12 @@ outputs from ``input_word_ids``, ``input_mask``, ``input_type_ids``), converted 
 ``openvino.convert_model`` from a ``tf.function``, with the tokenizer joined in front
 (``openvino_tokenizer.tokenizer_model``: built from our vocabulary and casing, no transformers)
 by ``openvino_tokenizers.connect_models``. A classifier that reads long texts as windows
-reads them so here too (single texts): the tokenizer cuts each text into the windows
-``predict`` reads (``openvino_tokenizer._windows``) and the model combines each text's
+reads them so here too (and pairs, as windows of their second text): the tokenizer cuts
+each text into the windows ``predict`` reads (``openvino_tokenizer._windows``) and the model
+combines each text's
 windows (``TaskExport.openvino_windows``), one row per text; a text of more than
 ``max_windows`` windows fails the request, as in the SavedModel (OpenVINO has no assertion
-op: ``openvino_tokenizer._refuse_beyond``). Text pairs and the tagger read a text's first
-window. The model is traced in the forms OpenVINO fuses
+op: ``openvino_tokenizer._refuse_beyond``). The tagger reads a text's first window. The model is traced in the forms OpenVINO fuses
 (``layers.openvino_form``: LayerNorm as one MVN, no reshapes to rows). It runs a request as one
 batch padded to its longest text, where the SavedModel runs sorted chunks of 8 rows: the
 outputs are the same within float error, except at padded positions of sequence outputs,
@@ -133,11 +133,11 @@ def _calibration_dataset(preprocessor, texts, text_pair: bool, windows: bool):
     return nncf.Dataset(rows)
 
 
-def reads_windows(model, preprocessor, text_pair: bool):
-    """The task's ``openvino_windows`` for ``model`` when its IR reads long texts as windows
-    (single texts of a model that windows), else None (each text's first window)."""
+def reads_windows(model, preprocessor):
+    """The task's ``openvino_windows`` for ``model`` when its IR reads long texts (and pairs)
+    as windows, else None (each text's first window)."""
     task = signatures.task_export(model)
-    if text_pair or task.openvino_windows is None:
+    if task.openvino_windows is None:
         return None
     return task.openvino_windows(model, preprocessor)
 
@@ -175,7 +175,7 @@ def openvino_model(model, preprocessor, text_pair: bool | None = None,
     if quantize and not calibration_texts:
         raise ValueError("an int8 OpenVINO export needs calibration_texts (NNCF measures "
                          "activation ranges on them): a few hundred texts like those served")
-    windows = reads_windows(model, preprocessor, text_pair)
+    windows = reads_windows(model, preprocessor)
     if windows is None and max_windows:
         raise ValueError(f"max_windows limits the windows of a long text, and this "
                          f"{type(model).__name__}'s OpenVINO IR reads a text's first window")
@@ -194,6 +194,7 @@ def openvino_model(model, preprocessor, text_pair: bool | None = None,
                                subset_size=len(calibration_texts))
     tokenizer = tokenizer_model(list(preprocessor.vocabulary), preprocessor.lower_case,
                                 preprocessor.seq_length, text_pair,
+                                windows=windows is not None,
                                 window_stride=None if windows is None else windows[0],
                                 max_windows=limit)
     inputs = INPUT_NAMES + ((TEXT_INDEX,) if windows is not None else ())
@@ -213,16 +214,12 @@ def write_openvino(model, directory: str, *, preprocessor, text_pair: bool | Non
     import openvino as ov
 
     task = signatures.task_export(model)
-    pairs = task.text_pair if text_pair is None else text_pair
     # A classifier windows unless told "first"; a tagger's export always reads windows.
     windows = getattr(model, "window_combination", "mean" if task.window_outputs else "first")
-    if windows != "first" and reads_windows(model, preprocessor, pairs) is None:
-        what = (f"a text pair as Google packs it in {preprocessor.seq_length} WordPieces (the "
-                f"longer text cut: the first of the windows of its second text)" if pairs
-                else f"a text's first {preprocessor.seq_length - 2} WordPieces")
-        logger.warning("OpenVINO IR reads %s; this %s reads longer %s as windows, which its "
-                       "SavedModel export does in the graph", what, type(model).__name__,
-                       "pairs" if pairs else "texts")
+    if windows != "first" and reads_windows(model, preprocessor) is None:
+        logger.warning("OpenVINO IR reads a text's first %d WordPieces; this %s reads longer "
+                       "texts as windows, which its SavedModel export does in the graph",
+                       preprocessor.seq_length - 2, type(model).__name__)
     ov_model = openvino_model(model, preprocessor, text_pair, quantize, calibration_texts,
                               max_windows)
     try:

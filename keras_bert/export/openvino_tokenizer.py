@@ -37,6 +37,7 @@ import struct
 
 import numpy as np
 
+from keras_bert.config import default_window_stride
 from keras_bert.tokenization import chars
 from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.tokenization.vocab import CLS, PAD, SEP, UNK
@@ -211,20 +212,17 @@ def _refuse_beyond(opset, counts, max_windows: int):
     return opset.add(counts, zero)
 
 
-def _windows(segment, window_length: int, stride: int, max_windows: int | None = None):
-    """``tokenization.windows.split_windows`` in OpenVINO ops: each text's ragged ids as its
-    overlapping windows, (begins, ends, ids) ragged over [windows], and each window's text,
-    int32 [windows] (a text that fits is one window, itself; an empty one too). A text of
+def _spans(opset, lengths, window_length, stride, max_windows: int | None):
+    """``tokenization.windows.window_spans`` in OpenVINO ops: for texts of ``lengths`` pieces
+    (int32 [texts]), read ``window_length`` pieces at a time ``stride`` apart (int32 [texts]
+    each), every window's text, first and past-the-last piece, int32 [windows] each. A text of
     more than ``max_windows`` windows fails the request (None: no limit)."""
-    from openvino import opset15 as opset
-
     def i32(value):
         return opset.constant(np.array(value, dtype=np.int32))
 
-    begins, ends, values = segment
-    lengths = opset.subtract(ends, begins)
-    beyond = opset.maximum(opset.subtract(lengths, i32(window_length)), i32(0))
-    counts = opset.add(i32(1), opset.divide(opset.add(beyond, i32(stride - 1)), i32(stride)))
+    beyond = opset.maximum(opset.subtract(lengths, window_length), i32(0))
+    counts = opset.add(i32(1), opset.divide(opset.add(beyond, opset.subtract(stride, i32(1))),
+                                            stride))
     if max_windows is not None:
         counts = _refuse_beyond(opset, counts, max_windows)
     last_window = opset.cumsum(counts, i32(0))  # past each text's last window
@@ -233,13 +231,50 @@ def _windows(segment, window_length: int, stride: int, max_windows: int | None =
     # A window's text: how many texts end at or before it ([windows, texts], small).
     text_index = opset.reduce_sum(opset.convert(opset.less_equal(
         opset.unsqueeze(last_window, i32(0)), opset.unsqueeze(window, i32(1))), "i32"), i32(1))
-    first_window = opset.subtract(last_window, counts)
-    within = opset.subtract(window, opset.gather(first_window, text_index, i32(0)))
-    start = opset.multiply(within, i32(stride))
-    end = opset.minimum(opset.add(start, i32(window_length)),
-                        opset.gather(lengths, text_index, i32(0)))
-    text_begins = opset.gather(begins, text_index, i32(0))
-    return ((opset.add(text_begins, start), opset.add(text_begins, end), values), text_index)
+
+    def per_window(node):
+        return opset.gather(node, text_index, i32(0))
+
+    within = opset.subtract(window, per_window(opset.subtract(last_window, counts)))
+    start = opset.multiply(within, per_window(stride))
+    end = opset.minimum(opset.add(start, per_window(window_length)), per_window(lengths))
+    return text_index, start, end
+
+
+def _windows(segments, seq_length: int, window_stride: int | None,
+             max_windows: int | None = None):
+    """``classification.windows.pack_windows``' cut in OpenVINO ops: each text's ragged ids
+    (one segment) as its overlapping windows of ``seq_length - 2`` pieces; a pair's first text
+    kept as Google's pair truncation keeps it and its second as windows of the rest (two
+    segments; ``pack_pair_windows``). Returns the windows' segments, (begins, ends, ids) ragged
+    over [windows] each, and each window's text, int32 [windows]. A text that fits is one
+    window, itself (an empty one too)."""
+    from openvino import opset15 as opset
+
+    def i32(value):
+        return opset.constant(np.array(value, dtype=np.int32))
+
+    lengths = [opset.subtract(ends, begins) for begins, ends, _ in segments]
+    ones = opset.broadcast(i32(1), opset.shape_of(lengths[0], "i32"))  # int32 [texts]
+    if len(segments) == 1:
+        length = seq_length - 2
+        stride = default_window_stride(length) if window_stride is None else window_stride
+        text_index, start, end = _spans(opset, lengths[0], opset.multiply(ones, i32(length)),
+                                        opset.multiply(ones, i32(stride)), max_windows)
+        begins = opset.gather(segments[0][0], text_index, i32(0))
+        return [(opset.add(begins, start), opset.add(begins, end), segments[0][2])], text_index
+    budget = seq_length - 3  # [CLS] a [SEP] b [SEP]
+    kept, _ = _pair_lengths(opset, lengths[0], lengths[1], budget)
+    kept = opset.select(opset.greater(lengths[1], i32(0)), kept, lengths[0])
+    second_window = opset.maximum(opset.subtract(i32(budget), kept), i32(1))
+    stride = (opset.maximum(opset.divide(second_window, i32(2)), i32(1))
+              if window_stride is None else opset.multiply(ones, i32(window_stride)))
+    stride = opset.minimum(stride, opset.maximum(opset.subtract(second_window, i32(1)), i32(1)))
+    text_index, start, end = _spans(opset, lengths[1], second_window, stride, max_windows)
+    first = opset.gather(segments[0][0], text_index, i32(0))
+    second = opset.gather(segments[1][0], text_index, i32(0))
+    return [(first, opset.add(first, opset.gather(kept, text_index, i32(0))), segments[0][2]),
+            (opset.add(second, start), opset.add(second, end), segments[1][2])], text_index
 
 
 def _pack(segments, seq_length: int, ids: dict[str, int]) -> dict:
@@ -299,8 +334,8 @@ def _pack(segments, seq_length: int, ids: dict[str, int]) -> dict:
 
 
 def tokenizer_model(vocabulary: list[str], lower_case: bool, seq_length: int,
-                    text_pair: bool = False, window_stride: int | None = None,
-                    max_windows: int | None = None):
+                    text_pair: bool = False, windows: bool = False,
+                    window_stride: int | None = None, max_windows: int | None = None):
     """The OpenVINO model of raw text -> packed ids.
 
     Args:
@@ -308,17 +343,18 @@ def tokenizer_model(vocabulary: list[str], lower_case: bool, seq_length: int,
         lower_case: lower-case and strip accents (uncased vocabularies).
         seq_length: the longest packed row, [CLS] and [SEP] included.
         text_pair: whether it takes ``text_pair`` beside ``text``.
-        window_stride: None: each text is one row, cut at ``seq_length``; else (single texts)
-            each text is its windows of ``seq_length - 2`` pieces starting this many pieces
-            apart, as ``tokenization.windows.split_windows`` cuts them, and ``text_index``
-            says each row's text.
-        max_windows: with ``window_stride``, the most windows a text may have: a request
-            with a longer text fails, naming ``max_windows_node_name``; None: no limit.
+        windows: False: each text (or pair) is one row, cut at ``seq_length`` as the
+            preprocessor cuts it; True: each is the rows of its windows, as a classifier's
+            ``pack_windows`` cuts them, and ``text_index`` says each row's text.
+        window_stride: with ``windows``, the classifier's ``window_stride`` (None: its
+            default).
+        max_windows: with ``windows``, the most windows a text may have: a request with a
+            longer text fails, naming ``max_windows_node_name``; None: no limit.
 
     Returns:
         an ``openvino.Model``: ``text`` (and ``text_pair``) string [batch] ->
         ``input_word_ids``, ``input_mask``, ``input_type_ids`` int32 [rows, length] (and
-        with ``window_stride``, ``text_index`` int32 [rows]).
+        with ``windows``, ``text_index`` int32 [rows]).
     """
     import openvino as ov
     from openvino import opset15 as opset
@@ -333,12 +369,9 @@ def tokenizer_model(vocabulary: list[str], lower_case: bool, seq_length: int,
         parameter.output(0).set_names({name})
     segments = [_word_ids(parameter, vocabulary, lower_case) for parameter in parameters]
     outputs = {}
-    if window_stride is not None:
-        if text_pair:
-            raise ValueError("windows of text pairs are not built in OpenVINO ops")
-        window_segment, outputs[TEXT_INDEX] = _windows(segments[0], seq_length - 2,
-                                                       window_stride, max_windows)
-        segments = [window_segment]
+    if windows:
+        segments, outputs[TEXT_INDEX] = _windows(segments, seq_length, window_stride,
+                                                 max_windows)
     outputs = {**_pack(segments, seq_length, positions), **outputs}
     results = []
     for name, node in outputs.items():

@@ -59,7 +59,7 @@ RunRowsFn = Callable[..., dict]
 # (model, preprocessor, raw, run_rows, max_windows) -> {output name: [batch, ...]}, one row per
 # text from the rows of its windows; None where the model reads these texts as one window each
 WindowOutputsFn = Callable[..., "dict | None"]
-# (model, preprocessor) -> (stride, outputs: (packed ids {name: int32 [windows, seq]},
+# (model, preprocessor) -> (window_stride, outputs: (packed ids {name: int32 [windows, seq]},
 # text_index int32 [windows]) -> {output name: [texts, ...]}), or None: one window per text
 OpenVinoWindowsFn = Callable[..., "tuple[int, Callable[..., dict]] | None"]
 # (model) -> {input name: tf.TensorSpec}, for packed ids that are not [batch, seq]
@@ -95,8 +95,9 @@ class TaskExport:
             OpenVINO's CPU plugin runs their ops (strings gathered from tables, never selected
             with ``tf.where``) and the IR's tokenizer gives what they read (ids, not offsets).
         openvino_windows: for a model that reads a text longer than seq_length as windows,
-            what its OpenVINO IR needs to read them as well: ``(stride, outputs)``, the
-            stride of its windows (the IR's tokenizer cuts them) and ``outputs(ids,
+            what its OpenVINO IR needs to read them as well: ``(window_stride, outputs)``,
+            the model's stride (None: its default; the IR's tokenizer cuts the windows as
+            ``classification.windows.pack_windows`` does) and ``outputs(ids,
             text_index)``, serving_default's outputs, one row per text, from the packed
             windows of a batch and each one's text, int32 [windows]; None (or returning None):
             the IR reads a text's first window.

@@ -193,20 +193,44 @@ def preprocessor_of(model):
     return model.preprocessor
 
 
-def test_a_pair_ir_reads_a_long_pair_as_googles_cut_and_says_so(classifier, tmp_path, caplog):
+def test_a_pair_ir_reads_a_long_second_text_as_windows_as_predict(classifier, tmp_path,
+                                                                   caplog):
     first, second = SENTENCES[:4], [SENTENCES[8]] * 2 + SENTENCES[4:6]  # long and short pairs
     with caplog.at_level(logging.WARNING, logger="keras_bert.export.openvino"):
         path = export_model(classifier, str(tmp_path), "nli", format="openvino", text_pair=True)
-    assert "reads a text pair as Google packs it in 32 WordPieces" in caplog.text
+    assert "reads" not in caplog.text  # nothing read otherwise than predict reads it
     got = run(compiled(path), text=first, text_pair=second)
     pairs = list(zip(first, second))
-    classifier.set_windows("first")  # Google's cut, the first of a long pair's windows
+    want = classifier.predict(pairs, verbose=0)
+    np.testing.assert_allclose(got["probabilities"], want, atol=1e-5)
+    classifier.set_windows("first")  # Google's cut: the long pairs answer otherwise
     try:
-        want = classifier.predict(pairs, verbose=0)
+        cut = classifier.predict(pairs[:2], verbose=0)
     finally:
         classifier.set_windows("mean")
-    np.testing.assert_allclose(got["probabilities"], want, atol=1e-4)
-    assert not np.allclose(want[:2], classifier.predict(pairs[:2], verbose=0), atol=1e-4)
+    assert not np.allclose(want[:2], cut, atol=1e-4)
+
+
+@pytest.mark.parametrize("pairs", [False, True], ids=["texts", "pairs"])
+@pytest.mark.parametrize("stride", [None, 4], ids=["default_stride", "stride_4"])
+def test_the_tokenizer_cuts_predicts_windows(preprocessor, pairs, stride):
+    """The IR's windows are pack_windows' (the rows, in order, and each one's text), however
+    long the texts, with the default stride or a given one, single texts and pairs."""
+    from keras_bert.tasks.classification.windows import pack_windows
+    texts = SENTENCES + [" ".join(SENTENCES)]
+    seconds = list(reversed(texts)) if pairs else None
+    model = ov.Core().compile_model(tokenizer_model(
+        list(preprocessor.vocabulary), True, SEQ_LENGTH, pairs, windows=True,
+        window_stride=stride), "CPU")
+    inputs = {"text": texts, **({"text_pair": seconds} if pairs else {})}
+    got = run(model, **inputs)
+    packed, text_index = pack_windows(preprocessor, tf.constant(texts), stride,
+                                      text_pairs=tf.constant(seconds) if pairs else None)
+    want = trim_to_longest(packed, 1)
+    np.testing.assert_array_equal(got["text_index"], text_index.numpy())
+    assert len(set(got["text_index"].tolist())) == len(texts) < len(got["text_index"])
+    for name in ("input_word_ids", "input_mask", "input_type_ids"):
+        np.testing.assert_array_equal(got[name], want[name].numpy(), name)
 
 
 def test_float32_embedder_gives_the_keras_models_embeddings(exports):

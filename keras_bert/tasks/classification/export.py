@@ -10,8 +10,7 @@ import tensorflow as tf
 from keras_bert.export.signatures import (RawText, RunRowsFn, TaskExport, logits_model, pack,
                                           parse_text_examples, register, run_rows_of)
 from keras_bert.tasks.classification.model import BertClassifier
-from keras_bert.tasks.classification.windows import (combine_windows, pack_windows,
-                                                     resolved_stride)
+from keras_bert.tasks.classification.windows import combine_windows, pack_windows
 
 
 def _class_names(model: BertClassifier) -> tf.Tensor:
@@ -67,10 +66,10 @@ def _windowed_outputs(model: BertClassifier, preprocessor, raw: RawText, run_row
 
 
 def classifier_openvino_windows(model: BertClassifier, preprocessor):
-    """For the OpenVINO IR of a single text: (stride, outputs) where ``outputs(ids,
-    text_index)`` combines a batch's windows as serving_default does (``combine_windows``;
-    every text has at least one window, so the texts are the largest index + 1); None for
-    ``window_combination="first"``."""
+    """For the OpenVINO IR: (window_stride, outputs), the model's stride (None: the default;
+    the IR's tokenizer cuts the windows) and ``outputs(ids, text_index)``, which combines a
+    batch's windows as serving_default does (``combine_windows``; every text has at least one
+    window, so the texts are the largest index + 1); None for ``window_combination="first"``."""
     if model.window_combination == "first":
         return None
 
@@ -80,7 +79,7 @@ def classifier_openvino_windows(model: BertClassifier, preprocessor):
         return _named_outputs(model, combine_windows(rows, text_index, num_texts,
                                                      model.activation))
 
-    return resolved_stride(model.window_stride, preprocessor.seq_length), outputs
+    return model.window_stride, outputs
 
 
 def classifier_feature_spec(model: BertClassifier) -> dict[str, tf.TensorSpec]:
