@@ -18,6 +18,7 @@ Usage (from the repository root):
     python benchmarks/long_serving.py                  # 5 rounds
     python benchmarks/long_serving.py --repeats 3      # fewer rounds on a loaded machine
     python benchmarks/long_serving.py --lengths 1000,10000,50000 --repeats 1   # cost unlimited
+    python benchmarks/long_serving.py --format openvino   # the OpenVINO IR, served the same way
 """
 
 from __future__ import annotations
@@ -73,6 +74,9 @@ def main() -> None:
     parser.add_argument("--max_windows", type=int, default=0,
                         help="the export's limit on windows per text (default: 0, none, so "
                              "that any length can be timed)")
+    parser.add_argument("--format", choices=("saved_model", "openvino"), default="saved_model",
+                        help="the export served (default: %(default)s; openvino: the float32 "
+                             "IR, its tokenizer cutting the windows)")
     parser.add_argument("--output", help="also write the results as JSON here")
     args = parser.parse_args()
     lengths = [int(n) for n in args.lengths.split(",")]
@@ -91,7 +95,7 @@ def main() -> None:
                                            num_classes=2, seq_length=SEQ_LENGTH)
     pieces = {n: len(model.tokenizer.tokenize(t)) for n, t in texts.items()}
     workdir = tempfile.mkdtemp(prefix="long_serving-")
-    export_model(model, workdir, "bert", max_windows=args.max_windows)
+    export_model(model, workdir, "bert", max_windows=args.max_windows, format=args.format)
     server = Server(os.path.join(workdir, "bert"), None, workdir)
     channel = grpc.insecure_channel(f"127.0.0.1:{server.port}",
                                     options=[("grpc.max_receive_message_length", 64 << 20)])
@@ -120,6 +124,7 @@ def main() -> None:
              "median_s": statistics.median(wall[n])} for n in lengths]
     per_1000 = [row["s_per_1000_words"] for row in rows]
     result = {"rows": rows, "repeats": args.repeats, "seq_length": SEQ_LENGTH,
+              "format": args.format,
               "max_over_min": max(per_1000) / min(per_1000),
               "cpu_max_over_min": (max(r["server_cpu_s_per_1000_words"] for r in rows)
                                    / min(r["server_cpu_s_per_1000_words"] for r in rows)),
