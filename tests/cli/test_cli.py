@@ -3,6 +3,7 @@ documented flags, one casing flag on every command, errors that name the CLI's o
 before long work, and a quiet start-up unless -v."""
 
 import argparse
+import concurrent.futures
 import os
 import re
 import subprocess
@@ -166,17 +167,20 @@ START_UP = ("I0000", "cuInit", "oneDNN", "absl::InitializeLog", "cpu_feature_gua
 
 
 def test_the_cli_is_quiet_by_default_and_verbose_with_v():
-    help_run = _run(["--help"])
+    # The four commands run side by side (each is a process start, two of them TensorFlow's).
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        help_run, quiet, loud, failing = pool.map(_run, [
+            ["--help"],
+            ["info", "L-2_H-128_A-2"],  # a preset: builds the model, so TensorFlow starts
+            ["info", "L-2_H-128_A-2", "-v"],  # -v after the subcommand works too
+            ["info", "no-such-checkpoint"]])
     assert help_run.returncode == 0 and help_run.stderr == "", help_run.stderr
     assert "finetune" in help_run.stdout
-    quiet = _run(["info", "L-2_H-128_A-2"])  # a preset: builds the model, so TensorFlow starts
     assert quiet.returncode == 0, quiet.stderr[-2000:]
     assert "hidden_size: 128" in quiet.stdout
     assert quiet.stderr == "", quiet.stderr
-    loud = _run(["info", "L-2_H-128_A-2", "-v"])  # -v after the subcommand works too
     assert loud.returncode == 0, loud.stderr[-2000:]
     assert [m for m in START_UP if m in loud.stderr], "-v shows TensorFlow's start-up lines"
-    failing = _run(["info", "no-such-checkpoint"])
     assert failing.returncode == 2
     assert failing.stderr.count("\n") == 1 and failing.stderr.startswith(
         "keras-bert info: error: "), failing.stderr
