@@ -10,11 +10,11 @@ outputs from ``input_word_ids``, ``input_mask``, ``input_type_ids``), converted 
 by ``openvino_tokenizers.connect_models``. A classifier that reads long texts as windows
 reads them so here too (and pairs, as windows of their second text): the tokenizer cuts
 each text into the windows ``predict`` reads (``openvino_tokenizer._windows``) and the model
-combines each text's
-windows (``TaskExport.openvino_windows``), one row per text; a text of more than
-``max_windows`` windows fails the request, as in the SavedModel (OpenVINO has no assertion
-op: ``openvino_tokenizer._refuse_beyond``). The tagger reads a text's first window. The model is traced in the forms OpenVINO fuses
-(``layers.openvino_form``: LayerNorm as one MVN, no reshapes to rows). It runs a request as one
+combines each text's windows (``TaskExport.openvino_windows``), one row per text; a text of
+more than ``max_windows`` windows fails the request, as in the SavedModel (OpenVINO has no
+assertion op: ``openvino_tokenizer._refuse_beyond``). The tagger reads a text's first
+window. The model is traced in the forms OpenVINO fuses (``layers.openvino_form``: LayerNorm
+as one MVN, no reshapes to rows). It runs a request as one
 batch padded to its longest text, where the SavedModel runs sorted chunks of 8 rows: the
 outputs are the same within float error, except at padded positions of sequence outputs,
 which no client should read (``input_mask`` says where the text is).
