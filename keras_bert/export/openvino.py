@@ -20,11 +20,12 @@ outputs are the same within float error, except at padded positions of sequence 
 which no client should read (``input_mask`` says where the text is).
 
 Exported: the models whose ``TaskExport`` says ``openvino=True``: the encoder, the classifier
-(text only, no features), the tagger and the embedder; a task's string outputs are written
-with the string ops OpenVINO's CPU plugin runs (a gather from a table, no ``Select`` among
-strings). Not yet: the span head, whose answer is the context's own characters at the
-in-graph tokenizer's offsets (openvino-tokenizers' BERT pipeline gives no offsets), and
-multiple choice.
+(text only, no features), the tagger, multiple choice (``text`` and ``choices`` in, each pair
+packed on its own; ``choice_text`` gathered from the request) and the embedder; a task's
+string outputs are written with the string ops OpenVINO's CPU plugin runs (a gather from a
+table, no ``Select`` among strings). Not yet: the span head, whose answer is the context's
+own characters at the in-graph tokenizer's offsets (openvino-tokenizers' BERT pipeline gives
+no offsets).
 OpenVINO, openvino-tokenizers and NNCF are the ``openvino`` extra; this module imports them
 when it runs, so keras_bert imports without them.
 """
@@ -59,9 +60,8 @@ def check_exportable(model, task: signatures.TaskExport, mixed_precision, dynami
     name = type(model).__name__
     if not task.openvino:
         raise ValueError(f"a {name} does not export as OpenVINO IR yet (its raw-text "
-                         f"serving signature needs what the IR's tokenizer does not give: "
-                         f"character offsets, or several texts per example); export it as a "
-                         f"SavedModel")
+                         f"answer is the text's own characters, at offsets the IR's tokenizer "
+                         f"does not give); export it as a SavedModel")
     if task.feature_spec is not None and task.feature_spec(model):
         raise ValueError(f"this {name} reads features beside the text; an OpenVINO export "
                          f"takes text only: export it as a SavedModel")
@@ -76,16 +76,35 @@ def check_exportable(model, task: signatures.TaskExport, mixed_precision, dynami
 
 def _packed_function(model, preprocessor, task: signatures.TaskExport):
     """The task's raw-text outputs from packed ids: a tf.function of {input name: int32
-    [batch, length]}."""
+    [batch, length]} ([batch, num_choices, length] for multiple choice, whose chosen text the
+    IR adds: ``_with_choice_text``)."""
     # What a raw-text call passes the outputs (their shape depends on it); the text itself is
     # the tokenizer's.
-    raw = signatures.RawText(tf.constant([""]))
+    raw = None if task.openvino_choices else signatures.RawText(tf.constant([""]))
+    spec = (task.ids_spec(model) if task.ids_spec is not None
+            else signatures.ids_input_signature())
 
-    @tf.function(autograph=False, input_signature=[signatures.ids_input_signature()])
+    @tf.function(autograph=False, input_signature=[spec])
     def outputs(ids):
         return task.outputs(model, preprocessor, ids, raw)
 
     return outputs
+
+
+def _with_choice_text(ov_model):
+    """``ov_model`` (raw text in: ``text``, ``choices``) with ``choice_text``, the chosen
+    choice of each row (string [batch]), as the SavedModel's multiple-choice serving_default
+    gives it: OpenVINO gathers strings."""
+    from openvino import opset15 as opset
+
+    choices = next(p for p in ov_model.get_parameters() if p.get_friendly_name() == "choices")
+    choice_ids = next(result.input_value(0) for result in ov_model.get_results()
+                      if result.output(0).get_any_name() == "choice_ids")
+    chosen = opset.gather(choices, choice_ids, np.int32(1), 1)
+    result = opset.result(chosen)
+    result.output(0).set_names({"choice_text"})
+    ov_model.add_results([result])
+    return ov_model
 
 
 def _window_function(outputs_fn):
@@ -117,9 +136,11 @@ def _repair_string_constants(ov_model) -> None:
         node.output(0).replace(fixed.output(0))
 
 
-def _calibration_dataset(preprocessor, texts, text_pair: bool, windows: bool):
+def _calibration_dataset(preprocessor, texts, text_pair: bool, windows: bool,
+                         choices: int | None = None):
     """NNCF's calibration data: one packed row per text, at its own length (with
-    ``windows``, its first window, the text's only one)."""
+    ``windows``, its first window, the text's only one; with ``choices``, the row as each of
+    an example's choices)."""
     import nncf
 
     rows = []
@@ -127,6 +148,9 @@ def _calibration_dataset(preprocessor, texts, text_pair: bool, windows: bool):
         pieces = [tf.constant([text]), tf.constant([""])] if text_pair else tf.constant([text])
         packed = trim_to_longest(preprocessor(pieces))
         row = {f"{name}:0": packed[name].numpy() for name in INPUT_NAMES}
+        if choices is not None:  # [1, length] -> [1, choices, length]
+            row = {name: np.repeat(value[:, None], choices, axis=1)
+                   for name, value in row.items()}
         if windows:
             row[f"{TEXT_INDEX}:0"] = np.zeros([1], np.int32)
         rows.append(row)
@@ -182,6 +206,7 @@ def openvino_model(model, preprocessor, text_pair: bool | None = None,
     limit = None if windows is None else signatures.resolve_max_windows(model, max_windows)
     function = (_packed_function(model, preprocessor, task) if windows is None
                 else _window_function(windows[1]))
+    choices = task.openvino_choices(model) if task.openvino_choices else None
     with openvino_form.openvino_form():  # the graph patterns OpenVINO fuses
         packed = ov.convert_model(function)
     _repair_string_constants(packed)
@@ -189,16 +214,19 @@ def openvino_model(model, preprocessor, text_pair: bool | None = None,
         import nncf
 
         packed = nncf.quantize(packed, _calibration_dataset(preprocessor, calibration_texts,
-                                                            text_pair, windows is not None),
+                                                            text_pair, windows is not None,
+                                                            choices),
                                model_type=nncf.ModelType.TRANSFORMER,
                                subset_size=len(calibration_texts))
     tokenizer = tokenizer_model(list(preprocessor.vocabulary), preprocessor.lower_case,
-                                preprocessor.seq_length, text_pair,
+                                preprocessor.seq_length, text_pair and choices is None,
                                 windows=windows is not None,
                                 window_stride=None if windows is None else windows[0],
-                                max_windows=limit)
+                                max_windows=limit, num_choices=choices)
     inputs = INPUT_NAMES + ((TEXT_INDEX,) if windows is not None else ())
     joined = connect_models(tokenizer, packed, {name: f"{name}:0" for name in inputs})
+    if choices is not None:
+        joined = _with_choice_text(joined)
     joined.set_rt_info(type(model).__name__, ["keras_bert", "model"])
     joined.set_rt_info("int8" if quantize else "float32", ["keras_bert", "precision"])
     if limit is not None:  # keras-bert serve names it when a request exceeds it

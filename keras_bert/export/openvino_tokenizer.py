@@ -335,7 +335,8 @@ def _pack(segments, seq_length: int, ids: dict[str, int]) -> dict:
 
 def tokenizer_model(vocabulary: list[str], lower_case: bool, seq_length: int,
                     text_pair: bool = False, windows: bool = False,
-                    window_stride: int | None = None, max_windows: int | None = None):
+                    window_stride: int | None = None, max_windows: int | None = None,
+                    num_choices: int | None = None):
     """The OpenVINO model of raw text -> packed ids.
 
     Args:
@@ -350,6 +351,9 @@ def tokenizer_model(vocabulary: list[str], lower_case: bool, seq_length: int,
             default).
         max_windows: with ``windows``, the most windows a text may have: a request with a
             longer text fails, naming ``max_windows_node_name``; None: no limit.
+        num_choices: multiple choice: ``text`` [batch] and ``choices`` [batch, num_choices]
+            in, each (text, choice) packed as a pair, the outputs [batch, num_choices,
+            length] (as a multiple-choice model's serving_default packs them).
 
     Returns:
         an ``openvino.Model``: ``text`` (and ``text_pair``) string [batch] ->
@@ -364,15 +368,34 @@ def tokenizer_model(vocabulary: list[str], lower_case: bool, seq_length: int,
     if missing:
         raise ValueError(f"the vocabulary has no {', '.join(missing)}; BERT packing needs them")
     names = ["text", "text_pair"] if text_pair else ["text"]
-    parameters = [opset.parameter([-1], ov.Type.string, name=name) for name in names]
+    shapes = [[-1]] * len(names)
+    if num_choices is not None:
+        names, shapes = ["text", "choices"], [[-1], [-1, num_choices]]
+    parameters = [opset.parameter(shape, ov.Type.string, name=name)
+                  for name, shape in zip(names, shapes)]
     for parameter, name in zip(parameters, names):
         parameter.output(0).set_names({name})
-    segments = [_word_ids(parameter, vocabulary, lower_case) for parameter in parameters]
+    texts = parameters
+    if num_choices is not None:  # (text, choice) pairs, [batch * num_choices] each
+        def i32(value):
+            return opset.constant(np.array(value, dtype=np.int32))
+        pairs = opset.multiply(opset.gather(opset.shape_of(parameters[0], "i32"), i32(0),
+                                            i32(0)), i32(num_choices))
+        row = opset.divide(opset.range(i32(0), pairs, i32(1), output_type="i32"),
+                           i32(num_choices))
+        texts = [opset.gather(parameters[0], row, i32(0)),
+                 opset.reshape(parameters[1], i32([-1]), False)]
+    segments = [_word_ids(text, vocabulary, lower_case) for text in texts]
     outputs = {}
     if windows:
         segments, outputs[TEXT_INDEX] = _windows(segments, seq_length, window_stride,
                                                  max_windows)
     outputs = {**_pack(segments, seq_length, positions), **outputs}
+    if num_choices is not None:  # [batch * num_choices, length] -> [batch, num_choices, length]
+        length = opset.gather(opset.shape_of(outputs[INPUT_NAMES[0]], "i64"),
+                              opset.constant(np.array([1], np.int64)), np.int64(0))
+        shape = opset.concat([opset.constant(np.array([-1, num_choices], np.int64)), length], 0)
+        outputs = {name: opset.reshape(node, shape, False) for name, node in outputs.items()}
     results = []
     for name, node in outputs.items():
         result = opset.result(node)

@@ -101,6 +101,9 @@ class TaskExport:
             text_index)``, serving_default's outputs, one row per text, from the packed
             windows of a batch and each one's text, int32 [windows]; None (or returning None):
             the IR reads a text's first window.
+        openvino_choices: for a model whose raw text is a text and its choices (multiple
+            choice): (model) -> the number of choices; its OpenVINO IR packs each (text,
+            choice) pair and adds ``choice_text``, the chosen choice.
         window_outputs: serving_default's outputs for a model that reads a text longer than
             seq_length as windows: the texts split and packed, every window of the batch run
             through ``run_rows``, and the outputs combined into one row per text; None (or
@@ -116,6 +119,7 @@ class TaskExport:
     openvino: bool = False
     window_outputs: WindowOutputsFn | None = None
     openvino_windows: OpenVinoWindowsFn | None = None
+    openvino_choices: Callable[..., int] | None = None
 
 
 _REGISTRY: list[tuple[type, TaskExport]] = []

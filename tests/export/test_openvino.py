@@ -20,7 +20,7 @@ pytest.importorskip("nncf")
 import openvino as ov  # noqa: E402
 
 from keras_bert import (BertClassifier, BertEmbedder, BertEncoder,  # noqa: E402
-                        BertQuestionAnswerer, BertTokenClassifier)
+                        BertMultipleChoice, BertQuestionAnswerer, BertTokenClassifier)
 from keras_bert.export import export_model  # noqa: E402
 from keras_bert.export.openvino_tokenizer import tokenizer_model  # noqa: E402
 from keras_bert.export.signatures import (TEXT_SIGNATURE, build_signatures,  # noqa: E402
@@ -279,6 +279,31 @@ def test_a_tagger_gives_the_saved_models_tokens_tags_and_probabilities(preproces
     assert set(got["labels"][got["word_starts"]].tolist()) <= set(labels)
     assert got["tokens"][texts.index("naïve café owners' résumés"), :3].tolist() == [
         "[CLS]", "naive", "cafe"]
+
+
+def test_multiple_choice_gives_the_saved_models_choice(preprocessor, tmp_path):
+    keras.utils.set_random_seed(7)
+    chooser = BertMultipleChoice(tiny_encoder(len(preprocessor.vocabulary)), num_choices=3,
+                                 preprocessor=preprocessor)
+    kernel, bias = chooser.head.get_weights()  # large scores: the choices differ
+    chooser.head.set_weights([np.random.default_rng(0).normal(0, 20, kernel.shape)
+                              .astype("float32"), bias])
+    texts = SENTENCES[:4]
+    choices = [SENTENCES[4:7], SENTENCES[7:10], ["a", "b", "c"], SENTENCES[1:4]]
+    path = export_model(chooser, str(tmp_path), "choice", format="openvino")
+    ir = ov.Core().read_model(os.path.join(path, "model.xml"))
+    assert [port.get_any_name() for port in ir.inputs] == ["text", "choices"]
+    got = compiled(path)({"text": np.array([t.encode() for t in texts], np.bytes_),
+                          "choices": np.array([[c.encode() for c in row] for row in choices],
+                                              np.bytes_)})
+    got = {port.get_any_name(): value for port, value in got.items()}
+    want = {name: value.numpy() for name, value in build_signatures(chooser, preprocessor)[
+        TEXT_SIGNATURE](text=tf.constant(texts), choices=tf.constant(choices)).items()}
+    assert sorted(got) == sorted(want) == ["choice_ids", "choice_text", "probabilities"]
+    np.testing.assert_allclose(got["probabilities"], want["probabilities"], atol=1e-5)
+    np.testing.assert_array_equal(got["choice_ids"], want["choice_ids"])
+    assert len(set(got["choice_ids"].tolist())) > 1, "every example got the same choice"
+    assert got["choice_text"].tolist() == [c.decode() for c in want["choice_text"]]
 
 
 def test_a_question_answerer_is_refused_in_one_line(preprocessor, tmp_path):

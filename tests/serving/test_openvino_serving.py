@@ -19,10 +19,11 @@ pytest.importorskip("openvino")
 pytest.importorskip("openvino_tokenizers")
 pytest.importorskip("nncf")
 
-from keras_bert import (BertClassifier, BertEncoder, BertPreprocessor,  # noqa: E402
-                        BertTokenClassifier)
+from keras_bert import (BertClassifier, BertEncoder, BertMultipleChoice,  # noqa: E402
+                        BertPreprocessor, BertTokenClassifier)
 from keras_bert.cli import main  # noqa: E402
 from keras_bert.export import export_model  # noqa: E402
+from keras_bert.export.signatures import TEXT_SIGNATURE, build_signatures  # noqa: E402
 from tests.serving.server_helpers import running_server, write_model_config  # noqa: E402
 
 TEXTS = ["What a great film!", "Angela Merkel visited Paris.", "Héllo wörld 中文", ""]
@@ -45,11 +46,14 @@ def served(minilm_dir, tmp_path_factory):
     export_model(tagger, str(base), "tagger_saved_model")
     export_model(tagger, str(base), "tagger_openvino", format="openvino")
     export_model(model, str(base), "openvino_capped", format="openvino", max_windows=2)
+    chooser = BertMultipleChoice(encoder, num_choices=2, preprocessor=preprocessor)
+    export_model(chooser, str(base), "choice_openvino", format="openvino")
     names = ["saved_model", "openvino", "tagger_saved_model", "tagger_openvino",
-             "openvino_capped"]
+             "openvino_capped", "choice_openvino"]
     with running_server("--model_config_file", write_model_config(base, names)) as (server,
                                                                                    stubs):
         stubs.grpc_port = server.grpc_port
+        stubs.chooser, stubs.preprocessor = chooser, preprocessor
         yield stubs
 
 
@@ -184,6 +188,20 @@ def test_long_texts_are_read_as_windows_and_beyond_max_windows_refused(served):
         text_request(model, TEXTS[:2]), timeout=30).outputs["probabilities"])
         for model in ("openvino_capped", "openvino")}  # and it serves on
     np.testing.assert_allclose(served_on["openvino_capped"], served_on["openvino"], atol=1e-6)
+
+
+def test_a_served_multiple_choice_ir_answers_as_its_serving_default(served):
+    texts, choices = TEXTS[:3], [["yes", "no"], ["Berlin", "Paris"], ["中文", "wörld"]]
+    request = text_request("choice_openvino", texts)
+    request.inputs["choices"].CopyFrom(tf.make_tensor_proto(np.array(choices, dtype=object),
+                                                            dtype=tf.string))
+    response = served.prediction.Predict(request, timeout=30)
+    got = {name: tf.make_ndarray(proto) for name, proto in response.outputs.items()}
+    want = build_signatures(served.chooser, served.preprocessor)[TEXT_SIGNATURE](
+        text=tf.constant(texts), choices=tf.constant(choices))
+    assert sorted(got) == sorted(want)
+    np.testing.assert_allclose(got["probabilities"], want["probabilities"].numpy(), atol=1e-5)
+    np.testing.assert_array_equal(got["choice_text"], want["choice_text"].numpy())
 
 
 def _int_request() -> predict_pb2.PredictRequest:

@@ -65,4 +65,6 @@ def multiple_choice_transformers_outputs(model: BertMultipleChoice):
 register(BertMultipleChoice, TaskExport(outputs=multiple_choice_outputs,
                                         ids_spec=multiple_choice_ids_spec,
                                         text_signature=multiple_choice_text_signature,
-                                        transformers_outputs=multiple_choice_transformers_outputs))
+                                        transformers_outputs=multiple_choice_transformers_outputs,
+                                        openvino=True,
+                                        openvino_choices=lambda model: model.num_choices))
