@@ -44,7 +44,7 @@ def states(stubs) -> dict:
     return {s.version: s.state for s in response.model_version_status}
 
 
-def wait_for(condition, timeout_s=30.0):
+def wait_for(condition, timeout_s=120.0):  # generous: a loaded 2-core machine stalls loads
     deadline = time.monotonic() + timeout_s
     while not condition():
         assert time.monotonic() < deadline, "timed out"
