@@ -61,7 +61,7 @@ RunRowsFn = Callable[..., dict]
 WindowOutputsFn = Callable[..., "dict | None"]
 # (model, preprocessor) -> (window_stride, outputs: (packed ids {name: int32 [windows, seq]},
 # text_index int32 [windows]) -> {output name: [texts, ...]}), or None: one window per text
-OpenVinoWindowsFn = Callable[..., "tuple[int, Callable[..., dict]] | None"]
+OpenVinoWindowsFn = Callable[..., "tuple[int | None, Callable[..., dict]] | None"]
 # (model) -> {input name: tf.TensorSpec}, for packed ids that are not [batch, seq]
 IdsSpecFn = Callable[..., dict]
 # (model, preprocessor, dynamic_padding) -> the serving_default tf.function, for raw text that
