@@ -18,7 +18,8 @@
 # a few minutes, shrink it in the parameters cell: `NUM_LABELLED = 320`,
 # `NUM_UNLABELED = 160`, `NUM_TEST = 500`, `EPOCHS = 2` (the values CI runs, at the default
 # `SEQ_LENGTH = 128`: half the reviews are longer than 62 WordPieces, so a `SEQ_LENGTH = 64`
-# model reads them as two or more windows each and costs more, not less).
+# model reads them as two or more windows each and costs more, not less). CI also distils
+# the 2-layer student alone (`STUDENT_LAYERS = [2]`).
 
 # %%
 # Install keras-bert (on Colab only; locally, install the repo with pip install -e .).

@@ -83,8 +83,11 @@ CI_RUNS = {
         # not 3, since the teacher reads MiniLM by mean pooling: teacher 78.0%, students 76.6%
         # and 73.2%, 297 s beside another test (443 s for 3 epochs of the [CLS] pooler, whose
         # teacher learned nothing in 2: 62.2%, the majority's rate).
+        # One student, the 2-layer one: the 3-layer student's distillation, int8 export and
+        # timing took about 80 of the notebook's 400 s in the slow tests, and its kept layers
+        # ([1, 3, 5]) are checked in tests/finetuning/test_distillation.py.
         dict(NUM_LABELLED=320, NUM_UNLABELED=160, NUM_TEST=500, SEQ_LENGTH=128, BATCH_SIZE=16,
-             EPOCHS=2, LEARNING_RATE=1e-4),
+             EPOCHS=2, LEARNING_RATE=1e-4, STUDENT_LAYERS=[2]),
         "dict(teacher_accuracy=teacher_accuracy, majority_rate=majority_rate, "
         "results=results, served=served, "
         "kept={k: s.distillation['kept_layers'] for k, s in students.items()})"),
@@ -317,14 +320,13 @@ def check_08_serve_hugging_face_model(result):
 def check_09_distill_and_serve(result):
     assert result["majority_rate"] == pytest.approx(FINE_FOOD_TEST_500_MAJORITY)
     assert result["teacher_accuracy"] >= result["majority_rate"] + MARGIN, result
-    assert result["kept"] == {"3": [1, 3, 5], "2": [2, 5]}
+    assert result["kept"] == {"2": [2, 5]}
     results = result["results"]
-    teacher_accuracy, teacher_speed = results["teacher (float32)"]
-    for layers in (3, 2):
-        accuracy, speed = results[f"{layers}-layer student (int8)"]
-        # A student learned the reviews, not the majority label, and serves faster.
-        assert accuracy >= result["majority_rate"] + MARGIN / 2, result
-        assert speed > teacher_speed, result
+    assert sorted(results) == ["2-layer student (int8)", "teacher (float32)"]
+    accuracy, speed = results["2-layer student (int8)"]
+    # The student learned the reviews, not the majority label, and serves faster.
+    assert accuracy >= result["majority_rate"] + MARGIN / 2, result
+    assert speed > results["teacher (float32)"][1], result
     assert set(result["served"]) <= {"great", "other"} and len(result["served"]) == 2
 
 

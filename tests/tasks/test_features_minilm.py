@@ -24,7 +24,10 @@ TEMPLATES = ["{s} was {a}.", "honestly, {s} was {a}.", "i thought {s} was {a}.",
 CHANNELS = ["web", "app", "store", "phone", "mail", "satire"]
 LABELS = ["negative", "positive"]
 FLIP_AGE = 70.0
-COPIES = 2  # each text twice, with other features: the features must be read
+# Each text once, with its features. Each text twice with other features each time took twice
+# as long for no better result: text+features 0.919, text 0.684, features 0.478 (twice); 0.938,
+# 0.706, 0.531 (once; with another seed and split 0.856, 0.675, 0.519).
+COPIES = 1
 EPOCHS = 4
 
 
@@ -88,7 +91,7 @@ def test_text_and_features_beat_text_alone_and_features_alone(minilm_dir):
     logging.getLogger(__name__).info(
         "held-out accuracy: text+features %.3f, text %.3f, features %.3f", with_features,
         text_alone, features_alone)
-    # Measured (CPU, 2 cores, 2 minutes): text+features 0.919, text 0.684, features 0.478.
+    # Measured (CPU, 2 cores, 76 s alone): text+features 0.938, text 0.706, features 0.531.
     # The text alone cannot see the flips, the features alone cannot see the sentiment.
     assert with_features >= 0.85
     assert with_features - text_alone >= 0.15
