@@ -63,30 +63,32 @@ OWN_UNITS = (
     "tests/test_docs.py::test_document_blocks_run[",
     "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[",
 )
-# Seconds each unit took in the slow tests (`pytest -m slow -n 2 --durations`, 1,742 s in all)
-# on the 2-core machine (2026-11-29, `.ci/run` from a clean clone), in brackets; then the longest
-# files of the quick tests (`-m "not slow"`, 475 s; export/test_int8.py above is one of them
-# too), which start first there.
+# Seconds each unit took in the slow tests (`pytest -m slow -n 2 --durations=0`, 2,151 s in all)
+# on the 2-core machine (2026-11-30, idle), in brackets (notebook 09 and the features test
+# since made shorter: their new time alone); then the longest files of the quick tests
+# (`-m "not slow"`, 475 s; export/test_int8.py above is one of them too), which start first
+# there.
 LONGEST_FIRST = (
-    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[09_",  # [386]
-    "tests/test_gpu_check.py",  # [184: the GPU tests, notebook 02 and throughput on the CPU]
-    "tests/tasks/test_features_minilm.py",  # [170]
-    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[01_",  # [163]
-    "tests/test_docs.py::test_document_blocks_run[docs/distillation.md]",  # [159]
-    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[07_",  # [154]
-    "tests/finetuning/test_multi_worker.py",  # [143]
-    "tests/tasks/test_length_grouping_minilm.py",  # [117]
-    "tests/tasks/test_int8_minilm.py",  # [117]
-    "tests/serving/test_memory.py",  # [116]
-    "tests/test_docs.py::test_document_blocks_run[docs/fine-tuning.md]",  # [112]
-    "tests/test_docs.py::test_document_blocks_run[docs/serving.md]",  # [107]
-    "tests/pretraining/test_pretrain_runs.py",  # [85]
-    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[04_",  # [78]
-    "tests/finetuning/test_finetune_resume.py",  # [66]
-    "tests/test_docs.py::test_document_blocks_run[README.md]",  # [66]
-    "tests/export/test_int8.py",  # [61]
-    "tests/test_quickstart.py",  # [54]
-    "tests/test_docs.py::test_document_blocks_run[serving/README.md]",  # [52]
+    "tests/test_gpu_check.py",  # [265: the GPU tests, notebook 02 and throughput on the CPU]
+    "tests/test_docs.py::test_document_blocks_run[docs/distillation.md]",  # [205]
+    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[07_",  # [187]
+    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[09_",  # [399; 182 alone since]
+    "tests/test_docs.py::test_document_blocks_run[docs/fine-tuning.md]",  # [181]
+    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[01_",  # [170]
+    "tests/tasks/test_length_grouping_minilm.py",  # [158]
+    "tests/finetuning/test_multi_worker.py",  # [148]
+    "tests/test_lazy_imports.py",  # [148: a fresh interpreter per test]
+    "tests/tasks/test_int8_minilm.py",  # [142]
+    "tests/test_docs.py::test_document_blocks_run[docs/serving.md]",  # [128]
+    "tests/colab/test_notebooks.py::test_notebook_runs_shrunk[04_",  # [120]
+    "tests/serving/test_memory.py",  # [108]
+    "tests/tasks/test_features_minilm.py",  # [187; 76 alone since]
+    "tests/test_docs.py::test_document_blocks_run[README.md]",  # [87]
+    "tests/pretraining/test_pretrain_runs.py",  # [83]
+    "tests/export/test_int8.py",  # [80]
+    "tests/finetuning/test_finetune_resume.py",  # [80]
+    "tests/test_quickstart.py",  # [61]
+    "tests/test_docs.py::test_document_blocks_run[serving/README.md]",  # [61]
     "tests/export/test_tf_hub_int8.py",  # [38]
     "tests/export/test_tasks.py",  # [quick and slow]
     "tests/finetuning/test_distillation.py",  # [quick: 60]
