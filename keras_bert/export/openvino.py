@@ -12,20 +12,19 @@ reads them so here too (and pairs, as windows of their second text): the tokeniz
 each text into the windows ``predict`` reads (``openvino_tokenizer._windows``) and the model
 combines each text's windows (``TaskExport.openvino_windows``), one row per text; a text of
 more than ``max_windows`` windows fails the request, as in the SavedModel (OpenVINO has no
-assertion op: ``openvino_tokenizer._refuse_beyond``). The tagger reads a text's first
-window. The model is traced in the forms OpenVINO fuses (``layers.openvino_form``: LayerNorm
-as one MVN, no reshapes to rows). It runs a request as one
-batch padded to its longest text, where the SavedModel runs sorted chunks of 8 rows: the
-outputs are the same within float error, except at padded positions of sequence outputs,
-which no client should read (``input_mask`` says where the text is).
+assertion op: ``openvino_tokenizer._refuse_beyond``). A question answerer reads each context
+as windows after its question, and answers with the context's own bytes
+(``openvino_answers``). The tagger reads a text's first window. The model is traced in the
+forms OpenVINO fuses (``layers.openvino_form``: LayerNorm as one MVN, no reshapes to rows).
+It runs a request as one batch padded to its longest text, where the SavedModel runs sorted
+chunks of 8 rows: the outputs are the same within float error, except at padded positions
+of sequence outputs, which no client should read (``input_mask`` says where the text is).
 
-Exported: the models whose ``TaskExport`` says ``openvino=True``: the encoder, the classifier
-(text only, no features), the tagger, multiple choice (``text`` and ``choices`` in, each pair
-packed on its own; ``choice_text`` gathered from the request) and the embedder; a task's
+Exported: every task model (the encoder, the classifier with text only, no features, the
+tagger, the question answerer, multiple choice, with ``text`` and ``choices`` in, each pair
+packed on its own and ``choice_text`` gathered from the request, and the embedder); a task's
 string outputs are written with the string ops OpenVINO's CPU plugin runs (a gather from a
-table, no ``Select`` among strings). Not yet: the span head, whose answer is the context's
-own characters at the in-graph tokenizer's offsets (openvino-tokenizers' BERT pipeline gives
-no offsets).
+table, no ``Select`` among strings).
 OpenVINO, openvino-tokenizers and NNCF are the ``openvino`` extra; this module imports them
 when it runs, so keras_bert imports without them.
 """
@@ -43,6 +42,8 @@ import tensorflow as tf
 from keras_bert import fileio
 from keras_bert.errors import SaveError, one_line_reason
 from keras_bert.export import signatures
+from keras_bert.export.openvino_answers import (ANSWER_BYTES, WINDOW_INPUTS, answers_tokenizer,
+                                                with_answer_text)
 from keras_bert.export.openvino_extra import IR_FILE, WEIGHTS_FILE
 from keras_bert.export.openvino_tokenizer import TEXT_INDEX, tokenizer_model
 from keras_bert.fileio import atomic_output_dir, is_remote, join
@@ -58,10 +59,6 @@ def check_exportable(model, task: signatures.TaskExport, mixed_precision, dynami
                      serving_default: str) -> None:
     """Refuses, in one line, what the OpenVINO export does not write."""
     name = type(model).__name__
-    if not task.openvino:
-        raise ValueError(f"a {name} does not export as OpenVINO IR yet (its raw-text "
-                         f"answer is the text's own characters, at offsets the IR's tokenizer "
-                         f"does not give); export it as a SavedModel")
     if task.feature_spec is not None and task.feature_spec(model):
         raise ValueError(f"this {name} reads features beside the text; an OpenVINO export "
                          f"takes text only: export it as a SavedModel")
@@ -136,13 +133,11 @@ def _repair_string_constants(ov_model) -> None:
         node.output(0).replace(fixed.output(0))
 
 
-def _calibration_dataset(preprocessor, texts, text_pair: bool, windows: bool,
+def _calibration_rows(preprocessor, texts, text_pair: bool, windows: bool,
                          choices: int | None = None):
-    """NNCF's calibration data: one packed row per text, at its own length (with
+    """NNCF's calibration inputs: one packed row per text, at its own length (with
     ``windows``, its first window, the text's only one; with ``choices``, the row as each of
     an example's choices)."""
-    import nncf
-
     rows = []
     for text in texts:
         pieces = [tf.constant([text]), tf.constant([""])] if text_pair else tf.constant([text])
@@ -154,7 +149,7 @@ def _calibration_dataset(preprocessor, texts, text_pair: bool, windows: bool,
         if windows:
             row[f"{TEXT_INDEX}:0"] = np.zeros([1], np.int32)
         rows.append(row)
-    return nncf.Dataset(rows)
+    return rows
 
 
 def reads_windows(model, preprocessor):
@@ -187,9 +182,6 @@ def openvino_model(model, preprocessor, text_pair: bool | None = None,
         an ``openvino.Model``: ``text`` (and ``text_pair``) string [batch] -> the outputs of
         the SavedModel's serving_default, by name.
     """
-    import openvino as ov
-    from openvino_tokenizers import connect_models
-
     task = signatures.task_export(model)
     text_pair = task.text_pair if text_pair is None else text_pair
     if quantize not in (None, "int8"):
@@ -199,6 +191,40 @@ def openvino_model(model, preprocessor, text_pair: bool | None = None,
     if quantize and not calibration_texts:
         raise ValueError("an int8 OpenVINO export needs calibration_texts (NNCF measures "
                          "activation ranges on them): a few hundred texts like those served")
+    if task.openvino_answers is not None:
+        joined = _answers_model(model, preprocessor, task, quantize, calibration_texts,
+                                signatures.resolve_max_windows(model, max_windows))
+    else:
+        joined = _text_model(model, preprocessor, task, text_pair, quantize, calibration_texts,
+                             max_windows)
+    joined.set_rt_info(type(model).__name__, ["keras_bert", "model"])
+    joined.set_rt_info("int8" if quantize else "float32", ["keras_bert", "precision"])
+    return joined
+
+
+def _converted(function, quantize: str | None, calibration):
+    """``function`` as an OpenVINO model, in the forms OpenVINO fuses; with ``quantize``,
+    int8 by NNCF from ``calibration()``'s list of its inputs ({input name: value})."""
+    import openvino as ov
+
+    with openvino_form.openvino_form():  # the graph patterns OpenVINO fuses
+        packed = ov.convert_model(function)
+    _repair_string_constants(packed)
+    if quantize:
+        import nncf
+
+        calibration = calibration()
+        packed = nncf.quantize(packed, nncf.Dataset(calibration),
+                               model_type=nncf.ModelType.TRANSFORMER,
+                               subset_size=len(calibration))
+    return packed
+
+
+def _text_model(model, preprocessor, task: signatures.TaskExport, text_pair: bool,
+                quantize: str | None, calibration_texts, max_windows: int | None):
+    """``openvino_model`` of a model that reads texts (not a question answerer)."""
+    from openvino_tokenizers import connect_models
+
     windows = reads_windows(model, preprocessor)
     if windows is None and max_windows:
         raise ValueError(f"max_windows limits the windows of a long text, and this "
@@ -207,17 +233,8 @@ def openvino_model(model, preprocessor, text_pair: bool | None = None,
     function = (_packed_function(model, preprocessor, task) if windows is None
                 else _window_function(windows[1]))
     choices = task.openvino_choices(model) if task.openvino_choices else None
-    with openvino_form.openvino_form():  # the graph patterns OpenVINO fuses
-        packed = ov.convert_model(function)
-    _repair_string_constants(packed)
-    if quantize:
-        import nncf
-
-        packed = nncf.quantize(packed, _calibration_dataset(preprocessor, calibration_texts,
-                                                            text_pair, windows is not None,
-                                                            choices),
-                               model_type=nncf.ModelType.TRANSFORMER,
-                               subset_size=len(calibration_texts))
+    packed = _converted(function, quantize, lambda: _calibration_rows(
+        preprocessor, calibration_texts, text_pair, windows is not None, choices))
     tokenizer = tokenizer_model(list(preprocessor.vocabulary), preprocessor.lower_case,
                                 preprocessor.seq_length, text_pair and choices is None,
                                 windows=windows is not None,
@@ -227,10 +244,45 @@ def openvino_model(model, preprocessor, text_pair: bool | None = None,
     joined = connect_models(tokenizer, packed, {name: f"{name}:0" for name in inputs})
     if choices is not None:
         joined = _with_choice_text(joined)
-    joined.set_rt_info(type(model).__name__, ["keras_bert", "model"])
-    joined.set_rt_info("int8" if quantize else "float32", ["keras_bert", "precision"])
     if limit is not None:  # keras-bert serve names it when a request exceeds it
         joined.set_rt_info(limit, ["keras_bert", "max_windows"])
+    return joined
+
+
+def _answers_model(model, preprocessor, task: signatures.TaskExport, quantize: str | None,
+                   calibration_texts, max_windows: int | None):
+    """``openvino_model`` of a question answerer (``openvino_answers``): int8 calibrates on
+    each calibration text as a context and, cut, its own question."""
+    import openvino as ov
+    from openvino_tokenizers import connect_models
+
+    query_length, doc_stride, outputs_fn = task.openvino_answers(model, preprocessor)
+    tokenizer = answers_tokenizer(list(preprocessor.vocabulary), preprocessor.lower_case,
+                                  preprocessor.seq_length, query_length, doc_stride,
+                                  max_windows)
+    window_specs = {name: tf.TensorSpec([None], tf.int32, name=name) for name in WINDOW_INPUTS}
+
+    @tf.function(autograph=False,
+                 input_signature=[signatures.ids_input_signature(), window_specs])
+    def function(ids, windows):
+        answers, start, limit = outputs_fn(ids, **windows)
+        return {**answers, **dict(zip(ANSWER_BYTES, (start, limit)))}
+
+    def calibration():
+        windows = ov.Core().compile_model(tokenizer, "CPU")
+        rows = []
+        for text in calibration_texts:
+            request = np.array([text.encode("utf-8")], np.bytes_)
+            rows.append({f"{port.get_any_name()}:0": value for port, value in
+                         windows({"text": request, "text_pair": request}).items()})
+        return rows
+
+    packed = _converted(function, quantize, calibration)
+    inputs = INPUT_NAMES + WINDOW_INPUTS
+    joined = with_answer_text(connect_models(tokenizer, packed,
+                                             {name: f"{name}:0" for name in inputs}))
+    if max_windows is not None:  # keras-bert serve names it when a request exceeds it
+        joined.set_rt_info(max_windows, ["keras_bert", "max_windows"])
     return joined
 
 
@@ -244,7 +296,8 @@ def write_openvino(model, directory: str, *, preprocessor, text_pair: bool | Non
     task = signatures.task_export(model)
     # A classifier windows unless told "first"; a tagger's export always reads windows.
     windows = getattr(model, "window_combination", "mean" if task.window_outputs else "first")
-    if windows != "first" and reads_windows(model, preprocessor) is None:
+    if (windows != "first" and reads_windows(model, preprocessor) is None
+            and task.openvino_answers is None):
         logger.warning("OpenVINO IR reads a text's first %d WordPieces; this %s reads longer "
                        "texts as windows, which its SavedModel export does in the graph",
                        preprocessor.seq_length - 2, type(model).__name__)

@@ -47,7 +47,7 @@ from keras_bert.tokenization.wordpiece import MAX_CHARS_PER_WORD, SUFFIX_INDICAT
 TEXT_INDEX = "text_index"
 # Greater than any word of MAX_CHARS_PER_WORD characters can take (4 UTF-8 bytes each): longer
 # words are [UNK] before WordPiece sees them.
-_MAX_BYTES_PER_WORD = 4 * MAX_CHARS_PER_WORD + 1
+MAX_BYTES_PER_WORD = 4 * MAX_CHARS_PER_WORD + 1
 _EMPTY_UNIT = 1 << 31  # a leaf of value 0: its label matches no byte, so lookups stop there
 
 
@@ -132,47 +132,64 @@ def _cjk_pattern() -> str:
                           for start, end in chars.CJK_RANGES) + "])"
 
 
-def _normalization_steps(lower_case: bool) -> list:
-    """The openvino-tokenizers steps from raw text to words separated by single spaces."""
-    from openvino_tokenizers.tokenizer_pipeline import CharsmapStep, RegexNormalizationStep
+def case_steps(lower_case: bool) -> list:
+    """The openvino-tokenizers steps that write each capital sigma as Python's ``str.lower()``
+    writes it (uncased; none cased): each character keeps its bytes' length and place."""
+    from openvino_tokenizers.tokenizer_pipeline import RegexNormalizationStep
 
     from keras_bert.tokenization.graph_normalizer import build_tables
 
-    steps = []
-    if lower_case:  # the final-sigma rule, as graph_normalizer writes it for RE2
-        tables = build_tables(lower_case=True)
-        cased, ignorable = tables.cased, tables.case_ignorable
-        not_final = RegexNormalizationStep(f"{chars.CAPITAL_SIGMA}({ignorable}*{cased})",
-                                           chars.SMALL_SIGMA + "$1")
-        steps += [not_final, not_final,
-                  RegexNormalizationStep(f"({cased}{ignorable}*){chars.CAPITAL_SIGMA}",
-                                         "$1" + chars.FINAL_SIGMA)]
-    steps += [
+    if not lower_case:
+        return []
+    tables = build_tables(lower_case=True)  # the final-sigma rule, as graph_normalizer writes it
+    cased, ignorable = tables.cased, tables.case_ignorable
+    not_final = RegexNormalizationStep(f"{chars.CAPITAL_SIGMA}({ignorable}*{cased})",
+                                       chars.SMALL_SIGMA + "$1")
+    return [not_final, not_final,
+            RegexNormalizationStep(f"({cased}{ignorable}*){chars.CAPITAL_SIGMA}",
+                                   "$1" + chars.FINAL_SIGMA)]
+
+
+def character_steps(lower_case: bool) -> list:
+    """The openvino-tokenizers steps that normalize each character on its own (after
+    ``case_steps``): CJK ideographs and punctuation between spaces, whitespace to a space,
+    controls, NUL and bytes that are not UTF-8 deleted, and uncased, lower case without
+    accents."""
+    from openvino_tokenizers.tokenizer_pipeline import CharsmapStep, RegexNormalizationStep
+
+    return [
         RegexNormalizationStep(_cjk_pattern(), " $1 "),
         CharsmapStep(charsmap=precompiled_charsmap(lower_case), remove_extra_whitespaces=False),
         RegexNormalizationStep("[\\x{0}\\x{fffd}]", ""),
+    ]
+
+
+def normalization_steps(lower_case: bool) -> list:
+    """The openvino-tokenizers steps from raw text to words separated by single spaces."""
+    from openvino_tokenizers.tokenizer_pipeline import RegexNormalizationStep
+
+    return case_steps(lower_case) + character_steps(lower_case) + [
         RegexNormalizationStep(f"[^ ]{{{MAX_CHARS_PER_WORD + 1},}}", f" {UNK} "),
         # A space in front of every text: RegexSplit loses the batch's rows when all of them
         # are empty (openvino-tokenizers 2026.4).
         RegexNormalizationStep("^", " ", global_replace=False),
     ]
-    return steps
 
 
-def _word_ids(text, vocabulary: list[str], lower_case: bool):
+def word_ids(text, vocabulary: list[str], lower_case: bool):
     """string [batch] -> WordPiece ids, ragged: (begins int32 [batch], ends [batch], ids [n])."""
     from openvino import opset15
     from openvino_tokenizers.tokenizer_pipeline import (RegexSplitStep, TokenizerPipeline,
                                                         WordPieceTokenizationStep)
 
     nodes = opset15.string_tensor_unpack(text).outputs()
-    for step in _normalization_steps(lower_case):
+    for step in normalization_steps(lower_case):
         nodes = step.get_ov_subgraph(list(nodes))
     nodes = TokenizerPipeline.add_ragged_dimension(list(nodes))
     nodes = RegexSplitStep(" ", behaviour="remove").get_ov_subgraph(list(nodes))
     wordpiece = WordPieceTokenizationStep(vocab=list(vocabulary), unk_token=UNK,
                                           suffix_indicator=SUFFIX_INDICATOR,
-                                          max_bytes_per_word=_MAX_BYTES_PER_WORD)
+                                          max_bytes_per_word=MAX_BYTES_PER_WORD)
     return wordpiece.get_ov_subgraph(list(nodes[:5]))
 
 
@@ -190,7 +207,7 @@ def _pair_lengths(opset, length_a, length_b, budget):
     return keep_a, keep_b
 
 
-def _i32(value):
+def i32(value):
     """An OpenVINO int32 constant of ``value`` (a number or a list)."""
     from openvino import opset15
 
@@ -208,34 +225,34 @@ def _refuse_beyond(opset, counts, max_windows: int):
     them exceeds ``max_windows`` (OpenVINO has no assertion op: a StringTensorPack of one
     string whose begin lies past its end raises, naming the node, and the compiled model runs
     the next request as before)."""
-    most = opset.reduce_max(opset.concat([counts, _i32([0])], 0), _i32(0), keep_dims=True)
-    begin = opset.select(opset.greater(most, _i32([max_windows])), _i32([1]), _i32([0]))
-    check = opset.string_tensor_pack(begin, _i32([0]), opset.constant(np.array([0], np.uint8)))
+    most = opset.reduce_max(opset.concat([counts, i32([0])], 0), i32(0), keep_dims=True)
+    begin = opset.select(opset.greater(most, i32([max_windows])), i32([1]), i32([0]))
+    check = opset.string_tensor_pack(begin, i32([0]), opset.constant(np.array([0], np.uint8)))
     check.set_friendly_name(max_windows_node_name(max_windows))
-    zero = opset.reduce_sum(opset.string_tensor_unpack(check.output(0)).output(1), _i32(0))
+    zero = opset.reduce_sum(opset.string_tensor_unpack(check.output(0)).output(1), i32(0))
     return opset.add(counts, zero)
 
 
-def _spans(opset, lengths, window_length, stride, max_windows: int | None):
+def window_spans(opset, lengths, window_length, stride, max_windows: int | None):
     """``tokenization.windows.window_spans`` in OpenVINO ops: for texts of ``lengths`` pieces
     (int32 [texts]), read ``window_length`` pieces at a time ``stride`` apart (int32 [texts]
     each), every window's text, first and past-the-last piece, int32 [windows] each. A text of
     more than ``max_windows`` windows fails the request (None: no limit)."""
-    beyond = opset.maximum(opset.subtract(lengths, window_length), _i32(0))
-    counts = opset.add(_i32(1), opset.divide(opset.add(beyond, opset.subtract(stride, _i32(1))),
+    beyond = opset.maximum(opset.subtract(lengths, window_length), i32(0))
+    counts = opset.add(i32(1), opset.divide(opset.add(beyond, opset.subtract(stride, i32(1))),
                                             stride))
     if max_windows is not None:
         counts = _refuse_beyond(opset, counts, max_windows)
-    last_window = opset.cumsum(counts, _i32(0))  # past each text's last window
-    total = opset.reduce_sum(counts, _i32(0), keep_dims=True)
-    window = opset.range(_i32(0), opset.squeeze(total, _i32(0)), _i32(1), output_type="i32")
+    last_window = opset.cumsum(counts, i32(0))  # past each text's last window
+    total = opset.reduce_sum(counts, i32(0), keep_dims=True)
+    window = opset.range(i32(0), opset.squeeze(total, i32(0)), i32(1), output_type="i32")
     # A window's text: how many texts end at or before it ([windows, texts], small).
-    ends_by = opset.less_equal(opset.unsqueeze(last_window, _i32(0)),
-                               opset.unsqueeze(window, _i32(1)))
-    text_index = opset.reduce_sum(opset.convert(ends_by, "i32"), _i32(1))
+    ends_by = opset.less_equal(opset.unsqueeze(last_window, i32(0)),
+                               opset.unsqueeze(window, i32(1)))
+    text_index = opset.reduce_sum(opset.convert(ends_by, "i32"), i32(1))
 
     def per_window(node):
-        return opset.gather(node, text_index, _i32(0))
+        return opset.gather(node, text_index, i32(0))
 
     within = opset.subtract(window, per_window(opset.subtract(last_window, counts)))
     start = opset.multiply(within, per_window(stride))
@@ -254,74 +271,74 @@ def _windows(segments, seq_length: int, window_stride: int | None,
     from openvino import opset15 as opset
 
     lengths = [opset.subtract(ends, begins) for begins, ends, _ in segments]
-    ones = opset.broadcast(_i32(1), opset.shape_of(lengths[0], "i32"))  # int32 [texts]
+    ones = opset.broadcast(i32(1), opset.shape_of(lengths[0], "i32"))  # int32 [texts]
     if len(segments) == 1:
         length = seq_length - 2
         stride = default_window_stride(length) if window_stride is None else window_stride
-        text_index, start, end = _spans(opset, lengths[0], opset.multiply(ones, _i32(length)),
-                                        opset.multiply(ones, _i32(stride)), max_windows)
-        begins = opset.gather(segments[0][0], text_index, _i32(0))
+        text_index, start, end = window_spans(opset, lengths[0], opset.multiply(ones, i32(length)),
+                                        opset.multiply(ones, i32(stride)), max_windows)
+        begins = opset.gather(segments[0][0], text_index, i32(0))
         return [(opset.add(begins, start), opset.add(begins, end), segments[0][2])], text_index
     budget = seq_length - 3  # [CLS] a [SEP] b [SEP]
     kept, _ = _pair_lengths(opset, lengths[0], lengths[1], budget)
-    kept = opset.select(opset.greater(lengths[1], _i32(0)), kept, lengths[0])
-    second_window = opset.maximum(opset.subtract(_i32(budget), kept), _i32(1))
-    stride = (opset.maximum(opset.divide(second_window, _i32(2)), _i32(1))
-              if window_stride is None else opset.multiply(ones, _i32(window_stride)))
-    stride = opset.minimum(stride, opset.maximum(opset.subtract(second_window, _i32(1)), _i32(1)))
-    text_index, start, end = _spans(opset, lengths[1], second_window, stride, max_windows)
-    first = opset.gather(segments[0][0], text_index, _i32(0))
-    second = opset.gather(segments[1][0], text_index, _i32(0))
-    return [(first, opset.add(first, opset.gather(kept, text_index, _i32(0))), segments[0][2]),
+    kept = opset.select(opset.greater(lengths[1], i32(0)), kept, lengths[0])
+    second_window = opset.maximum(opset.subtract(i32(budget), kept), i32(1))
+    stride = (opset.maximum(opset.divide(second_window, i32(2)), i32(1))
+              if window_stride is None else opset.multiply(ones, i32(window_stride)))
+    stride = opset.minimum(stride, opset.maximum(opset.subtract(second_window, i32(1)), i32(1)))
+    text_index, start, end = window_spans(opset, lengths[1], second_window, stride, max_windows)
+    first = opset.gather(segments[0][0], text_index, i32(0))
+    second = opset.gather(segments[1][0], text_index, i32(0))
+    return [(first, opset.add(first, opset.gather(kept, text_index, i32(0))), segments[0][2]),
             (opset.add(second, start), opset.add(second, end), segments[1][2])], text_index
 
 
-def _pack(segments, seq_length: int, ids: dict[str, int]) -> dict:
+def pack_rows(segments, seq_length: int, ids: dict[str, int]) -> dict:
     """``packer_layer.pack_segments`` then ``trim_to_longest`` in OpenVINO ops: ragged ids of
     one or two segments -> {input name: int32 [batch, length]}, length the longest row (at
     most seq_length)."""
     from openvino import opset15 as opset
 
     def column(node):  # [batch] -> [batch, 1]
-        return opset.unsqueeze(node, _i32(1))
+        return opset.unsqueeze(node, i32(1))
 
     lengths = [opset.subtract(ends, begins) for begins, ends, _ in segments]
     if len(segments) == 1:
-        keep_a = opset.minimum(lengths[0], _i32(seq_length - 2))
+        keep_a = opset.minimum(lengths[0], i32(seq_length - 2))
         keep_b = None
-        end = opset.add(keep_a, _i32(2))
+        end = opset.add(keep_a, i32(2))
     else:
         pair_a, pair_b = _pair_lengths(opset, lengths[0], lengths[1], seq_length - 3)
-        has_b = opset.greater(lengths[1], _i32(0))
-        keep_a = opset.select(has_b, pair_a, opset.minimum(lengths[0], _i32(seq_length - 2)))
-        keep_b = opset.select(has_b, pair_b, _i32(0))
-        end = opset.select(has_b, opset.add(opset.add(keep_a, keep_b), _i32(3)),
-                           opset.add(keep_a, _i32(2)))
-    b_start = opset.add(keep_a, _i32(2))
-    longest = opset.reduce_max(opset.concat([_i32([0]), end], 0), _i32(0))
-    length = opset.minimum(longest, _i32(seq_length))
-    position = opset.unsqueeze(opset.range(_i32(0), length, _i32(1), output_type="i32"), _i32(0))
+        has_b = opset.greater(lengths[1], i32(0))
+        keep_a = opset.select(has_b, pair_a, opset.minimum(lengths[0], i32(seq_length - 2)))
+        keep_b = opset.select(has_b, pair_b, i32(0))
+        end = opset.select(has_b, opset.add(opset.add(keep_a, keep_b), i32(3)),
+                           opset.add(keep_a, i32(2)))
+    b_start = opset.add(keep_a, i32(2))
+    longest = opset.reduce_max(opset.concat([i32([0]), end], 0), i32(0))
+    length = opset.minimum(longest, i32(seq_length))
+    position = opset.unsqueeze(opset.range(i32(0), length, i32(1), output_type="i32"), i32(0))
 
     def read(segment, start):  # segment's ids at position - start, [batch, length]
         begins, _, values = segment
-        values = opset.concat([values, _i32([0])], 0)  # never empty
+        values = opset.concat([values, i32([0])], 0)  # never empty
         index = opset.add(column(begins), opset.subtract(position, start))
-        last = opset.subtract(opset.shape_of(values, "i32"), _i32([1]))
-        index = opset.minimum(opset.maximum(index, _i32(0)), last)
-        return opset.gather(values, index, _i32(0))
+        last = opset.subtract(opset.shape_of(values, "i32"), i32([1]))
+        index = opset.minimum(opset.maximum(index, i32(0)), last)
+        return opset.gather(values, index, i32(0))
 
-    word_ids = opset.select(opset.equal(position, _i32(0)), _i32(ids[CLS]), _i32(ids[PAD]))
-    in_a = opset.logical_and(opset.greater_equal(position, _i32(1)),
+    word_ids = opset.select(opset.equal(position, i32(0)), i32(ids[CLS]), i32(ids[PAD]))
+    in_a = opset.logical_and(opset.greater_equal(position, i32(1)),
                              opset.less_equal(position, column(keep_a)))
-    word_ids = opset.select(in_a, read(segments[0], _i32(1)), word_ids)
+    word_ids = opset.select(in_a, read(segments[0], i32(1)), word_ids)
     end_col, b_start_col = column(end), column(b_start)
     if keep_b is not None:
         in_b = opset.logical_and(opset.greater_equal(position, b_start_col),
-                                 opset.less(position, opset.subtract(end_col, _i32(1))))
+                                 opset.less(position, opset.subtract(end_col, i32(1))))
         word_ids = opset.select(in_b, read(segments[1], b_start_col), word_ids)
-    is_sep = opset.logical_or(opset.equal(position, opset.add(column(keep_a), _i32(1))),
-                              opset.equal(position, opset.subtract(end_col, _i32(1))))
-    word_ids = opset.select(is_sep, _i32(ids[SEP]), word_ids)
+    is_sep = opset.logical_or(opset.equal(position, opset.add(column(keep_a), i32(1))),
+                              opset.equal(position, opset.subtract(end_col, i32(1))))
+    word_ids = opset.select(is_sep, i32(ids[SEP]), word_ids)
     in_text = opset.less(position, end_col)
     type_ids = opset.logical_and(opset.greater_equal(position, b_start_col), in_text)
     return {"input_word_ids": word_ids,
@@ -373,18 +390,18 @@ def tokenizer_model(vocabulary: list[str], lower_case: bool, seq_length: int,
         parameter.output(0).set_names({name})
     texts = parameters
     if num_choices is not None:  # (text, choice) pairs, [batch * num_choices] each
-        pairs = opset.multiply(opset.gather(opset.shape_of(parameters[0], "i32"), _i32(0),
-                                            _i32(0)), _i32(num_choices))
-        row = opset.divide(opset.range(_i32(0), pairs, _i32(1), output_type="i32"),
-                           _i32(num_choices))
-        texts = [opset.gather(parameters[0], row, _i32(0)),
-                 opset.reshape(parameters[1], _i32([-1]), False)]
-    segments = [_word_ids(text, vocabulary, lower_case) for text in texts]
+        pairs = opset.multiply(opset.gather(opset.shape_of(parameters[0], "i32"), i32(0),
+                                            i32(0)), i32(num_choices))
+        row = opset.divide(opset.range(i32(0), pairs, i32(1), output_type="i32"),
+                           i32(num_choices))
+        texts = [opset.gather(parameters[0], row, i32(0)),
+                 opset.reshape(parameters[1], i32([-1]), False)]
+    segments = [word_ids(text, vocabulary, lower_case) for text in texts]
     outputs = {}
     if windows:
         segments, outputs[TEXT_INDEX] = _windows(segments, seq_length, window_stride,
                                                  max_windows)
-    outputs = {**_pack(segments, seq_length, positions), **outputs}
+    outputs = {**pack_rows(segments, seq_length, positions), **outputs}
     if num_choices is not None:  # [batch * num_choices, length] -> [batch, num_choices, length]
         length = opset.gather(opset.shape_of(outputs[INPUT_NAMES[0]], "i64"),
                               opset.constant(np.array([1], np.int64)), np.int64(0))

@@ -62,6 +62,10 @@ WindowOutputsFn = Callable[..., "dict | None"]
 # (model, preprocessor) -> (window_stride, outputs: (packed ids {name: int32 [windows, seq]},
 # text_index int32 [windows]) -> {output name: [texts, ...]}), or None: one window per text
 OpenVinoWindowsFn = Callable[..., "tuple[int | None, Callable[..., dict]] | None"]
+# (model, preprocessor) -> (query_length, doc_stride, outputs: (packed ids, text_index,
+# window_starts, window_ends, question_lengths, context_lengths, piece_starts, piece_limits)
+# -> (outputs but answer_text, answer byte start, limit)): a question answerer's IR
+OpenVinoAnswersFn = Callable[..., "tuple[int, int, Callable[..., tuple]]"]
 # (model) -> {input name: tf.TensorSpec}, for packed ids that are not [batch, seq]
 IdsSpecFn = Callable[..., dict]
 # (model, preprocessor, dynamic_padding) -> the serving_default tf.function, for raw text that
@@ -81,7 +85,9 @@ class TaskExport:
     Args:
         outputs: builds the named outputs, each [batch, ...], from the packed ids (the
             preprocessor is there for its vocabulary); ``raw`` is the RawText for
-            serving_default and None for serve_ids.
+            serving_default and None for serve_ids. The OpenVINO IR converts them too
+            (``export.openvino``): strings gathered from tables, never selected with
+            ``tf.where``, which OpenVINO's CPU plugin does not run.
         text_pair: whether serving_default takes ``text_pair`` unless the caller says.
         extra_signatures: more signatures (e.g. TF Serving's classify), or None.
         ids_spec: the serve_ids inputs when they are not int32 [batch, seq] (None).
@@ -91,9 +97,6 @@ class TaskExport:
         transformers_outputs: the outputs transformers' TF class of this head returns, named
             as it names them (``logits``...), for ``serving_default="transformers"``; None: no
             TF class of transformers has this head.
-        openvino: whether its raw-text outputs export as OpenVINO IR (``export.openvino``):
-            OpenVINO's CPU plugin runs their ops (strings gathered from tables, never selected
-            with ``tf.where``) and the IR's tokenizer gives what they read (ids, not offsets).
         openvino_windows: for a model that reads a text longer than seq_length as windows,
             what its OpenVINO IR needs to read them as well: ``(window_stride, outputs)``,
             the model's stride (None: its default; the IR's tokenizer cuts the windows as
@@ -101,6 +104,12 @@ class TaskExport:
             text_index)``, serving_default's outputs, one row per text, from the packed
             windows of a batch and each one's text, int32 [windows]; None (or returning None):
             the IR reads a text's first window.
+        openvino_answers: for a question answerer: what its OpenVINO IR needs to answer
+            as serving_default does (``export.openvino_answers``): ``(query_length,
+            doc_stride, outputs)``, the question's packed pieces at most, the windows' stride
+            and ``outputs``, from a request's packed windows, where they lie and where each
+            context piece lies in the request's bytes, serving_default's outputs but
+            answer_text and the bytes of each answer.
         openvino_choices: for a model whose raw text is a text and its choices (multiple
             choice): (model) -> the number of choices; its OpenVINO IR packs each (text,
             choice) pair and adds ``choice_text``, the chosen choice.
@@ -116,9 +125,9 @@ class TaskExport:
     text_signature: TextSignatureFn | None = None
     feature_spec: FeatureSpecFn | None = None
     transformers_outputs: TransformersOutputsFn | None = None
-    openvino: bool = False
     window_outputs: WindowOutputsFn | None = None
     openvino_windows: OpenVinoWindowsFn | None = None
+    openvino_answers: OpenVinoAnswersFn | None = None
     openvino_choices: Callable[..., int] | None = None
 
 
@@ -373,5 +382,4 @@ def encoder_transformers_outputs(model: BertEncoder):
 
 
 register(BertEncoder, TaskExport(outputs=encoder_outputs,
-                                 transformers_outputs=encoder_transformers_outputs,
-                                 openvino=True))
+                                 transformers_outputs=encoder_transformers_outputs))

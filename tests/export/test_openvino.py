@@ -22,12 +22,17 @@ import openvino as ov  # noqa: E402
 from keras_bert import (BertClassifier, BertEmbedder, BertEncoder,  # noqa: E402
                         BertMultipleChoice, BertQuestionAnswerer, BertTokenClassifier)
 from keras_bert.export import export_model  # noqa: E402
-from keras_bert.export.openvino_tokenizer import tokenizer_model  # noqa: E402
+from keras_bert.export.openvino_answers import context_pieces  # noqa: E402
+from keras_bert.export.openvino_tokenizer import (max_windows_node_name,  # noqa: E402
+                                                  tokenizer_model)
 from keras_bert.export.signatures import (TEXT_SIGNATURE, build_signatures,  # noqa: E402
                                           logits_model)
 from keras_bert.tokenization import BertPreprocessor, BertTokenizer  # noqa: E402
 from keras_bert.tokenization.graph_normalizer import build_tables  # noqa: E402
 from keras_bert.tokenization.preprocessor import trim_to_longest  # noqa: E402
+from keras_bert.tokenization.tokenizer_layer import BertTokenizerLayer  # noqa: E402
+from tests.export.test_long_contexts import (CONTEXTS, QUESTION_TEXT,  # noqa: E402
+                                             pointing_answerer)
 from tests.tokenization.test_properties import TRICKY  # noqa: E402
 
 SEQ_LENGTH = 32
@@ -306,13 +311,50 @@ def test_multiple_choice_gives_the_saved_models_choice(preprocessor, tmp_path):
     assert got["choice_text"].tolist() == [c.decode() for c in want["choice_text"]]
 
 
-def test_a_question_answerer_is_refused_in_one_line(preprocessor, tmp_path):
-    answerer = BertQuestionAnswerer(tiny_encoder(len(preprocessor.vocabulary)),
-                                    preprocessor=preprocessor)
-    with pytest.raises(ValueError, match="does not export as OpenVINO IR yet") as error:
-        export_model(answerer, str(tmp_path), "squad", format="openvino")
-    assert "\n" not in str(error.value)
-    assert not os.path.exists(tmp_path / "squad")
+@pytest.mark.parametrize("casing", ["uncased", "cased"])
+def test_a_question_answerer_answers_as_its_saved_model(casing, tmp_path):
+    """Every output of serving_default, a late window's answer and an empty context's
+    included; answer_text is the context's own characters, as predict_answers cuts them."""
+    model = pointing_answerer(casing)
+    path = export_model(model, str(tmp_path), "qa", format="openvino", max_windows=0)
+    questions = [QUESTION_TEXT] * len(CONTEXTS)
+    contexts = [context for context, _ in CONTEXTS]
+    got = run(compiled(path), text=questions, text_pair=contexts)
+    want = {name: value.numpy() for name, value in build_signatures(
+        model, model.preprocessor)[TEXT_SIGNATURE](text=tf.constant(questions),
+                                                   text_pair=tf.constant(contexts)).items()}
+    assert sorted(got) == sorted(want)
+    assert got["answer_text"].tolist() == [answer for _, answer in CONTEXTS]
+    assert got["answer_text"].tolist() == [answer.decode() for answer in want["answer_text"]]
+    for name in ("answer_start", "answer_end"):
+        np.testing.assert_array_equal(got[name], want[name], name)
+    np.testing.assert_allclose(got["answer_score"], want["answer_score"], rtol=1e-5)
+    assert got["answer_score"][-1] == -np.inf  # the empty context: no span
+    width = got["input_mask"].shape[1]  # the chosen windows, padded to the longest
+    np.testing.assert_array_equal(got["input_mask"], want["input_mask"][:, :width])
+    text = got["input_mask"] > 0
+    for name in ("start_logits", "end_logits"):
+        np.testing.assert_allclose(got[name][text], want[name][:, :width][text], atol=1e-5)
+
+
+def test_a_context_beyond_max_windows_fails_the_request_naming_the_limit(tmp_path):
+    model = pointing_answerer("uncased")
+    path = export_model(model, str(tmp_path), "qa", format="openvino", max_windows=3)
+    ir = compiled(path)
+    long_context = CONTEXTS[4][0]  # 16 windows
+    with pytest.raises(RuntimeError, match=max_windows_node_name(3)):
+        run(ir, text=[QUESTION_TEXT] * 2, text_pair=[CONTEXTS[0][0], long_context])
+    assert run(ir, text=[QUESTION_TEXT], text_pair=[CONTEXTS[0][0]])["answer_text"].tolist() \
+        == [CONTEXTS[0][1]]  # and it answers the next request
+
+
+def test_int8_question_answerer_keeps_the_answers(tmp_path):
+    model = pointing_answerer("uncased")
+    contexts = [context for context, _ in CONTEXTS]
+    path = export_model(model, str(tmp_path), "qa", format="openvino", quantize="int8",
+                        calibration_texts=contexts[:-1] * 4)
+    got = run(compiled(path), text=[QUESTION_TEXT] * len(contexts), text_pair=contexts)
+    assert got["answer_text"].tolist() == [answer for _, answer in CONTEXTS]
 
 
 def test_int8_without_calibration_texts_and_savedmodel_options_are_refused(classifier,
@@ -382,6 +424,34 @@ def test_pairs_are_packed_and_truncated_as_the_preprocessor_packs_them(tokenizer
                            multiple_of=1)
     for name, value in want.items():
         np.testing.assert_array_equal(got[name], value.numpy(), err_msg=name)
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["uncased", "cased"])
+def offsets(request, minilm_dir):
+    """(the in-graph tokenizer of the SavedModel, the compiled OpenVINO context_pieces)."""
+    vocabulary = list(BertPreprocessor.from_pretrained(minilm_dir).vocabulary)
+    text = ov.op.Parameter(ov.Type.string, ov.PartialShape([-1]))
+    text.output(0).set_names({"text"})
+    pieces = context_pieces(text.output(0), vocabulary, request.param)
+    model = ov.Model([ov.opset15.result(node) for node in pieces], [text])
+    return (BertTokenizerLayer(vocabulary=vocabulary, lower_case=request.param),
+            ov.Core().compile_model(model))
+
+
+@SETTINGS
+@given(batch=st.lists(texts, min_size=1, max_size=6))
+def test_context_pieces_and_bytes_equal_the_saved_models(offsets, batch):
+    layer, model = offsets
+    begins, ends, ids, starts, limits, _ = model(
+        {"text": np.array([t.encode("utf-8") for t in batch], np.bytes_)}).values()
+    want_ids, want_starts, want_limits = layer.tokenize_with_offsets(tf.constant(batch))
+    text_start = 0
+    for row, text in enumerate(batch):
+        pieces = slice(begins[row], ends[row])
+        assert ids[pieces].tolist() == want_ids[row].numpy().tolist(), text
+        assert (starts[pieces] - text_start).tolist() == want_starts[row].numpy().tolist(), text
+        assert (limits[pieces] - text_start).tolist() == want_limits[row].numpy().tolist(), text
+        text_start += len(text.encode("utf-8"))
 
 
 def test_hard_cases_tokenize_as_written(tmp_path):

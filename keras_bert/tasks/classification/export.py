@@ -140,6 +140,5 @@ register(BertClassifier, TaskExport(outputs=classifier_outputs,
                                     extra_signatures=classifier_example_signatures,
                                     feature_spec=classifier_feature_spec,
                                     transformers_outputs=classifier_transformers_outputs,
-                                    openvino=True,
                                     window_outputs=classifier_window_outputs,
                                     openvino_windows=classifier_openvino_windows))

@@ -19,4 +19,4 @@ def embedder_outputs(model: BertEmbedder, preprocessor, inputs: dict,
     return result
 
 
-register(BertEmbedder, TaskExport(outputs=embedder_outputs, openvino=True))
+register(BertEmbedder, TaskExport(outputs=embedder_outputs))

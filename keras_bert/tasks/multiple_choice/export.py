@@ -66,5 +66,4 @@ register(BertMultipleChoice, TaskExport(outputs=multiple_choice_outputs,
                                         ids_spec=multiple_choice_ids_spec,
                                         text_signature=multiple_choice_text_signature,
                                         transformers_outputs=multiple_choice_transformers_outputs,
-                                        openvino=True,
                                         openvino_choices=lambda model: model.num_choices))

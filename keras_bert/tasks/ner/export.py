@@ -222,5 +222,5 @@ def token_classifier_transformers_outputs(model: BertTokenClassifier):
 
 register(BertTokenClassifier, TaskExport(
     outputs=token_classifier_outputs,
-    transformers_outputs=token_classifier_transformers_outputs, openvino=True,
+    transformers_outputs=token_classifier_transformers_outputs,
     window_outputs=token_classifier_window_outputs))

@@ -33,7 +33,10 @@ def best_spans(start_logits, end_logits, inputs: dict, max_answer_length: int,
     scores = tf.where(valid, start_logits[:, :, None] + end_logits[:, None, :], -float("inf"))
     flat = tf.reshape(scores, [tf.shape(scores)[0], -1])
     best = tf.argmax(flat, axis=-1, output_type=tf.int32)
-    return best // seq, best % seq, tf.reduce_max(flat, axis=-1)
+    # -inf where no span is, said outright: OpenVINO's ReduceMax of only -inf is the lowest
+    # float.
+    found = tf.reduce_any(tf.reshape(valid, tf.shape(flat)), axis=-1)
+    return best // seq, best % seq, tf.where(found, tf.reduce_max(flat, axis=-1), -float("inf"))
 
 
 def span_text(preprocessor, ids, start, end) -> tf.Tensor:
@@ -98,9 +101,7 @@ def question_answerer_window_outputs(model: BertQuestionAnswerer, preprocessor, 
     if raw.text_pair is None:
         return None
     seq_length = preprocessor.seq_length
-    # At least one context piece per window, even where max_query_length leaves none.
-    query_length = min(model.max_query_length, seq_length - 4)
-    questions = preprocessor.tokenize(raw.text)[:, :query_length]
+    questions = preprocessor.tokenize(raw.text)[:, :_query_length(model, preprocessor)]
     # Valid UTF-8, so that the offsets and the answer cut with them are in the text as read.
     context_texts = tf.strings.unicode_transcode(raw.text_pair, "UTF-8", "UTF-8",
                                                  errors="replace", replacement_char=0xFFFD)
@@ -115,25 +116,54 @@ def question_answerer_window_outputs(model: BertQuestionAnswerer, preprocessor, 
     packed = preprocessor.pack(tf.gather(questions, text_index),
                                take_windows(contexts, text_index, starts, ends))
     rows = run_rows(packed, lambda ids: {**_logits(model, ids), **ids})
+    outputs, first, last = _best_answers(rows, text_index, starts, ends, question_lengths,
+                                         context_lengths, tf.shape(raw.text)[0])
+    outputs["answer_text"] = _context_text(
+        context_texts, byte_starts, byte_limits, outputs["answer_score"] > -float("inf"),
+        first, last)
+    return outputs
+
+
+def _best_answers(rows: dict, text_index, starts, ends, question_lengths, context_lengths,
+                  num_texts):
+    """Each question's answer over its windows (``question_answerer_window_outputs``'), from
+    the logits of every window of a request.
+
+    Args:
+        rows: start_logits, end_logits float32 and the packed ids, [windows, seq] each.
+        text_index, starts, ends: int32 [windows], ``window_spans``' for the contexts.
+        question_lengths, context_lengths: int32 [texts], the pieces of each question as
+            packed and of each context.
+        num_texts: the questions in the request.
+
+    Returns:
+        (outputs, first, last): serving_default's outputs but answer_text, one row per
+        question, and the answer's first and last piece in its context, int32 [texts] (read
+        only where answer_score > -inf).
+    """
     start_allowed = _max_context(rows["input_mask"], tf.gather(question_lengths, text_index) + 2,
                                  text_index, starts, ends, context_lengths)
     windows = _span_outputs({name: rows[name] for name in ("start_logits", "end_logits")},
                             rows, start_allowed)
-    num_texts = tf.shape(raw.text)[0]
     # -inf (no span) as the lowest float, which unsorted_segment_max starts from.
     score = tf.maximum(windows["answer_score"], tf.float32.min)
     best = tf.math.unsorted_segment_max(score, text_index, num_texts)
     rows_of = tf.range(tf.shape(text_index)[0], dtype=tf.int32)
-    chosen = tf.math.unsorted_segment_min(  # each question's first window of its best score
+    chosen = _segment_min(  # each question's first window of its best score
         tf.where(score == tf.gather(best, text_index), rows_of, tf.int32.max), text_index,
         num_texts)
     outputs = {name: tf.gather(value, chosen) for name, value in windows.items()}
     # The chosen window's first context piece, as a piece of its context: [texts].
     window_first = tf.gather(starts, chosen) - question_lengths - 2
-    outputs["answer_text"] = _context_text(
-        context_texts, byte_starts, byte_limits, outputs["answer_score"] > -float("inf"),
-        window_first + outputs["answer_start"], window_first + outputs["answer_end"])
-    return outputs
+    return (outputs, window_first + outputs["answer_start"],
+            window_first + outputs["answer_end"])
+
+
+def _segment_min(values, segment_ids, num_segments):
+    """``tf.math.unsorted_segment_min`` of int32 ``values`` whose segments are all non-empty,
+    written with the segment max that OpenVINO's TensorFlow front end converts (it has no
+    UnsortedSegmentMin)."""
+    return -tf.math.unsorted_segment_max(-values, segment_ids, num_segments)
 
 
 def _context_text(texts, piece_starts, piece_limits, found, first, last) -> tf.Tensor:
@@ -145,15 +175,29 @@ def _context_text(texts, piece_starts, piece_limits, found, first, last) -> tf.T
         piece_starts, piece_limits: int64 [texts, (pieces)], each piece's bytes in its text.
         found: bool [texts]; first, last: int32 [texts], pieces of each text where found.
     """
-    row_starts = tf.cast(piece_starts.row_starts(), tf.int32)
-    # A row not found reads the zero after all pieces (its context may have none): "".
-    nowhere = tf.size(piece_starts.flat_values, out_type=tf.int32)
-    zero = tf.zeros([1], tf.int64)
-    byte_start = tf.gather(tf.concat([piece_starts.flat_values, zero], 0),
-                           tf.where(found, row_starts + first, nowhere))
-    byte_limit = tf.gather(tf.concat([piece_limits.flat_values, zero], 0),
-                           tf.where(found, row_starts + last, nowhere))
-    return tf.strings.substr(texts, byte_start, byte_limit - byte_start)
+    start, limit = answer_bytes(piece_starts.flat_values, piece_limits.flat_values,
+                                tf.cast(piece_starts.row_starts(), tf.int32), found, first, last)
+    return tf.strings.substr(texts, start, limit - start)
+
+
+def answer_bytes(piece_starts, piece_limits, context_starts, found, first, last):
+    """The answers' bytes: (start, limit) [texts], from the start of each context's piece
+    ``first`` to the limit of its piece ``last``, (0, 0) where not ``found``.
+
+    Args:
+        piece_starts, piece_limits: int [pieces], each piece's bytes, the pieces of every
+            context of the request one after another.
+        context_starts: int32 [texts], each context's first piece in them.
+        found: bool [texts]; first, last: int32 [texts], pieces of each context where found.
+    """
+    # A row not found reads the zero after all pieces (its context may have none).
+    nowhere = tf.size(piece_starts, out_type=tf.int32)
+    zero = tf.zeros([1], piece_starts.dtype)
+    start = tf.gather(tf.concat([piece_starts, zero], 0),
+                      tf.where(found, context_starts + first, nowhere))
+    limit = tf.gather(tf.concat([piece_limits, zero], 0),
+                      tf.where(found, context_starts + last, nowhere))
+    return start, limit
 
 
 def _max_context(input_mask, context_offset, text_index, starts, ends, context_lengths):
@@ -177,12 +221,43 @@ def _max_context(input_mask, context_offset, text_index, starts, ends, context_l
     pieces = tf.reduce_sum(context_lengths)
     piece = tf.where(inside, tf.gather(first_piece, text_index)[:, None] + starts[:, None]
                      + within, pieces)
-    best = tf.math.unsorted_segment_max(score, piece, pieces + 1)
     rows = tf.broadcast_to(tf.range(tf.shape(input_mask)[0], dtype=tf.int32)[:, None],
                            tf.shape(input_mask))
-    first = tf.math.unsorted_segment_min(
+    # Flat [windows * seq] for the segment ops: OpenVINO's converter gives a wrong shape for
+    # their segment ids of rank 2.
+    score, piece, rows = (tf.reshape(value, [-1]) for value in (score, piece, rows))
+    best = tf.math.unsorted_segment_max(score, piece, pieces + 1)
+    first = _segment_min(
         tf.where(score == tf.gather(best, piece), rows, tf.int32.max), piece, pieces + 1)
-    return inside & (rows == tf.gather(first, piece))
+    return inside & tf.reshape(rows == tf.gather(first, piece), tf.shape(input_mask))
+
+
+def question_answerer_openvino_answers(model: BertQuestionAnswerer, preprocessor):
+    """For the OpenVINO IR: (query_length, doc_stride, outputs), the pieces of a question
+    packed, the model's stride, and ``outputs(ids, text_index, window_starts, window_ends,
+    question_lengths, context_lengths, piece_starts, piece_limits)``: from a request's
+    windows, packed and cut as serving_default cuts them (``window_spans``' text_index,
+    starts and ends; the pieces of each question and context; every context piece's bytes in
+    the request's contexts, int32 [pieces]), (outputs, start, limit): serving_default's
+    outputs but answer_text, and the answers' bytes there (``answer_bytes``)."""
+    def outputs(ids: dict, text_index, window_starts, window_ends, question_lengths,
+                context_lengths, piece_starts, piece_limits):
+        rows = {**_logits(model, ids), **ids}
+        answers, first, last = _best_answers(rows, text_index, window_starts, window_ends,
+                                             question_lengths, context_lengths,
+                                             tf.shape(context_lengths)[0])
+        start, limit = answer_bytes(piece_starts, piece_limits,
+                                    tf.cumsum(context_lengths, exclusive=True),
+                                    answers["answer_score"] > -float("inf"), first, last)
+        return answers, start, limit
+
+    return _query_length(model, preprocessor), model.doc_stride, outputs
+
+
+def _query_length(model: BertQuestionAnswerer, preprocessor) -> int:
+    """The most pieces of a question packed: ``max_query_length``, leaving at least one
+    context piece per window where it would leave none."""
+    return min(model.max_query_length, preprocessor.seq_length - 4)
 
 
 def question_answerer_transformers_outputs(model: BertQuestionAnswerer):
@@ -196,4 +271,5 @@ def question_answerer_transformers_outputs(model: BertQuestionAnswerer):
 register(BertQuestionAnswerer, TaskExport(
     outputs=question_answerer_outputs, text_pair=True,
     transformers_outputs=question_answerer_transformers_outputs,
-    window_outputs=question_answerer_window_outputs))
+    window_outputs=question_answerer_window_outputs,
+    openvino_answers=question_answerer_openvino_answers))
