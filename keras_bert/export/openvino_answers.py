@@ -14,8 +14,9 @@ model's part (``TaskExport.openvino_answers``: the logits, the max-context rule,
 span over a question's windows and its bytes) is converted from TensorFlow; the answer text
 is an OpenVINO StringTensorPack of the context's bytes.
 
-A context that is not valid UTF-8 answers with its invalid bytes as they are, where the
-SavedModel reads each as U+FFFD; their ids are the same (both delete it).
+A context that is not valid UTF-8 answers with its invalid bytes as they are, which
+OpenVINO's Python API (and so ``keras-bert serve``) reads as U+FFFD, as the SavedModel writes
+each; the ids are the same (both delete them).
 """
 
 from __future__ import annotations

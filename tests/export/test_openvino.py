@@ -311,11 +311,11 @@ def test_multiple_choice_gives_the_saved_models_choice(preprocessor, tmp_path):
     assert got["choice_text"].tolist() == [c.decode() for c in want["choice_text"]]
 
 
-@pytest.mark.parametrize("casing", ["uncased", "cased"])
-def test_a_question_answerer_answers_as_its_saved_model(casing, tmp_path):
+def test_a_question_answerer_answers_as_its_saved_model(tmp_path):
     """Every output of serving_default, a late window's answer and an empty context's
-    included; answer_text is the context's own characters, as predict_answers cuts them."""
-    model = pointing_answerer(casing)
+    included; answer_text is the context's own characters, as predict_answers cuts them
+    (cased offsets: ``test_context_pieces_and_bytes_equal_the_saved_models``)."""
+    model = pointing_answerer("uncased")
     path = export_model(model, str(tmp_path), "qa", format="openvino", max_windows=0)
     questions = [QUESTION_TEXT] * len(CONTEXTS)
     contexts = [context for context, _ in CONTEXTS]
@@ -337,15 +337,38 @@ def test_a_question_answerer_answers_as_its_saved_model(casing, tmp_path):
         np.testing.assert_allclose(got[name][text], want[name][:, :width][text], atol=1e-5)
 
 
-def test_a_context_beyond_max_windows_fails_the_request_naming_the_limit(tmp_path):
+@pytest.fixture(scope="module")
+def capped_answerer(tmp_path_factory):
+    """(an uncased pointing answerer, its compiled IR with max_windows=3)."""
     model = pointing_answerer("uncased")
-    path = export_model(model, str(tmp_path), "qa", format="openvino", max_windows=3)
-    ir = compiled(path)
+    path = export_model(model, str(tmp_path_factory.mktemp("qa")), "qa", format="openvino",
+                        max_windows=3)
+    return model, compiled(path)
+
+
+def test_a_context_beyond_max_windows_fails_the_request_naming_the_limit(capped_answerer):
+    _, ir = capped_answerer
     long_context = CONTEXTS[4][0]  # 16 windows
     with pytest.raises(RuntimeError, match=max_windows_node_name(3)):
         run(ir, text=[QUESTION_TEXT] * 2, text_pair=[CONTEXTS[0][0], long_context])
     assert run(ir, text=[QUESTION_TEXT], text_pair=[CONTEXTS[0][0]])["answer_text"].tolist() \
         == [CONTEXTS[0][1]]  # and it answers the next request
+
+
+def test_a_context_with_invalid_utf8_answers_as_the_saved_model(capped_answerer):
+    """The answer holds the invalid byte, which OpenVINO's Python API (and so keras-bert
+    serve) reads as U+FFFD, as the SavedModel writes it."""
+    model, ir = capped_answerer
+    contexts = [b"the firm is New York-\xffbased and old", b"\xff\xfe", "Café".encode()]
+    request = {"text": np.array([QUESTION_TEXT.encode()] * 3, np.bytes_),
+               "text_pair": np.array(contexts, np.bytes_)}
+    got = {port.get_any_name(): value for port, value in ir(request).items()}
+    want = build_signatures(model, model.preprocessor)[TEXT_SIGNATURE](
+        text=tf.constant(request["text"]), text_pair=tf.constant(contexts))
+    assert got["answer_text"].tolist() == [
+        answer.decode() for answer in want["answer_text"].numpy()] == [
+        "New York-\ufffdbased", "", "Café"]
+    np.testing.assert_array_equal(got["answer_start"], want["answer_start"])
 
 
 def test_int8_question_answerer_keeps_the_answers(tmp_path):
@@ -438,7 +461,7 @@ def offsets(request, minilm_dir):
             ov.Core().compile_model(model))
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=50)
 @given(batch=st.lists(texts, min_size=1, max_size=6))
 def test_context_pieces_and_bytes_equal_the_saved_models(offsets, batch):
     layer, model = offsets

@@ -1,9 +1,9 @@
 """`keras-bert serve` serves an OpenVINO version (model.xml, from export_model(...,
 format="openvino")) of a classifier beside its SavedModel with the same APIs: gRPC Predict and
 GetModelMetadata, REST :predict, and `keras-bert predict --server` (a client written for the
-SavedModel) all answer as for the SavedModel; bad requests are INVALID_ARGUMENT. A tagger's and
-a multiple-choice model's IR answer as their SavedModel's serving_default. Skipped where the
-``openvino`` extra is not installed."""
+SavedModel) all answer as for the SavedModel; bad requests are INVALID_ARGUMENT. A tagger's, a
+multiple-choice model's and a question answerer's IR answer as their SavedModel's
+serving_default. Skipped where the ``openvino`` extra is not installed."""
 
 import json
 import os
@@ -20,7 +20,7 @@ pytest.importorskip("openvino_tokenizers")
 pytest.importorskip("nncf")
 
 from keras_bert import (BertClassifier, BertEncoder, BertMultipleChoice,  # noqa: E402
-                        BertPreprocessor, BertTokenClassifier)
+                        BertPreprocessor, BertQuestionAnswerer, BertTokenClassifier)
 from keras_bert.cli import main  # noqa: E402
 from keras_bert.export import export_model  # noqa: E402
 from keras_bert.export.signatures import TEXT_SIGNATURE, build_signatures  # noqa: E402
@@ -47,11 +47,15 @@ def served(minilm_dir, tmp_path_factory):
     export_model(model, str(base), "openvino_capped", format="openvino", max_windows=2)
     chooser = BertMultipleChoice(encoder, num_choices=2, preprocessor=preprocessor)
     export_model(chooser, str(base), "choice_openvino", format="openvino")
-    names = ["saved_model", "openvino", "tagger_openvino", "openvino_capped", "choice_openvino"]
+    answerer = BertQuestionAnswerer(encoder, preprocessor=preprocessor, doc_stride=8)
+    export_model(answerer, str(base), "answerer_openvino", format="openvino", max_windows=3)
+    names = ["saved_model", "openvino", "tagger_openvino", "openvino_capped", "choice_openvino",
+             "answerer_openvino"]
     with running_server("--model_config_file", write_model_config(base, names)) as (server,
                                                                                    stubs):
         stubs.grpc_port = server.grpc_port
         stubs.tagger, stubs.chooser, stubs.preprocessor = tagger, chooser, preprocessor
+        stubs.answerer = answerer
         yield stubs
 
 
@@ -193,6 +197,37 @@ def test_a_served_multiple_choice_ir_answers_as_its_serving_default(served):
     assert sorted(got) == sorted(want)
     np.testing.assert_allclose(got["probabilities"], want["probabilities"].numpy(), atol=1e-5)
     np.testing.assert_array_equal(got["choice_text"], want["choice_text"].numpy())
+
+
+def test_a_served_question_answerer_ir_answers_as_its_serving_default(served, capsys):
+    """A long context read as windows (3 of them at seq_length 32); beyond max_windows=3,
+    refused naming the limit; ``keras-bert predict --server`` prints the answer."""
+    questions = ["Who visited Paris?", "Where?", "What?"]
+    contexts = [" ".join(TEXTS[:3]) * 2, TEXTS[1], ""]
+    request = text_request("answerer_openvino", questions)
+    request.inputs["text_pair"].CopyFrom(tf.make_tensor_proto(np.array(contexts, dtype=object),
+                                                              dtype=tf.string))
+    response = served.prediction.Predict(request, timeout=30)
+    got = {name: tf.make_ndarray(proto) for name, proto in response.outputs.items()}
+    want = {name: value.numpy() for name, value in build_signatures(
+        served.answerer, served.preprocessor)[TEXT_SIGNATURE](
+        text=tf.constant(questions), text_pair=tf.constant(contexts)).items()}
+    assert sorted(got) == sorted(want)
+    np.testing.assert_array_equal(got["answer_text"], want["answer_text"])
+    for name in ("answer_start", "answer_end"):
+        np.testing.assert_array_equal(got[name], want[name], name)
+    np.testing.assert_allclose(got["answer_score"], want["answer_score"], rtol=1e-5)
+    assert got["answer_text"][0] and got["answer_text"][2] == b""
+    request.inputs["text_pair"].CopyFrom(tf.make_tensor_proto(
+        np.array([contexts[0] * 3] + contexts[1:], dtype=object), dtype=tf.string))
+    code, message = served.grpc_error(served.prediction.Predict, request)
+    assert code == grpc.StatusCode.INVALID_ARGUMENT, message
+    assert "max_windows=3" in message
+    rc = main(["predict", "--server", f"127.0.0.1:{served.grpc_port}", "--model",
+               "answerer_openvino", questions[1], "--text_pair", contexts[1]])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    assert json.loads(captured.out)["answer_text"] == got["answer_text"][1].decode()
 
 
 def _int_request() -> predict_pb2.PredictRequest:
