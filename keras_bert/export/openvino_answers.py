@@ -45,6 +45,29 @@ def _last_dropped(opset, node):
     return opset.slice(node, i32([0]), i32([-1]), i32([1]))
 
 
+def _owners(opset, begins, ends, size):
+    """Which of the ranges [begins, ends) (int32 [ranges], one after another from 0, some
+    empty) holds each of ``size`` places: int32 [size]. Two scatters and a cumulative sum,
+    linear in the places: OpenVINO's SearchSorted takes time that grows with both lengths'
+    product."""
+    count = opset.squeeze(opset.shape_of(begins, "i32"), i32(0))
+    held = opset.greater(ends, begins)
+    # Each place: how many non-empty ranges start at or before it, less one.
+    starts = opset.scatter_elements_update(
+        opset.broadcast(i32(0), opset.add(opset.unsqueeze(size, i32(0)), i32([1]))), begins,
+        opset.convert(held, "i32"), i32(0), reduction="sum")
+    rank = opset.subtract(opset.slice(opset.cumsum(starts, i32(0)), i32([0]),
+                                      opset.unsqueeze(size, i32(0)), i32([1])), i32(1))
+    # The non-empty ranges in order (the empty ones written past them, then cut off).
+    held_rank = opset.subtract(opset.cumsum(opset.convert(held, "i32"), i32(0)), i32(1))
+    ranges = opset.scatter_elements_update(
+        opset.broadcast(i32(0), opset.add(opset.unsqueeze(count, i32(0)), i32([1]))),
+        opset.select(held, held_rank, count), opset.range(i32(0), count, i32(1),
+                                                          output_type="i32"),
+        i32(0), reduction="max")
+    return opset.gather(ranges, opset.maximum(rank, i32(0)), i32(0))
+
+
 def context_pieces(text, vocabulary: list[str], lower_case: bool):
     """Each context's WordPieces and the bytes each came from.
 
@@ -78,7 +101,7 @@ def context_pieces(text, vocabulary: list[str], lower_case: bool):
     normalized = [char_starts, char_limits, nodes[4]]
     for step in character_steps(lower_case):
         normalized = step.get_ov_subgraph(list(normalized))
-    _, char_ends, normalized_chars = normalized  # one run of bytes, the characters in order
+    char_begins, char_ends, normalized_chars = normalized  # the characters, in order
     ends_from_zero = opset.concat([i32([0]), char_ends], 0)
     words = RegexSplitStep(" ", behaviour="remove").get_ov_subgraph(
         TokenizerPipeline.add_ragged_dimension(
@@ -115,9 +138,8 @@ def context_pieces(text, vocabulary: list[str], lower_case: bool):
                         for token in vocabulary], np.int32)
     piece_length = opset.gather(opset.constant(lengths), ids, i32(0))
     before = opset.subtract(opset.cumsum(piece_length, i32(0)), piece_length)
-    num_pieces = opset.squeeze(opset.shape_of(ids, "i32"), i32(0))
-    piece = opset.range(i32(0), num_pieces, i32(1), output_type="i32")
-    word = opset.search_sorted(piece_end, piece, right_mode=True)
+    word = _owners(opset, piece_first, piece_end,
+                   opset.squeeze(opset.shape_of(ids, "i32"), i32(0)))  # each piece's
 
     def of_word(node):
         return opset.gather(node, word, i32(0))
@@ -129,10 +151,10 @@ def context_pieces(text, vocabulary: list[str], lower_case: bool):
     first = opset.select(unknown, of_word(word_starts), first)
     last = opset.select(unknown, opset.subtract(of_word(word_limits), i32(1)), last)
     # ... and the characters those bytes came from.
-    starts = opset.gather(char_starts, opset.search_sorted(char_ends, first, right_mode=True),
-                          i32(0))
-    limits = opset.gather(char_limits, opset.search_sorted(char_ends, last, right_mode=True),
-                          i32(0))
+    char_of = _owners(opset, char_begins, char_ends,
+                      opset.squeeze(opset.shape_of(normalized_chars, "i32"), i32(0)))
+    starts = opset.gather(char_starts, opset.gather(char_of, first, i32(0)), i32(0))
+    limits = opset.gather(char_limits, opset.gather(char_of, last, i32(0)), i32(0))
     pieces_from_zero = opset.concat([i32([0]), piece_end], 0)
     text_pieces = [_last_dropped(opset, opset.gather(pieces_from_zero, bound, i32(0)))
                    for bound in (word_first, word_end)]
