@@ -104,3 +104,14 @@ def split_windows(ids: tf.RaggedTensor, window_length: int, stride: int,
     text_index, starts, ends = window_spans(ids.row_lengths(), window_length, stride,
                                             max_windows)
     return take_windows(ids, text_index, starts, ends), text_index
+
+
+def segment_min(values: tf.Tensor, segment_ids: tf.Tensor, num_segments) -> tf.Tensor:
+    """``tf.math.unsorted_segment_min`` of int32 ``values`` whose segments are all non-empty,
+    written with the segment max that OpenVINO's TensorFlow front end converts (it has no
+    UnsortedSegmentMin): the exports' merges of windows run in OpenVINO too.
+
+    >>> segment_min(tf.constant([4, 2, 7]), tf.constant([0, 0, 1]), 2).numpy().tolist()
+    [2, 7]
+    """
+    return -tf.math.unsorted_segment_max(-values, segment_ids, num_segments)

@@ -12,7 +12,7 @@ from keras_bert.export.signatures import (RawText, RunRowsFn, TaskExport, logits
 from keras_bert.tasks.ner.alignment import tagger_stride
 from keras_bert.tasks.ner.model import BertTokenClassifier
 from keras_bert.tokenization.preprocessor import trim_to_longest
-from keras_bert.tokenization.windows import take_windows
+from keras_bert.tokenization.windows import segment_min, take_windows
 
 
 def token_classifier_outputs(model: BertTokenClassifier, preprocessor, inputs: dict,
@@ -99,55 +99,108 @@ def token_classifier_window_outputs(model: BertTokenClassifier, preprocessor, ra
     packed = preprocessor.pack(take_windows(ids, window_text, piece_start, piece_end))
     rows = run_rows(packed, lambda rows: {"probabilities": tf.cast(
         model(rows, training=False), tf.float32)})["probabilities"]  # [windows, length, K]
-    # Each word's window: the most context, min(left, right) + 0.01 * length in hundredths,
-    # the first window on ties.
-    pairs = tf.ragged.range(first_word, end_word)  # [windows, (words)]
-    pair_window = tf.cast(pairs.value_rowids(), tf.int32)
-    pair_word = tf.cast(pairs.flat_values, tf.int32)
-    pair_text = tf.gather(window_text, pair_window)
-    first_word_of_text = tf.cumsum(words_per_text, exclusive=True)
-    pair_global = tf.gather(first_word_of_text, pair_text) + pair_word
-    index = tf.gather_nd(word_starts_of, tf.stack([pair_text, pair_word], 1)) - tf.gather(
-        piece_start, pair_window)
-    length = tf.gather(piece_end - piece_start, pair_window)
-    score = 100 * tf.minimum(index, length - 1 - index) + length
-    all_words = tf.reduce_sum(words_per_text)
-    best = tf.math.unsorted_segment_max(score, pair_global, all_words)
-    word_window = tf.math.unsorted_segment_min(
-        tf.where(score == tf.gather(best, pair_global), pair_window, tf.int32.max),
-        pair_global, all_words)
-    # Each piece's probabilities, from its word's window.
-    piece_word = tf.cumsum(tf.cast(starts_word, tf.int32)) - 1  # its word, of the request
-    piece_window = tf.gather(word_window, tf.maximum(piece_word, 0))
-    last_position = tf.shape(rows)[1] - 1  # a word longer than a window is cut there
-    position = tf.minimum(1 + piece_place - tf.gather(piece_start, piece_window), last_position)
-    piece_probabilities = tf.gather_nd(rows, tf.stack([piece_window, position], 1))
-    first_window = tf.math.unsorted_segment_min(tf.range(tf.shape(window_text)[0]), window_text,
-                                                num_texts)
-    last_window = tf.math.unsorted_segment_max(tf.range(tf.shape(window_text)[0]), window_text,
-                                               num_texts)
-    cls = tf.gather(rows[:, 0], first_window)
-    sep = tf.gather_nd(rows, tf.stack([last_window, tf.minimum(
-        1 + tf.gather(piece_end - piece_start, last_window), last_position)], 1))
-    special = tf.ones([num_texts, 1], tf.int32)
-    whole = tf.concat([tf.RaggedTensor.from_tensor(special * preprocessor.cls_id),
-                       tf.cast(ids, tf.int32),
-                       tf.RaggedTensor.from_tensor(special * preprocessor.sep_id)], axis=1)
+    # The request's pieces, words and windows one after another, as the merge reads them.
+    text_begins = tf.cast(ids.row_starts(), tf.int32)
+    words_before = tf.cumsum(words_per_text, exclusive=True)
+    window_begins = tf.gather(text_begins, window_text)
+    probabilities, word_ids, input_mask = merge_windows(
+        preprocessor, rows, window_text, window_begins + piece_start,
+        window_begins + piece_end, tf.gather(words_before, window_text) + first_word,
+        tf.gather(words_before, window_text) + end_word,
+        tf.gather(text_begins, tf.cast(word_first.value_rowids(), tf.int32))
+        + word_first.flat_values, tf.cast(ids.flat_values, tf.int32), text_begins,
+        tf.cast(ids.row_limits(), tf.int32))
     # Padded as the preprocessor pads a batch that fits (trim_to_longest), or to the longest.
-    word_ids = whole.to_tensor(preprocessor.pad_id)
     longest = tf.shape(word_ids)[1]
     wide = [[0, 0], [0, tf.maximum(preprocessor.seq_length - longest, 0)]]
     rows_of = trim_to_longest({
         "input_word_ids": tf.pad(word_ids, wide, constant_values=preprocessor.pad_id),
-        "input_mask": tf.pad(tf.ones_like(whole).to_tensor(0), wide)})
-    probabilities = tf.concat([
-        tf.RaggedTensor.from_tensor(cls[:, None]),
-        tf.RaggedTensor.from_row_lengths(piece_probabilities, ids.row_lengths()),
-        tf.RaggedTensor.from_tensor(sep[:, None])], axis=1).to_tensor(0.0)
+        "input_mask": tf.pad(input_mask, wide)})
     probabilities = tf.pad(probabilities, [[0, 0], [0, tf.shape(rows_of["input_mask"])[1]
                                                     - longest], [0, 0]])
     return _named_outputs(model, preprocessor, probabilities, rows_of["input_word_ids"],
                           rows_of["input_mask"])
+
+
+def merge_windows(preprocessor, rows, text_index, window_starts, window_ends, first_word,
+                  end_word, word_first, piece_ids, text_begins, text_ends):
+    """One row per text of all its WordPieces, ``[CLS] pieces [SEP]``, from its windows' rows:
+    each word's pieces take their probabilities from the window where the word has the most
+    context (``alignment.merge_window_tags``' rule, min(left, right) + 0.01 * length in
+    hundredths, the first window on ties), [CLS] from the text's first window and [SEP] from
+    its last. Dense ops only (the OpenVINO export converts them).
+
+    Args:
+        rows: float32 [windows, length, K], the windows' probabilities.
+        text_index: int32 [windows], each window's text.
+        window_starts, window_ends: int32 [windows], each window's pieces, and first_word,
+            end_word, its words (equal for a text without words).
+        word_first: int32 [words], each word's first piece.
+        piece_ids: int32 [pieces]; text_begins, text_ends: int32 [texts], each text's pieces.
+        (Pieces, words and windows are the request's, its texts' one after another.)
+
+    Returns:
+        (probabilities float32 [texts, width, K], input_word_ids, input_mask int32 [texts,
+        width]), width the longest text's pieces + 2.
+    """
+    num_texts = tf.shape(text_begins)[0]
+    num_windows = tf.shape(text_index)[0]
+    num_pieces = tf.shape(piece_ids)[0]
+    num_words = tf.shape(word_first)[0]
+    # (window, word): every word of every window.
+    words_in = end_word - first_word
+    pair_begins = tf.cumsum(words_in, exclusive=True)
+    pairs = tf.reduce_sum(words_in)
+    pair_window = _range_of(pair_begins, words_in, pairs)
+    pair_word = (tf.gather(first_word, pair_window) + tf.range(pairs)
+                 - tf.gather(pair_begins, pair_window))
+    index = tf.gather(word_first, pair_word) - tf.gather(window_starts, pair_window)
+    length = tf.gather(window_ends - window_starts, pair_window)
+    score = 100 * tf.minimum(index, length - 1 - index) + length
+    best = tf.math.unsorted_segment_max(score, pair_word, num_words)
+    word_window = segment_min(tf.where(score == tf.gather(best, pair_word), pair_window,
+                                        tf.int32.max), pair_word, num_words)
+    # Each piece's probabilities, from its word's window (the words tile the pieces).
+    word_lengths = tf.concat([word_first[1:], [num_pieces]], 0) - word_first
+    piece_window = tf.gather(word_window, _range_of(word_first, word_lengths, num_pieces))
+    last_position = tf.shape(rows)[1] - 1  # a word longer than a window is cut there
+    position = tf.minimum(1 + tf.range(num_pieces) - tf.gather(window_starts, piece_window),
+                          last_position)
+    piece_probabilities = tf.gather_nd(rows, tf.stack([piece_window, position], 1))
+    windows = tf.range(num_windows)
+    first_window = segment_min(windows, text_index, num_texts)
+    last_window = tf.math.unsorted_segment_max(windows, text_index, num_texts)
+    cls = tf.gather(rows[:, 0], first_window)
+    sep = tf.gather_nd(rows, tf.stack([last_window, tf.minimum(
+        1 + tf.gather(window_ends - window_starts, last_window), last_position)], 1))
+    # [texts, width]: [CLS], the text's pieces, [SEP], padding.
+    lengths = (text_ends - text_begins)[:, None]
+    place = tf.range(tf.reduce_max(tf.concat([lengths[:, 0], [0]], 0)) + 2)[None, :]
+    in_text = (place >= 1) & (place <= lengths)
+    is_sep = place == lengths + 1
+    # The zero after all pieces: padding, and a request without pieces.
+    piece = tf.where(in_text, text_begins[:, None] + place - 1, num_pieces)
+    probabilities = tf.gather(tf.concat([piece_probabilities, tf.zeros_like(rows[:1, 0])], 0),
+                              piece)
+    probabilities = tf.where((place == 0)[:, :, None], cls[:, None],
+                             tf.where(is_sep[:, :, None], sep[:, None], probabilities))
+    word_ids = tf.gather(tf.concat([piece_ids, [preprocessor.pad_id]], 0), piece)
+    word_ids = tf.where(place == 0, preprocessor.cls_id,
+                        tf.where(is_sep, preprocessor.sep_id, word_ids))
+    return probabilities, word_ids, tf.cast(place <= lengths + 1, tf.int32)
+
+
+def _range_of(begins, lengths, size):
+    """Which range ``[begins, begins + lengths)`` (int32 [ranges]; the ranges one after another
+    from 0, some empty) holds each place of [0, size): int32 [size]."""
+    count = tf.shape(begins)[0]
+    held = lengths > 0
+    starts = tf.math.unsorted_segment_sum(tf.cast(held, tf.int32), begins, size + 1)
+    rank = tf.cumsum(starts)[:size] - 1  # the non-empty ranges that start at or before it
+    held_rank = tf.cumsum(tf.cast(held, tf.int32)) - 1
+    ranges = tf.math.unsorted_segment_max(tf.range(count), tf.where(held, held_rank, count),
+                                          count + 1)
+    return tf.gather(ranges, tf.maximum(rank, 0))
 
 
 def _word_windows(word_first, word_end, budget: int, stride: int, max_windows: int | None):

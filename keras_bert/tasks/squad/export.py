@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from keras_bert.export.signatures import RawText, RunRowsFn, TaskExport, register
 from keras_bert.tasks.squad.model import BertQuestionAnswerer
-from keras_bert.tokenization.windows import take_windows, window_spans
+from keras_bert.tokenization.windows import segment_min, take_windows, window_spans
 
 # Google's run_squad.py default: the longest answer, in WordPiece tokens.
 MAX_ANSWER_LENGTH = 30
@@ -149,7 +149,7 @@ def _best_answers(rows: dict, text_index, starts, ends, question_lengths, contex
     score = tf.maximum(windows["answer_score"], tf.float32.min)
     best = tf.math.unsorted_segment_max(score, text_index, num_texts)
     rows_of = tf.range(tf.shape(text_index)[0], dtype=tf.int32)
-    chosen = _segment_min(  # each question's first window of its best score
+    chosen = segment_min(  # each question's first window of its best score
         tf.where(score == tf.gather(best, text_index), rows_of, tf.int32.max), text_index,
         num_texts)
     outputs = {name: tf.gather(value, chosen) for name, value in windows.items()}
@@ -157,13 +157,6 @@ def _best_answers(rows: dict, text_index, starts, ends, question_lengths, contex
     window_first = tf.gather(starts, chosen) - question_lengths - 2
     return (outputs, window_first + outputs["answer_start"],
             window_first + outputs["answer_end"])
-
-
-def _segment_min(values, segment_ids, num_segments):
-    """``tf.math.unsorted_segment_min`` of int32 ``values`` whose segments are all non-empty,
-    written with the segment max that OpenVINO's TensorFlow front end converts (it has no
-    UnsortedSegmentMin)."""
-    return -tf.math.unsorted_segment_max(-values, segment_ids, num_segments)
 
 
 def _context_text(texts, piece_starts, piece_limits, found, first, last) -> tf.Tensor:
@@ -227,7 +220,7 @@ def _max_context(input_mask, context_offset, text_index, starts, ends, context_l
     # their segment ids of rank 2.
     score, piece, rows = (tf.reshape(value, [-1]) for value in (score, piece, rows))
     best = tf.math.unsorted_segment_max(score, piece, pieces + 1)
-    first = _segment_min(
+    first = segment_min(
         tf.where(score == tf.gather(best, piece), rows, tf.int32.max), piece, pieces + 1)
     return inside & tf.reshape(rows == tf.gather(first, piece), tf.shape(input_mask))
 
