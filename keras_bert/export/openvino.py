@@ -12,7 +12,7 @@ reads them so here too (and pairs, as windows of their second text): the tokeniz
 each text into the windows ``predict`` reads (``openvino_tokenizer._windows``) and the model
 combines each text's windows (``TaskExport.openvino_windows``), one row per text; a text of
 more than ``max_windows`` windows fails the request, as in the SavedModel (OpenVINO has no
-assertion op: ``openvino_tokenizer._refuse_beyond``). A question answerer reads each context
+assertion op: ``openvino_tokenizer.refuse_beyond``). A question answerer reads each context
 as windows after its question, and answers with the context's own bytes
 (``openvino_answers``). The tagger reads a text's first window. The model is traced in the
 forms OpenVINO fuses (``layers.openvino_form``: LayerNorm as one MVN, no reshapes to rows).
@@ -45,6 +45,7 @@ from keras_bert.export import signatures
 from keras_bert.export.openvino_answers import (ANSWER_BYTES, WINDOW_INPUTS, answers_tokenizer,
                                                 with_answer_text)
 from keras_bert.export.openvino_extra import IR_FILE, WEIGHTS_FILE
+from keras_bert.export.openvino_tagger import WORD_WINDOW_INPUTS, word_windows_tokenizer
 from keras_bert.export.openvino_tokenizer import TEXT_INDEX, tokenizer_model
 from keras_bert.fileio import atomic_output_dir, is_remote, join
 from keras_bert.layers import openvino_form
@@ -192,8 +193,24 @@ def openvino_model(model, preprocessor, text_pair: bool | None = None,
         raise ValueError("an int8 OpenVINO export needs calibration_texts (NNCF measures "
                          "activation ranges on them): a few hundred texts like those served")
     if task.openvino_answers is not None:
-        joined = _answers_model(model, preprocessor, task, quantize, calibration_texts,
-                                signatures.resolve_max_windows(model, max_windows))
+        limit = signatures.resolve_max_windows(model, max_windows)
+        query_length, doc_stride, outputs_fn = task.openvino_answers(model, preprocessor)
+
+        def answers(ids, **windows):
+            outputs, start, limit = outputs_fn(ids, **windows)
+            return {**outputs, **dict(zip(ANSWER_BYTES, (start, limit)))}
+
+        joined = with_answer_text(_read_model(
+            answers_tokenizer(list(preprocessor.vocabulary), preprocessor.lower_case,
+                              preprocessor.seq_length, query_length, doc_stride, limit),
+            answers, WINDOW_INPUTS, quantize, calibration_texts, limit))
+    elif task.openvino_word_windows is not None and not text_pair:
+        limit = signatures.resolve_max_windows(model, max_windows)
+        stride, outputs_fn = task.openvino_word_windows(model, preprocessor)
+        joined = _read_model(
+            word_windows_tokenizer(list(preprocessor.vocabulary), preprocessor.lower_case,
+                                   preprocessor.seq_length, stride, limit),
+            outputs_fn, WORD_WINDOW_INPUTS, quantize, calibration_texts, limit)
     else:
         joined = _text_model(model, preprocessor, task, text_pair, quantize, calibration_texts,
                              max_windows)
@@ -249,38 +266,32 @@ def _text_model(model, preprocessor, task: signatures.TaskExport, text_pair: boo
     return joined
 
 
-def _answers_model(model, preprocessor, task: signatures.TaskExport, quantize: str | None,
-                   calibration_texts, max_windows: int | None):
-    """``openvino_model`` of a question answerer (``openvino_answers``): int8 calibrates on
-    each calibration text as a context and, cut, its own question."""
+def _read_model(tokenizer, outputs_fn, extra_inputs: tuple[str, ...], quantize: str | None,
+                calibration_texts, max_windows: int | None):
+    """The IR of a model whose tokenizer (an ``openvino.Model`` of raw text) gives, besides
+    the packed rows, ``extra_inputs`` (int32 [n] each) to ``outputs_fn(ids, **extra)``, which
+    is converted; int8 calibrates on the tokenizer's outputs for each calibration text (as
+    every raw-text input of it: a question answerer's context and, cut, its question)."""
     import openvino as ov
     from openvino_tokenizers import connect_models
 
-    query_length, doc_stride, outputs_fn = task.openvino_answers(model, preprocessor)
-    tokenizer = answers_tokenizer(list(preprocessor.vocabulary), preprocessor.lower_case,
-                                  preprocessor.seq_length, query_length, doc_stride,
-                                  max_windows)
-    window_specs = {name: tf.TensorSpec([None], tf.int32, name=name) for name in WINDOW_INPUTS}
+    extra_specs = {name: tf.TensorSpec([None], tf.int32, name=name) for name in extra_inputs}
 
     @tf.function(autograph=False,
-                 input_signature=[signatures.ids_input_signature(), window_specs])
-    def function(ids, windows):
-        answers, start, limit = outputs_fn(ids, **windows)
-        return {**answers, **dict(zip(ANSWER_BYTES, (start, limit)))}
+                 input_signature=[signatures.ids_input_signature(), extra_specs])
+    def function(ids, extra):
+        return outputs_fn(ids, **extra)
 
     def calibration():
-        windows = ov.Core().compile_model(tokenizer, "CPU")
-        rows = []
-        for text in calibration_texts:
-            request = np.array([text.encode("utf-8")], np.bytes_)
-            rows.append({f"{port.get_any_name()}:0": value for port, value in
-                         windows({"text": request, "text_pair": request}).items()})
-        return rows
+        rows = ov.Core().compile_model(tokenizer, "CPU")
+        names = [port.get_any_name() for port in tokenizer.inputs]
+        return [{f"{port.get_any_name()}:0": value for port, value in rows(
+            {name: np.array([text.encode("utf-8")], np.bytes_) for name in names}).items()}
+            for text in calibration_texts]
 
     packed = _converted(function, quantize, calibration)
-    inputs = INPUT_NAMES + WINDOW_INPUTS
-    joined = with_answer_text(connect_models(tokenizer, packed,
-                                             {name: f"{name}:0" for name in inputs}))
+    inputs = INPUT_NAMES + extra_inputs
+    joined = connect_models(tokenizer, packed, {name: f"{name}:0" for name in inputs})
     if max_windows is not None:  # keras-bert serve names it when a request exceeds it
         joined.set_rt_info(max_windows, ["keras_bert", "max_windows"])
     return joined
@@ -297,7 +308,7 @@ def write_openvino(model, directory: str, *, preprocessor, text_pair: bool | Non
     # A classifier windows unless told "first"; a tagger's export always reads windows.
     windows = getattr(model, "window_combination", "mean" if task.window_outputs else "first")
     if (windows != "first" and reads_windows(model, preprocessor) is None
-            and task.openvino_answers is None):
+            and task.openvino_answers is None and task.openvino_word_windows is None):
         logger.warning("OpenVINO IR reads a text's first %d WordPieces; this %s reads longer "
                        "texts as windows, which its SavedModel export does in the graph",
                        preprocessor.seq_length - 2, type(model).__name__)

@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from keras_bert.export.openvino_tokenizer import (MAX_BYTES_PER_WORD, TEXT_INDEX, case_steps,
-                                                  character_steps, i32, pack_rows, word_ids,
-                                                  window_spans)
+                                                  character_steps, i32, last_dropped, pack_rows,
+                                                  range_owners, word_ids, window_spans)
 from keras_bert.tokenization.packing import INPUT_NAMES
 from keras_bert.tokenization.vocab import UNK
 from keras_bert.tokenization.wordpiece import MAX_CHARS_PER_WORD, SUFFIX_INDICATOR
@@ -38,34 +38,6 @@ WINDOW_INPUTS = (TEXT_INDEX, "window_starts", "window_ends", "question_lengths",
 # The model's part gives each answer's bytes (int32 [texts]); the IR packs them into
 # answer_text and does not return them.
 ANSWER_BYTES = ("answer_byte_start", "answer_byte_limit")
-
-
-def _last_dropped(opset, node):
-    """``node``[:-1] along its first axis."""
-    return opset.slice(node, i32([0]), i32([-1]), i32([1]))
-
-
-def _owners(opset, begins, ends, size):
-    """Which of the ranges [begins, ends) (int32 [ranges], one after another from 0, some
-    empty) holds each of ``size`` places: int32 [size]. Two scatters and a cumulative sum,
-    linear in the places: OpenVINO's SearchSorted takes time that grows with both lengths'
-    product."""
-    count = opset.squeeze(opset.shape_of(begins, "i32"), i32(0))
-    held = opset.greater(ends, begins)
-    # Each place: how many non-empty ranges start at or before it, less one.
-    starts = opset.scatter_elements_update(
-        opset.broadcast(i32(0), opset.add(opset.unsqueeze(size, i32(0)), i32([1]))), begins,
-        opset.convert(held, "i32"), i32(0), reduction="sum")
-    rank = opset.subtract(opset.slice(opset.cumsum(starts, i32(0)), i32([0]),
-                                      opset.unsqueeze(size, i32(0)), i32([1])), i32(1))
-    # The non-empty ranges in order (the empty ones written past them, then cut off).
-    held_rank = opset.subtract(opset.cumsum(opset.convert(held, "i32"), i32(0)), i32(1))
-    ranges = opset.scatter_elements_update(
-        opset.broadcast(i32(0), opset.add(opset.unsqueeze(count, i32(0)), i32([1]))),
-        opset.select(held, held_rank, count), opset.range(i32(0), count, i32(1),
-                                                          output_type="i32"),
-        i32(0), reduction="max")
-    return opset.gather(ranges, opset.maximum(rank, i32(0)), i32(0))
 
 
 def context_pieces(text, vocabulary: list[str], lower_case: bool):
@@ -138,7 +110,7 @@ def context_pieces(text, vocabulary: list[str], lower_case: bool):
                         for token in vocabulary], np.int32)
     piece_length = opset.gather(opset.constant(lengths), ids, i32(0))
     before = opset.subtract(opset.cumsum(piece_length, i32(0)), piece_length)
-    word = _owners(opset, piece_first, piece_end,
+    word = range_owners(opset, piece_first, piece_end,
                    opset.squeeze(opset.shape_of(ids, "i32"), i32(0)))  # each piece's
 
     def of_word(node):
@@ -151,12 +123,12 @@ def context_pieces(text, vocabulary: list[str], lower_case: bool):
     first = opset.select(unknown, of_word(word_starts), first)
     last = opset.select(unknown, opset.subtract(of_word(word_limits), i32(1)), last)
     # ... and the characters those bytes came from.
-    char_of = _owners(opset, char_begins, char_ends,
+    char_of = range_owners(opset, char_begins, char_ends,
                       opset.squeeze(opset.shape_of(normalized_chars, "i32"), i32(0)))
     starts = opset.gather(char_starts, opset.gather(char_of, first, i32(0)), i32(0))
     limits = opset.gather(char_limits, opset.gather(char_of, last, i32(0)), i32(0))
     pieces_from_zero = opset.concat([i32([0]), piece_end], 0)
-    text_pieces = [_last_dropped(opset, opset.gather(pieces_from_zero, bound, i32(0)))
+    text_pieces = [last_dropped(opset, opset.gather(pieces_from_zero, bound, i32(0)))
                    for bound in (word_first, word_end)]
     return (*text_pieces, ids, starts, limits, chars)
 

@@ -214,13 +214,41 @@ def i32(value):
     return opset15.constant(np.array(value, dtype=np.int32))
 
 
+def last_dropped(opset, node):
+    """``node``[:-1] along its first axis."""
+    return opset.slice(node, i32([0]), i32([-1]), i32([1]))
+
+
+def range_owners(opset, begins, ends, size):
+    """Which of the ranges [begins, ends) (int32 [ranges], one after another from 0, some
+    empty) holds each of ``size`` places: int32 [size]. Two scatters and a cumulative sum,
+    linear in the places: OpenVINO's SearchSorted takes time that grows with both lengths'
+    product."""
+    count = opset.squeeze(opset.shape_of(begins, "i32"), i32(0))
+    held = opset.greater(ends, begins)
+    # Each place: how many non-empty ranges start at or before it, less one.
+    starts = opset.scatter_elements_update(
+        opset.broadcast(i32(0), opset.add(opset.unsqueeze(size, i32(0)), i32([1]))), begins,
+        opset.convert(held, "i32"), i32(0), reduction="sum")
+    rank = opset.subtract(opset.slice(opset.cumsum(starts, i32(0)), i32([0]),
+                                      opset.unsqueeze(size, i32(0)), i32([1])), i32(1))
+    # The non-empty ranges in order (the empty ones written past them, then cut off).
+    held_rank = opset.subtract(opset.cumsum(opset.convert(held, "i32"), i32(0)), i32(1))
+    ranges = opset.scatter_elements_update(
+        opset.broadcast(i32(0), opset.add(opset.unsqueeze(count, i32(0)), i32([1]))),
+        opset.select(held, held_rank, count), opset.range(i32(0), count, i32(1),
+                                                          output_type="i32"),
+        i32(0), reduction="max")
+    return opset.gather(ranges, opset.maximum(rank, i32(0)), i32(0))
+
+
 def max_windows_node_name(max_windows: int) -> str:
     """The name of the node that fails a request with a text of more than ``max_windows``
     windows: what OpenVINO's error message names."""
     return f"a_text_is_longer_than_max_windows_{max_windows}"
 
 
-def _refuse_beyond(opset, counts, max_windows: int):
+def refuse_beyond(opset, counts, max_windows: int):
     """``counts`` (int32 [texts]) unchanged, through a node that fails the request when one of
     them exceeds ``max_windows`` (OpenVINO has no assertion op: a StringTensorPack of one
     string whose begin lies past its end raises, naming the node, and the compiled model runs
@@ -242,7 +270,7 @@ def window_spans(opset, lengths, window_length, stride, max_windows: int | None)
     counts = opset.add(i32(1), opset.divide(opset.add(beyond, opset.subtract(stride, i32(1))),
                                             stride))
     if max_windows is not None:
-        counts = _refuse_beyond(opset, counts, max_windows)
+        counts = refuse_beyond(opset, counts, max_windows)
     last_window = opset.cumsum(counts, i32(0))  # past each text's last window
     total = opset.reduce_sum(counts, i32(0), keep_dims=True)
     window = opset.range(i32(0), opset.squeeze(total, i32(0)), i32(1), output_type="i32")

@@ -66,6 +66,10 @@ OpenVinoWindowsFn = Callable[..., "tuple[int | None, Callable[..., dict]] | None
 # window_starts, window_ends, question_lengths, context_lengths, piece_starts, piece_limits)
 # -> (outputs but answer_text, answer byte start, limit)): a question answerer's IR
 OpenVinoAnswersFn = Callable[..., "tuple[int, int, Callable[..., tuple]]"]
+# (model, preprocessor) -> (stride, outputs: (packed ids, text_index, window_starts,
+# window_ends, first_word, end_word, word_first, piece_ids, text_begins, text_ends) ->
+# {output name: [texts, ...]}): a tagger's IR
+OpenVinoWordWindowsFn = Callable[..., "tuple[int, Callable[..., dict]]"]
 # (model) -> {input name: tf.TensorSpec}, for packed ids that are not [batch, seq]
 IdsSpecFn = Callable[..., dict]
 # (model, preprocessor, dynamic_padding) -> the serving_default tf.function, for raw text that
@@ -110,6 +114,10 @@ class TaskExport:
             and ``outputs``, from a request's packed windows, where they lie and where each
             context piece lies in the request's bytes, serving_default's outputs but
             answer_text and the bytes of each answer.
+        openvino_word_windows: for a tagger: what its OpenVINO IR needs to read a long text
+            as serving_default does (``export.openvino_tagger``): ``(stride, outputs)``, the
+            windows' stride and ``outputs``, from a request's packed windows of whole words,
+            where they lie and the request's pieces and words, serving_default's outputs.
         openvino_choices: for a model whose raw text is a text and its choices (multiple
             choice): (model) -> the number of choices; its OpenVINO IR packs each (text,
             choice) pair and adds ``choice_text``, the chosen choice.
@@ -128,6 +136,7 @@ class TaskExport:
     window_outputs: WindowOutputsFn | None = None
     openvino_windows: OpenVinoWindowsFn | None = None
     openvino_answers: OpenVinoAnswersFn | None = None
+    openvino_word_windows: OpenVinoWordWindowsFn | None = None
     openvino_choices: Callable[..., int] | None = None
 
 

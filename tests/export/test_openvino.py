@@ -23,10 +23,12 @@ from keras_bert import (BertClassifier, BertEmbedder, BertEncoder,  # noqa: E402
                         BertMultipleChoice, BertQuestionAnswerer, BertTokenClassifier)
 from keras_bert.export import export_model  # noqa: E402
 from keras_bert.export.openvino_answers import context_pieces  # noqa: E402
+from keras_bert.export.openvino_tagger import word_windows_tokenizer  # noqa: E402
 from keras_bert.export.openvino_tokenizer import (max_windows_node_name,  # noqa: E402
                                                   tokenizer_model)
 from keras_bert.export.signatures import (TEXT_SIGNATURE, build_signatures,  # noqa: E402
                                           logits_model)
+from keras_bert.tasks.ner.alignment import window_word_ranges  # noqa: E402
 from keras_bert.tokenization import BertPreprocessor, BertTokenizer  # noqa: E402
 from keras_bert.tokenization.graph_normalizer import build_tables  # noqa: E402
 from keras_bert.tokenization.preprocessor import trim_to_longest  # noqa: E402
@@ -253,23 +255,10 @@ def test_int8_stays_within_its_bound(exports):
     assert (int8["class_ids"] == float32["class_ids"]).sum() >= 8
 
 
-def test_a_tagger_gives_the_saved_models_tokens_tags_and_probabilities(preprocessor, tmp_path,
-                                                                       caplog):
-    keras.utils.set_random_seed(7)
-    labels = ["O", "B-PER", "I-PER"]
-    tagger = BertTokenClassifier(tiny_encoder(len(preprocessor.vocabulary)), labels,
-                                 preprocessor=preprocessor)
-    with caplog.at_level(logging.WARNING, logger="keras_bert.export.openvino"):
-        path = export_model(tagger, str(tmp_path), "tagger", format="openvino")
-    assert "reads a text's first 30 WordPieces; this BertTokenClassifier" in caplog.text
-    pieces = preprocessor.tokenize(tf.constant(SENTENCES)).row_lengths().numpy()
-    texts = [s for s, n in zip(SENTENCES, pieces) if n <= 30]  # one window: as the SavedModel
-    got = run(compiled(path), text=texts)
-    want = {name: value.numpy() for name, value in build_signatures(tagger, preprocessor)[
-        TEXT_SIGNATURE](text=tf.constant(texts)).items()}
+def assert_tagged_as(got: dict, want: dict, labels) -> None:
+    """The IR's tagger outputs are the SavedModel's at every text position: the IR pads to
+    the longest text, the SavedModel to a multiple of 8."""
     assert sorted(got) == sorted(want)
-    # The IR pads to the longest text, the SavedModel to a multiple of 8: the same positions
-    # hold text, and every output is the same there.
     width = got["input_mask"].shape[1]
     assert not want["input_mask"][:, width:].any()
     text = got["input_mask"] > 0
@@ -282,8 +271,52 @@ def test_a_tagger_gives_the_saved_models_tokens_tags_and_probabilities(preproces
         decoded = np.vectorize(lambda b: b.decode("utf-8"), otypes=[str])(want[name])
         np.testing.assert_array_equal(got[name], decoded[:, :width], name)
     assert set(got["labels"][got["word_starts"]].tolist()) <= set(labels)
-    assert got["tokens"][texts.index("naïve café owners' résumés"), :3].tolist() == [
+
+
+def test_a_tagger_gives_the_saved_models_tokens_tags_and_probabilities(preprocessor, tmp_path):
+    keras.utils.set_random_seed(7)
+    labels = ["O", "B-PER", "I-PER"]
+    tagger = BertTokenClassifier(tiny_encoder(len(preprocessor.vocabulary)), labels,
+                                 preprocessor=preprocessor)
+    path = export_model(tagger, str(tmp_path), "tagger", format="openvino")
+    got = run(compiled(path), text=SENTENCES)
+    want = {name: value.numpy() for name, value in build_signatures(tagger, preprocessor)[
+        TEXT_SIGNATURE](text=tf.constant(SENTENCES)).items()}
+    assert_tagged_as(got, want, labels)
+    assert got["input_mask"].shape[1] > SEQ_LENGTH  # the long sentence: every piece tagged
+    assert got["tokens"][SENTENCES.index("naïve café owners' résumés"), :3].tolist() == [
         "[CLS]", "naive", "cafe"]
+
+
+@pytest.fixture(scope="module")
+def long_tagger(tmp_path_factory):
+    """(a tagger of windows of 8 WordPieces, stride 3, its compiled IR with max_windows=5)."""
+    from tests.export.test_long_tagging import SEQ_LENGTH as WINDOW_LENGTH
+    from tests.tasks.tiny_checkpoint import VOCAB, tiny_encoder as tiny_vocab_encoder
+    keras.utils.set_random_seed(3)
+    tagger = BertTokenClassifier(
+        tiny_vocab_encoder(), ["O", "B-PER", "I-PER", "B-LOC"], window_stride=3,
+        preprocessor=BertPreprocessor(vocabulary=VOCAB, seq_length=WINDOW_LENGTH))
+    path = export_model(tagger, str(tmp_path_factory.mktemp("tagger")), "ner",
+                        format="openvino", max_windows=5)
+    return tagger, compiled(path)
+
+
+def test_a_tagger_reads_long_texts_as_its_saved_model(long_tagger):
+    """Windows of whole words, each word from the window where it has the most context, one
+    row per text (five windows, one, an empty text's, five), as serving_default reads them;
+    beyond max_windows the request fails naming the limit, and the next is answered."""
+    from tests.export.test_long_tagging import TEXTS as LONG_TEXTS
+    tagger, ir = long_tagger
+    assert [len(w) for w in tagger.align_windows(LONG_TEXTS)] == [5, 1, 1, 5]
+    for texts in (LONG_TEXTS, LONG_TEXTS[::-1], ["", ""]):
+        got = run(ir, text=texts)
+        want = {name: value.numpy() for name, value in build_signatures(
+            tagger, tagger.preprocessor)[TEXT_SIGNATURE](text=tf.constant(texts)).items()}
+        assert_tagged_as(got, want, tagger.label_names)
+    with pytest.raises(RuntimeError, match=max_windows_node_name(5)):
+        run(ir, text=[LONG_TEXTS[1], LONG_TEXTS[0] + " " + LONG_TEXTS[3]])
+    assert run(ir, text=LONG_TEXTS[:1])["tokens"][0, 0] == "[CLS]"
 
 
 def test_multiple_choice_gives_the_saved_models_choice(preprocessor, tmp_path):
@@ -475,6 +508,38 @@ def test_context_pieces_and_bytes_equal_the_saved_models(offsets, batch):
         assert (starts[pieces] - text_start).tolist() == want_starts[row].numpy().tolist(), text
         assert (limits[pieces] - text_start).tolist() == want_limits[row].numpy().tolist(), text
         text_start += len(text.encode("utf-8"))
+
+
+@pytest.fixture(scope="module", params=[(10, 3), (12, 5), (7, 1)],
+                ids=["8_stride3", "10_stride5", "5_stride1"])
+def word_windows(request):
+    """(seq_length, stride, the compiled word-window tokenizer of the tiny vocabulary)."""
+    from tests.tasks.tiny_checkpoint import VOCAB
+    seq_length, stride = request.param
+    return seq_length, stride, ov.Core().compile_model(
+        word_windows_tokenizer(VOCAB, True, seq_length, stride, None))
+
+
+# Words of one to four pieces (long ones longer than a window), and unknown ones.
+TAGGED_WORDS = ["john", "paris", "cats", "walked", "12", "1212121", "zebra", "visited"]
+
+
+@settings(SETTINGS, max_examples=40)
+@given(batch=st.lists(st.lists(st.sampled_from(TAGGED_WORDS), max_size=24), min_size=1,
+                      max_size=4))
+def test_the_tokenizer_cuts_predict_tags_windows(word_windows, batch):
+    from tests.tasks.tiny_checkpoint import VOCAB
+    seq_length, stride, model = word_windows
+    tokenizer = BertTokenizer(vocabulary=VOCAB)
+    got = run(model, text=[" ".join(words) for words in batch])
+    words_before = 0
+    for row, words in enumerate(batch):
+        counts = [len(tokenizer.tokenize(word)) for word in words]
+        want = window_word_ranges(counts, seq_length - 2, stride) if counts else [(0, 0)]
+        mine = got["text_index"] == row
+        assert list(zip(got["first_word"][mine] - words_before,
+                        got["end_word"][mine] - words_before)) == want, words
+        words_before += len(counts)
 
 
 def test_hard_cases_tokenize_as_written(tmp_path):

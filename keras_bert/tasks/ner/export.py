@@ -122,6 +122,23 @@ def token_classifier_window_outputs(model: BertTokenClassifier, preprocessor, ra
                           rows_of["input_mask"])
 
 
+def token_classifier_openvino_word_windows(model: BertTokenClassifier, preprocessor):
+    """For the OpenVINO IR: (stride, outputs), the windows' stride (``tagger_stride``) and
+    ``outputs(ids, text_index, window_starts, window_ends, first_word, end_word, word_first,
+    piece_ids, text_begins, text_ends)``: serving_default's outputs from a request's packed
+    windows of whole words (the IR's tokenizer cuts them as serving_default does; the rest
+    as ``merge_windows`` reads them)."""
+    def outputs(ids: dict, text_index, window_starts, window_ends, first_word, end_word,
+                word_first, piece_ids, text_begins, text_ends) -> dict:
+        rows = tf.cast(model(ids, training=False), tf.float32)
+        probabilities, word_ids, input_mask = merge_windows(
+            preprocessor, rows, text_index, window_starts, window_ends, first_word, end_word,
+            word_first, piece_ids, text_begins, text_ends)
+        return _named_outputs(model, preprocessor, probabilities, word_ids, input_mask)
+
+    return tagger_stride(model.window_stride, preprocessor.seq_length), outputs
+
+
 def merge_windows(preprocessor, rows, text_index, window_starts, window_ends, first_word,
                   end_word, word_first, piece_ids, text_begins, text_ends):
     """One row per text of all its WordPieces, ``[CLS] pieces [SEP]``, from its windows' rows:
@@ -276,4 +293,5 @@ def token_classifier_transformers_outputs(model: BertTokenClassifier):
 register(BertTokenClassifier, TaskExport(
     outputs=token_classifier_outputs,
     transformers_outputs=token_classifier_transformers_outputs,
-    window_outputs=token_classifier_window_outputs))
+    window_outputs=token_classifier_window_outputs,
+    openvino_word_windows=token_classifier_openvino_word_windows))
