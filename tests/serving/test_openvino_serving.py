@@ -3,7 +3,7 @@ format="openvino")) of a classifier beside its SavedModel with the same APIs: gR
 GetModelMetadata, REST :predict, and `keras-bert predict --server` (a client written for the
 SavedModel) all answer as for the SavedModel; bad requests are INVALID_ARGUMENT. A tagger's, a
 multiple-choice model's and a question answerer's IR answer as their SavedModel's
-serving_default. Skipped where the ``openvino`` extra is not installed."""
+serving_default, long texts too. Skipped where the ``openvino`` extra is not installed."""
 
 import json
 import os
@@ -82,12 +82,14 @@ def test_grpc_predict_answers_as_the_saved_model(served):
 
 def test_a_served_tagger_answers_as_its_serving_default(served, capsys):
     """The served IR against the SavedModel's serving_default (the function the export saves,
-    run here), at every text position: the SavedModel pads to a multiple of 8, the IR to the
-    request's longest text."""
-    response = served.prediction.Predict(text_request("tagger_openvino", TEXTS), timeout=30)
+    run here), at every text position, a long text's windows merged: the SavedModel pads to
+    a multiple of 8, the IR to the request's longest text."""
+    texts = TEXTS + [" ".join(TEXTS[:3]) * 3]  # the last: 3 windows of whole words
+    response = served.prediction.Predict(text_request("tagger_openvino", texts), timeout=30)
     got = {name: tf.make_ndarray(proto) for name, proto in response.outputs.items()}
     want = {name: value.numpy() for name, value in build_signatures(
-        served.tagger, served.preprocessor)[TEXT_SIGNATURE](text=tf.constant(TEXTS)).items()}
+        served.tagger, served.preprocessor)[TEXT_SIGNATURE](text=tf.constant(texts)).items()}
+    assert got["input_mask"][-1].sum() > 32  # every piece of the long text tagged
     assert sorted(got) == sorted(want)
     width = got["input_mask"].shape[1]
     assert not want["input_mask"][:, width:].any()
@@ -103,9 +105,12 @@ def test_a_served_tagger_answers_as_its_serving_default(served, capsys):
     assert rc == 0, captured.err
     rows = [json.loads(line) for line in captured.out.splitlines()]
     assert [row["text"] for row in rows] == TEXTS[:3]
-    for row, tokens, labels in zip(rows, got["tokens"], got["labels"]):
-        assert row["tokens"] == [t.decode() for t in tokens]
-        assert row["labels"] == [t.decode() for t in labels]
+    for row, tokens, labels, mask in zip(rows, got["tokens"], got["labels"],
+                                         got["input_mask"]):  # padded to another width
+        length = mask.sum()
+        assert row["tokens"][:length] == [t.decode() for t in tokens[:length]]
+        assert row["labels"][:length] == [t.decode() for t in labels[:length]]
+        assert not any(row["tokens"][length:])
 
 
 def test_rest_predict_answers_as_the_saved_model(served):
