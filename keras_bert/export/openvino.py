@@ -14,7 +14,9 @@ combines each text's windows (``TaskExport.openvino_windows``), one row per text
 more than ``max_windows`` windows fails the request, as in the SavedModel (OpenVINO has no
 assertion op: ``openvino_tokenizer.refuse_beyond``). A question answerer reads each context
 as windows after its question, and answers with the context's own bytes
-(``openvino_answers``). The tagger reads a text's first window. The model is traced in the
+(``openvino_answers``), and a tagger a long text as its windows of whole words, each word
+tagged from the window where it has the most context (``openvino_tagger``). The model is
+traced in the
 forms OpenVINO fuses (``layers.openvino_form``: LayerNorm as one MVN, no reshapes to rows).
 It runs a request as one batch padded to its longest text, where the SavedModel runs sorted
 chunks of 8 rows: the outputs are the same within float error, except at padded positions
@@ -242,11 +244,10 @@ def _text_model(model, preprocessor, task: signatures.TaskExport, text_pair: boo
     """``openvino_model`` of a model that reads texts (not a question answerer)."""
     from openvino_tokenizers import connect_models
 
+    limit = signatures.resolve_max_windows(model, max_windows)  # refused where no windows
     windows = reads_windows(model, preprocessor)
-    if windows is None and max_windows:
-        raise ValueError(f"max_windows limits the windows of a long text, and this "
-                         f"{type(model).__name__}'s OpenVINO IR reads a text's first window")
-    limit = None if windows is None else signatures.resolve_max_windows(model, max_windows)
+    if windows is None:
+        limit = None
     function = (_packed_function(model, preprocessor, task) if windows is None
                 else _window_function(windows[1]))
     choices = task.openvino_choices(model) if task.openvino_choices else None
@@ -304,14 +305,6 @@ def write_openvino(model, directory: str, *, preprocessor, text_pair: bool | Non
     appears only when complete; remote directories get model.xml last) and returns it."""
     import openvino as ov
 
-    task = signatures.task_export(model)
-    # A classifier windows unless told "first"; a tagger's export always reads windows.
-    windows = getattr(model, "window_combination", "mean" if task.window_outputs else "first")
-    if (windows != "first" and reads_windows(model, preprocessor) is None
-            and task.openvino_answers is None and task.openvino_word_windows is None):
-        logger.warning("OpenVINO IR reads a text's first %d WordPieces; this %s reads longer "
-                       "texts as windows, which its SavedModel export does in the graph",
-                       preprocessor.seq_length - 2, type(model).__name__)
     ov_model = openvino_model(model, preprocessor, text_pair, quantize, calibration_texts,
                               max_windows)
     try:

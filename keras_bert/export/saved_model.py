@@ -201,8 +201,9 @@ def export_model(model, export_base: str, model_name: str, version: int | None =
             ``model.bin`` in the version directory, OpenVINO Model Server's layout) taking
             raw text as serving_default does, with its outputs (``export.openvino``); with
             ``quantize="int8"`` NNCF quantizes it from ``calibration_texts`` (or the
-            model's kept training texts). A classifier's IR reads a long text (a pair's
-            second text) as windows (``max_windows`` applies), a tagger's its first window.
+            model's kept training texts). Its tokenizer cuts long texts into the windows
+            serving_default reads (``max_windows`` applies): a classifier's (a pair's second
+            text), a tagger's, a question answerer's contexts.
         max_windows: for a model that reads a text longer than seq_length as overlapping
             windows (a classifier, a tagger, a question answerer's contexts), the most windows
             one text may be; a request with a longer text fails with INVALID_ARGUMENT naming

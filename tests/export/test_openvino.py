@@ -189,11 +189,11 @@ def test_a_text_beyond_max_windows_fails_the_request_naming_the_limit(classifier
     np.testing.assert_allclose(got["probabilities"],
                                classifier.predict([two_windows, SENTENCES[0]], verbose=0),
                                atol=1e-5)
-    tagger = BertTokenClassifier(tiny_encoder(len(preprocessor_of(classifier).vocabulary)),
-                                 ["O", "B"], preprocessor=preprocessor_of(classifier))
-    with pytest.raises(ValueError, match="reads a text's first window"):
-        export_model(tagger, str(tmp_path), "tagger", format="openvino", max_windows=4)
-    assert not os.path.exists(tmp_path / "tagger")
+    embedder = BertEmbedder(tiny_encoder(len(preprocessor_of(classifier).vocabulary)),
+                            preprocessor=preprocessor_of(classifier))
+    with pytest.raises(ValueError, match="reads every text as one window"):
+        export_model(embedder, str(tmp_path), "embedder", format="openvino", max_windows=4)
+    assert not os.path.exists(tmp_path / "embedder")
 
 
 def preprocessor_of(model):
