@@ -24,9 +24,9 @@ from __future__ import annotations
 import numpy as np
 
 from keras_bert.export.openvino_tokenizer import (MAX_BYTES_PER_WORD, TEXT_INDEX, case_steps,
-                                                  character_steps, i32, last_dropped, pack_rows,
-                                                  range_owners, word_ids, window_spans)
-from keras_bert.tokenization.packing import INPUT_NAMES
+                                                  character_steps, i32, last_dropped,
+                                                  named_model, pack_rows, range_owners,
+                                                  word_ids, window_spans)
 from keras_bert.tokenization.vocab import UNK
 from keras_bert.tokenization.wordpiece import MAX_CHARS_PER_WORD, SUFFIX_INDICATOR
 
@@ -180,12 +180,7 @@ def answers_tokenizer(vocabulary: list[str], lower_case: bool, seq_length: int,
                           ids)], seq_length, positions)
     outputs.update(zip(WINDOW_INPUTS, (text_index, window_starts, window_ends, question_lengths,
                                        context_lengths, starts, limits)))
-    results = []
-    for name, node in outputs.items():
-        result = opset.result(node)
-        result.output(0).set_names({name})
-        results.append(result)
-    return ov.Model(results, parameters, "bert_answers_tokenizer")
+    return named_model(outputs, parameters, "bert_answers_tokenizer")
 
 
 def with_answer_text(ov_model):

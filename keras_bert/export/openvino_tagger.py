@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from keras_bert.export.openvino_tokenizer import (TEXT_INDEX, i32, last_dropped, pack_rows,
-                                                  range_owners,
-                                                  refuse_beyond, word_ids)
+from keras_bert.export.openvino_tokenizer import (TEXT_INDEX, i32, last_dropped, named_model,
+                                                  pack_rows, range_owners, refuse_beyond,
+                                                  word_ids)
 
 # What the tokenizer gives the merge besides the packed windows, int32 each: every window's
 # text, pieces and words ([windows]), each word's first piece ([words]), the pieces' ids
@@ -145,9 +145,4 @@ def word_windows_tokenizer(vocabulary: list[str], lower_case: bool, seq_length: 
                         {token: index for index, token in enumerate(vocabulary)})
     outputs.update(zip(WORD_WINDOW_INPUTS, (window_text, window_starts, window_ends, first_word,
                                             end_word, word_first, ids, begins, ends)))
-    results = []
-    for name, node in outputs.items():
-        result = opset.result(node)
-        result.output(0).set_names({name})
-        results.append(result)
-    return ov.Model(results, [text], "bert_word_windows_tokenizer")
+    return named_model(outputs, [text], "bert_word_windows_tokenizer")

@@ -374,6 +374,20 @@ def pack_rows(segments, seq_length: int, ids: dict[str, int]) -> dict:
             "input_type_ids": opset.convert(type_ids, "i32")}
 
 
+def named_model(outputs: dict, parameters: list, name: str):
+    """An ``openvino.Model`` of ``parameters`` whose results are ``outputs`` ({name: node}),
+    each named so."""
+    import openvino as ov
+    from openvino import opset15
+
+    results = []
+    for output_name, node in outputs.items():
+        result = opset15.result(node)
+        result.output(0).set_names({output_name})
+        results.append(result)
+    return ov.Model(results, parameters, name)
+
+
 def tokenizer_model(vocabulary: list[str], lower_case: bool, seq_length: int,
                     text_pair: bool = False, windows: bool = False,
                     window_stride: int | None = None, max_windows: int | None = None,
@@ -435,9 +449,4 @@ def tokenizer_model(vocabulary: list[str], lower_case: bool, seq_length: int,
                               opset.constant(np.array([1], np.int64)), np.int64(0))
         shape = opset.concat([opset.constant(np.array([-1, num_choices], np.int64)), length], 0)
         outputs = {name: opset.reshape(node, shape, False) for name, node in outputs.items()}
-    results = []
-    for name, node in outputs.items():
-        result = opset.result(node)
-        result.output(0).set_names({name})
-        results.append(result)
-    return ov.Model(results, parameters, "bert_tokenizer")
+    return named_model(outputs, parameters, "bert_tokenizer")

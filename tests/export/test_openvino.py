@@ -20,7 +20,7 @@ pytest.importorskip("nncf")
 import openvino as ov  # noqa: E402
 
 from keras_bert import (BertClassifier, BertEmbedder, BertEncoder,  # noqa: E402
-                        BertMultipleChoice, BertQuestionAnswerer, BertTokenClassifier)
+                        BertMultipleChoice, BertTokenClassifier)
 from keras_bert.export import export_model  # noqa: E402
 from keras_bert.export.openvino_answers import context_pieces  # noqa: E402
 from keras_bert.export.openvino_tagger import word_windows_tokenizer  # noqa: E402
