@@ -16,8 +16,8 @@ assertion op: ``openvino_tokenizer.refuse_beyond``). A question answerer reads e
 as windows after its question, and answers with the context's own bytes
 (``openvino_answers``), and a tagger a long text as its windows of whole words, each word
 tagged from the window where it has the most context (``openvino_tagger``). The model is
-traced in the
-forms OpenVINO fuses (``layers.openvino_form``: LayerNorm as one MVN, no reshapes to rows).
+traced in the forms OpenVINO fuses (``layers.openvino_form``: LayerNorm as one MVN, no
+reshapes to rows).
 It runs a request as one batch padded to its longest text, where the SavedModel runs sorted
 chunks of 8 rows: the outputs are the same within float error, except at padded positions
 of sequence outputs, which no client should read (``input_mask`` says where the text is).
@@ -137,7 +137,7 @@ def _repair_string_constants(ov_model) -> None:
 
 
 def _calibration_rows(preprocessor, texts, text_pair: bool, windows: bool,
-                         choices: int | None = None):
+                      choices: int | None = None):
     """NNCF's calibration inputs: one packed row per text, at its own length (with
     ``windows``, its first window, the text's only one; with ``choices``, the row as each of
     an example's choices)."""
@@ -199,8 +199,8 @@ def openvino_model(model, preprocessor, text_pair: bool | None = None,
         query_length, doc_stride, outputs_fn = task.openvino_answers(model, preprocessor)
 
         def answers(ids, **windows):
-            outputs, start, limit = outputs_fn(ids, **windows)
-            return {**outputs, **dict(zip(ANSWER_BYTES, (start, limit)))}
+            outputs, start, end = outputs_fn(ids, **windows)
+            return {**outputs, **dict(zip(ANSWER_BYTES, (start, end)))}
 
         joined = with_answer_text(_read_model(
             answers_tokenizer(list(preprocessor.vocabulary), preprocessor.lower_case,
@@ -241,7 +241,8 @@ def _converted(function, quantize: str | None, calibration):
 
 def _text_model(model, preprocessor, task: signatures.TaskExport, text_pair: bool,
                 quantize: str | None, calibration_texts, max_windows: int | None):
-    """``openvino_model`` of a model that reads texts (not a question answerer)."""
+    """``openvino_model`` of a model whose tokenizer is ``tokenizer_model`` (not a question
+    answerer's, nor a tagger's windows of whole words)."""
     from openvino_tokenizers import connect_models
 
     limit = signatures.resolve_max_windows(model, max_windows)  # refused where no windows

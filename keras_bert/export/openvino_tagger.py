@@ -9,7 +9,7 @@ until a window reaches the text's end (``alignment.window_word_ranges``). Where 
 walks that chain in a loop, here each text's k-th window is the successor applied k times,
 by doubling: tables of the 1st, 2nd, 4th... successor, ``_LEVELS`` of them, each a gather of
 the one before. The model's part (``TaskExport.openvino_word_windows``: the probabilities and
-their merge into one row per text, ``ner.export.merge_windows``) is converted from TensorFlow.
+their merge into one row per text, ``ner.export._merge_windows``) is converted from TensorFlow.
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def token_classifier_window_outputs(model: BertTokenClassifier, preprocessor, ra
     text_begins = tf.cast(ids.row_starts(), tf.int32)
     words_before = tf.cumsum(words_per_text, exclusive=True)
     window_begins = tf.gather(text_begins, window_text)
-    probabilities, word_ids, input_mask = merge_windows(
+    probabilities, word_ids, input_mask = _merge_windows(
         preprocessor, rows, window_text, window_begins + piece_start,
         window_begins + piece_end, tf.gather(words_before, window_text) + first_word,
         tf.gather(words_before, window_text) + end_word,
@@ -127,11 +127,11 @@ def token_classifier_openvino_word_windows(model: BertTokenClassifier, preproces
     ``outputs(ids, text_index, window_starts, window_ends, first_word, end_word, word_first,
     piece_ids, text_begins, text_ends)``: serving_default's outputs from a request's packed
     windows of whole words (the IR's tokenizer cuts them as serving_default does; the rest
-    as ``merge_windows`` reads them)."""
+    as ``_merge_windows`` reads them)."""
     def outputs(ids: dict, text_index, window_starts, window_ends, first_word, end_word,
                 word_first, piece_ids, text_begins, text_ends) -> dict:
         rows = tf.cast(model(ids, training=False), tf.float32)
-        probabilities, word_ids, input_mask = merge_windows(
+        probabilities, word_ids, input_mask = _merge_windows(
             preprocessor, rows, text_index, window_starts, window_ends, first_word, end_word,
             word_first, piece_ids, text_begins, text_ends)
         return _named_outputs(model, preprocessor, probabilities, word_ids, input_mask)
@@ -139,7 +139,7 @@ def token_classifier_openvino_word_windows(model: BertTokenClassifier, preproces
     return tagger_stride(model.window_stride, preprocessor.seq_length), outputs
 
 
-def merge_windows(preprocessor, rows, text_index, window_starts, window_ends, first_word,
+def _merge_windows(preprocessor, rows, text_index, window_starts, window_ends, first_word,
                   end_word, word_first, piece_ids, text_begins, text_ends):
     """One row per text of all its WordPieces, ``[CLS] pieces [SEP]``, from its windows' rows:
     each word's pieces take their probabilities from the window where the word has the most

@@ -168,12 +168,12 @@ def _context_text(texts, piece_starts, piece_limits, found, first, last) -> tf.T
         piece_starts, piece_limits: int64 [texts, (pieces)], each piece's bytes in its text.
         found: bool [texts]; first, last: int32 [texts], pieces of each text where found.
     """
-    start, limit = answer_bytes(piece_starts.flat_values, piece_limits.flat_values,
+    start, limit = _answer_bytes(piece_starts.flat_values, piece_limits.flat_values,
                                 tf.cast(piece_starts.row_starts(), tf.int32), found, first, last)
     return tf.strings.substr(texts, start, limit - start)
 
 
-def answer_bytes(piece_starts, piece_limits, context_starts, found, first, last):
+def _answer_bytes(piece_starts, piece_limits, context_starts, found, first, last):
     """The answers' bytes: (start, limit) [texts], from the start of each context's piece
     ``first`` to the limit of its piece ``last``, (0, 0) where not ``found``.
 
@@ -232,14 +232,14 @@ def question_answerer_openvino_answers(model: BertQuestionAnswerer, preprocessor
     windows, packed and cut as serving_default cuts them (``window_spans``' text_index,
     starts and ends; the pieces of each question and context; every context piece's bytes in
     the request's contexts, int32 [pieces]), (outputs, start, limit): serving_default's
-    outputs but answer_text, and the answers' bytes there (``answer_bytes``)."""
+    outputs but answer_text, and the answers' bytes there (``_answer_bytes``)."""
     def outputs(ids: dict, text_index, window_starts, window_ends, question_lengths,
                 context_lengths, piece_starts, piece_limits):
         rows = {**_logits(model, ids), **ids}
         answers, first, last = _best_answers(rows, text_index, window_starts, window_ends,
                                              question_lengths, context_lengths,
                                              tf.shape(context_lengths)[0])
-        start, limit = answer_bytes(piece_starts, piece_limits,
+        start, limit = _answer_bytes(piece_starts, piece_limits,
                                     tf.cumsum(context_lengths, exclusive=True),
                                     answers["answer_score"] > -float("inf"), first, last)
         return answers, start, limit
