@@ -1,8 +1,11 @@
 """OpenVINO exports (``export_model(..., format="openvino")``): the version directory holds
 OpenVINO Model Server's model.xml and model.bin, the IR takes raw text with the SavedModel's
 input and output names, float32 gives the Keras model's outputs, int8 (NNCF) stays close, and
-the tokenizer inside gives our Python tokenizer's ids on random text. Skipped where the
-``openvino`` extra is not installed."""
+the tokenizer inside gives our Python tokenizer's ids on random text. Every task's IR answers
+as its SavedModel's serving_default, long texts included: a classifier's, a tagger's and a
+question answerer's windows, cut as the SavedModel cuts them (a context's pieces with their
+bytes, a tagger's windows of whole words). Skipped where the ``openvino`` extra is not
+installed."""
 
 import logging
 import os
