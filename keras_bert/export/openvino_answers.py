@@ -26,7 +26,7 @@ import numpy as np
 from keras_bert.export.openvino_tokenizer import (MAX_BYTES_PER_WORD, TEXT_INDEX, case_steps,
                                                   character_steps, i32, last_dropped,
                                                   named_model, pack_rows, range_owners,
-                                                  word_ids, window_spans)
+                                                  window_spans, with_equal_rows, word_ids)
 from keras_bert.tokenization.vocab import UNK
 from keras_bert.tokenization.wordpiece import MAX_CHARS_PER_WORD, SUFFIX_INDICATOR
 
@@ -157,10 +157,10 @@ def answers_tokenizer(vocabulary: list[str], lower_case: bool, seq_length: int,
                   for name in ("text", "text_pair")]
     for parameter in parameters:
         parameter.output(0).set_names({parameter.get_friendly_name()})
-    question_begins, question_ends, question_ids = word_ids(parameters[0], vocabulary,
-                                                            lower_case)
+    questions, contexts = with_equal_rows(opset, parameters)
+    question_begins, question_ends, question_ids = word_ids(questions, vocabulary, lower_case)
     context_begins, context_ends, ids, starts, limits, _ = context_pieces(
-        parameters[1], vocabulary, lower_case)
+        contexts, vocabulary, lower_case)
     question_lengths = opset.minimum(opset.subtract(question_ends, question_begins),
                                      i32(query_length))
     context_lengths = opset.subtract(context_ends, context_begins)

@@ -261,6 +261,27 @@ def refuse_beyond(opset, counts, max_windows: int):
     return opset.add(counts, zero)
 
 
+# The node that fails a request whose inputs have different numbers of rows (what OpenVINO's
+# error message names).
+UNEQUAL_ROWS_NODE = "the_inputs_have_different_numbers_of_rows"
+
+
+def with_equal_rows(opset, inputs: list) -> list:
+    """``inputs`` (string [rows, ...] each) unchanged, each gathered through a node that fails
+    the request when their rows differ (``UNEQUAL_ROWS_NODE``, as ``refuse_beyond`` fails),
+    so that no op downstream reads a text that is not there."""
+    rows = [opset.gather(opset.shape_of(node, "i32"), i32([0]), i32(0)) for node in inputs]
+    differ = opset.reduce_logical_or(opset.concat(
+        [opset.not_equal(count, rows[0]) for count in rows], 0), i32(0), keep_dims=True)
+    begin = opset.select(differ, i32([1]), i32([0]))
+    check = opset.string_tensor_pack(begin, i32([0]), opset.constant(np.array([0], np.uint8)))
+    check.set_friendly_name(UNEQUAL_ROWS_NODE)
+    zero = opset.reduce_sum(opset.string_tensor_unpack(check.output(0)).output(1), i32(0))
+    return [opset.gather(node, opset.add(opset.range(i32(0), opset.squeeze(count, i32(0)),
+                                                     i32(1), output_type="i32"), zero), i32(0))
+            for node, count in zip(inputs, rows)]
+
+
 def window_spans(opset, lengths, window_length, stride, max_windows: int | None):
     """``tokenization.windows.window_spans`` in OpenVINO ops: for texts of ``lengths`` pieces
     (int32 [texts]), read ``window_length`` pieces at a time ``stride`` apart (int32 [texts]
@@ -430,14 +451,13 @@ def tokenizer_model(vocabulary: list[str], lower_case: bool, seq_length: int,
                   for name, shape in zip(names, shapes)]
     for parameter, name in zip(parameters, names):
         parameter.output(0).set_names({name})
-    texts = parameters
+    texts = parameters if len(parameters) == 1 else with_equal_rows(opset, parameters)
     if num_choices is not None:  # (text, choice) pairs, [batch * num_choices] each
-        pairs = opset.multiply(opset.gather(opset.shape_of(parameters[0], "i32"), i32(0),
+        pairs = opset.multiply(opset.gather(opset.shape_of(texts[0], "i32"), i32(0),
                                             i32(0)), i32(num_choices))
         row = opset.divide(opset.range(i32(0), pairs, i32(1), output_type="i32"),
                            i32(num_choices))
-        texts = [opset.gather(parameters[0], row, i32(0)),
-                 opset.reshape(parameters[1], i32([-1]), False)]
+        texts = [opset.gather(texts[0], row, i32(0)), opset.reshape(texts[1], i32([-1]), False)]
     segments = [word_ids(text, vocabulary, lower_case) for text in texts]
     outputs = {}
     if windows:

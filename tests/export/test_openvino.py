@@ -27,8 +27,8 @@ from keras_bert import (BertClassifier, BertEmbedder, BertEncoder,  # noqa: E402
 from keras_bert.export import export_model  # noqa: E402
 from keras_bert.export.openvino_answers import context_pieces  # noqa: E402
 from keras_bert.export.openvino_tagger import word_windows_tokenizer  # noqa: E402
-from keras_bert.export.openvino_tokenizer import (max_windows_node_name,  # noqa: E402
-                                                  tokenizer_model)
+from keras_bert.export.openvino_tokenizer import (UNEQUAL_ROWS_NODE,  # noqa: E402
+                                                  max_windows_node_name, tokenizer_model)
 from keras_bert.export.signatures import (TEXT_SIGNATURE, build_signatures,  # noqa: E402
                                           logits_model)
 from keras_bert.tasks.ner.alignment import window_word_ranges  # noqa: E402
@@ -391,6 +391,18 @@ def test_a_context_beyond_max_windows_fails_the_request_naming_the_limit(capped_
         == [CONTEXTS[0][1]]  # and it answers the next request
 
 
+def test_questions_and_contexts_of_different_counts_fail_the_request(capped_answerer):
+    """Not a crash in a later op: the request fails naming the check, and the next is
+    answered."""
+    _, ir = capped_answerer
+    for questions, contexts in (([QUESTION_TEXT] * 3, [CONTEXTS[0][0]]),
+                                ([QUESTION_TEXT], [CONTEXTS[0][0]] * 2)):
+        with pytest.raises(RuntimeError, match=UNEQUAL_ROWS_NODE):
+            run(ir, text=questions, text_pair=contexts)
+    assert run(ir, text=[QUESTION_TEXT], text_pair=[CONTEXTS[0][0]])["answer_text"].tolist() \
+        == [CONTEXTS[0][1]]
+
+
 def test_a_context_with_invalid_utf8_answers_as_the_saved_model(capped_answerer):
     """The answer holds the invalid byte, which OpenVINO's Python API (and so keras-bert
     serve) reads as U+FFFD, as the SavedModel writes it."""
@@ -485,6 +497,13 @@ def test_pairs_are_packed_and_truncated_as_the_preprocessor_packs_them(tokenizer
         np.testing.assert_array_equal(got[name], value.numpy(), err_msg=name)
 
 
+def test_pairs_of_different_counts_fail_the_request(tokenizers):
+    _, _, _, pairs = tokenizers
+    with pytest.raises(RuntimeError, match=UNEQUAL_ROWS_NODE):
+        run(pairs, text=["a", "b"], text_pair=["c"])
+    assert run(pairs, text=["a"], text_pair=["c"])["input_word_ids"].shape[0] == 1
+
+
 @pytest.fixture(scope="module", params=[True, False], ids=["uncased", "cased"])
 def offsets(request, minilm_dir):
     """(the in-graph tokenizer of the SavedModel, the compiled OpenVINO context_pieces)."""
@@ -510,7 +529,8 @@ def test_context_pieces_and_bytes_equal_the_saved_models(offsets, batch):
         assert ids[pieces].tolist() == want_ids[row].numpy().tolist(), text
         assert (starts[pieces] - text_start).tolist() == want_starts[row].numpy().tolist(), text
         assert (limits[pieces] - text_start).tolist() == want_limits[row].numpy().tolist(), text
-        text_start += len(text.encode("utf-8"))
+        # NumPy's bytes arrays drop a text's trailing NULs (which the tokenizer deletes).
+        text_start += len(text.encode("utf-8").rstrip(b"\0"))
 
 
 @pytest.fixture(scope="module", params=[(10, 3), (12, 5), (7, 1)],

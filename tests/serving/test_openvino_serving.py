@@ -220,6 +220,13 @@ def test_a_served_question_answerer_ir_answers_as_its_serving_default(served, ca
     assert code == grpc.StatusCode.INVALID_ARGUMENT, message
     assert message == ("a text is longer than max_windows=3 windows; send shorter texts, or "
                        "export with a larger --max_windows (0: no limit)")
+    request = text_request("answerer_openvino", questions)  # three questions, one context
+    request.inputs["text_pair"].CopyFrom(tf.make_tensor_proto(np.array(contexts[:1],
+                                                                       dtype=object)))
+    code, message = served.grpc_error(served.prediction.Predict, request)
+    assert code == grpc.StatusCode.INVALID_ARGUMENT, message
+    assert message == ("Batching session Run() input tensors must have equal 0th-dimension "
+                       "size; got text: 3, text_pair: 1")  # TF Serving's words
     rc = main(["predict", "--server", f"127.0.0.1:{served.grpc_port}", "--model",
                "answerer_openvino", questions[1], "--text_pair", contexts[1]])
     captured = capsys.readouterr()
