@@ -36,7 +36,7 @@ from keras_bert.tokenization import BertPreprocessor, BertTokenizer  # noqa: E40
 from keras_bert.tokenization.graph_normalizer import build_tables  # noqa: E402
 from keras_bert.tokenization.preprocessor import trim_to_longest  # noqa: E402
 from keras_bert.tokenization.tokenizer_layer import BertTokenizerLayer  # noqa: E402
-from tests.export.test_long_contexts import (CONTEXTS, QUESTION_TEXT,  # noqa: E402
+from tests.export.test_long_contexts import (CONTEXTS, LATE, QUESTION_TEXT,  # noqa: E402
                                              pointing_answerer)
 from tests.tokenization.test_properties import TRICKY  # noqa: E402
 
@@ -105,14 +105,16 @@ def exports(classifier, preprocessor, tmp_path_factory):
     keras.utils.set_random_seed(8)
     embedder = BertEmbedder(tiny_encoder(len(preprocessor.vocabulary)),
                             preprocessor=preprocessor)
-    return {
-        "base": base,
-        "embedder": embedder,
-        "float32": export_model(classifier, base, "classifier", format="openvino"),
-        "int8": export_model(classifier, base, "classifier", format="openvino",
-                             quantize="int8", calibration_texts=CALIBRATION_TEXTS),
-        "embedding": export_model(embedder, base, "embedder", format="openvino"),
-    }
+    float32 = export_model(classifier, base, "classifier", format="openvino")
+    # int8 without calibration_texts: calibrated on the texts the model keeps, as fit,
+    # finetune and distill leave them (explicit texts: the question answerer's int8 below).
+    classifier.calibration_texts = CALIBRATION_TEXTS
+    try:
+        int8 = export_model(classifier, base, "classifier", format="openvino", quantize="int8")
+    finally:
+        classifier.calibration_texts = None
+    return {"base": base, "embedder": embedder, "float32": float32, "int8": int8,
+            "embedding": export_model(embedder, base, "embedder", format="openvino")}
 
 
 def test_version_directories_are_openvino_model_servers_layout(exports):
@@ -347,15 +349,30 @@ def test_multiple_choice_gives_the_saved_models_choice(preprocessor, tmp_path):
     assert got["choice_text"].tolist() == [c.decode() for c in want["choice_text"]]
 
 
-def test_a_question_answerer_answers_as_its_saved_model(tmp_path):
+# The question answerer's IR: the tests below share one export, whose max_windows the long
+# context (17 windows of 24 at doc_stride 6) fits in and CAPPED_CONTEXT (72 words more: 29
+# windows) does not.
+QA_MAX_WINDOWS = 20
+CAPPED_CONTEXT = f"{CONTEXTS[4][0]} {LATE}"
+
+
+@pytest.fixture(scope="module")
+def answerer(tmp_path_factory):
+    """(an uncased pointing answerer, its compiled IR with max_windows=QA_MAX_WINDOWS)."""
+    model = pointing_answerer("uncased")
+    path = export_model(model, str(tmp_path_factory.mktemp("qa")), "qa", format="openvino",
+                        max_windows=QA_MAX_WINDOWS)
+    return model, compiled(path)
+
+
+def test_a_question_answerer_answers_as_its_saved_model(answerer):
     """Every output of serving_default, a late window's answer and an empty context's
     included; answer_text is the context's own characters, as predict_answers cuts them
     (cased offsets: ``test_context_pieces_and_bytes_equal_the_saved_models``)."""
-    model = pointing_answerer("uncased")
-    path = export_model(model, str(tmp_path), "qa", format="openvino", max_windows=0)
+    model, ir = answerer
     questions = [QUESTION_TEXT] * len(CONTEXTS)
     contexts = [context for context, _ in CONTEXTS]
-    got = run(compiled(path), text=questions, text_pair=contexts)
+    got = run(ir, text=questions, text_pair=contexts)
     want = {name: value.numpy() for name, value in build_signatures(
         model, model.preprocessor)[TEXT_SIGNATURE](text=tf.constant(questions),
                                                    text_pair=tf.constant(contexts)).items()}
@@ -373,28 +390,18 @@ def test_a_question_answerer_answers_as_its_saved_model(tmp_path):
         np.testing.assert_allclose(got[name][text], want[name][:, :width][text], atol=1e-5)
 
 
-@pytest.fixture(scope="module")
-def capped_answerer(tmp_path_factory):
-    """(an uncased pointing answerer, its compiled IR with max_windows=3)."""
-    model = pointing_answerer("uncased")
-    path = export_model(model, str(tmp_path_factory.mktemp("qa")), "qa", format="openvino",
-                        max_windows=3)
-    return model, compiled(path)
-
-
-def test_a_context_beyond_max_windows_fails_the_request_naming_the_limit(capped_answerer):
-    _, ir = capped_answerer
-    long_context = CONTEXTS[4][0]  # 16 windows
-    with pytest.raises(RuntimeError, match=max_windows_node_name(3)):
-        run(ir, text=[QUESTION_TEXT] * 2, text_pair=[CONTEXTS[0][0], long_context])
+def test_a_context_beyond_max_windows_fails_the_request_naming_the_limit(answerer):
+    _, ir = answerer
+    with pytest.raises(RuntimeError, match=max_windows_node_name(QA_MAX_WINDOWS)):
+        run(ir, text=[QUESTION_TEXT] * 2, text_pair=[CONTEXTS[0][0], CAPPED_CONTEXT])
     assert run(ir, text=[QUESTION_TEXT], text_pair=[CONTEXTS[0][0]])["answer_text"].tolist() \
         == [CONTEXTS[0][1]]  # and it answers the next request
 
 
-def test_questions_and_contexts_of_different_counts_fail_the_request(capped_answerer):
+def test_questions_and_contexts_of_different_counts_fail_the_request(answerer):
     """Not a crash in a later op: the request fails naming the check, and the next is
     answered."""
-    _, ir = capped_answerer
+    _, ir = answerer
     for questions, contexts in (([QUESTION_TEXT] * 3, [CONTEXTS[0][0]]),
                                 ([QUESTION_TEXT], [CONTEXTS[0][0]] * 2)):
         with pytest.raises(RuntimeError, match=UNEQUAL_ROWS_NODE):
@@ -403,10 +410,10 @@ def test_questions_and_contexts_of_different_counts_fail_the_request(capped_answ
         == [CONTEXTS[0][1]]
 
 
-def test_a_context_with_invalid_utf8_answers_as_the_saved_model(capped_answerer):
+def test_a_context_with_invalid_utf8_answers_as_the_saved_model(answerer):
     """The answer holds the invalid byte, which OpenVINO's Python API (and so keras-bert
     serve) reads as U+FFFD, as the SavedModel writes it."""
-    model, ir = capped_answerer
+    model, ir = answerer
     contexts = [b"the firm is New York-\xffbased and old", b"\xff\xfe", "Café".encode()]
     request = {"text": np.array([QUESTION_TEXT.encode()] * 3, np.bytes_),
                "text_pair": np.array(contexts, np.bytes_)}
@@ -437,14 +444,12 @@ def test_int8_without_calibration_texts_and_savedmodel_options_are_refused(class
     assert not os.path.exists(tmp_path / "c" / "1")
 
 
-def test_int8_of_a_model_that_keeps_its_training_texts_calibrates_on_them(classifier, tmp_path):
-    classifier.calibration_texts = CALIBRATION_TEXTS  # what fit, finetune and distill leave
-    try:
-        path = export_model(classifier, str(tmp_path), "c", format="openvino", quantize="int8")
-    finally:
-        classifier.calibration_texts = None
-    ir = ov.Core().read_model(os.path.join(path, "model.xml"))
+def test_int8_of_a_model_that_keeps_its_training_texts_calibrates_on_them(exports):
+    """The exports' int8 IR was given no calibration_texts: the classifier's own."""
+    ir = ov.Core().read_model(os.path.join(exports["int8"], "model.xml"))
     assert ir.get_rt_info(["keras_bert", "precision"]).astype(str) == "int8"
+    ir = ov.Core().read_model(os.path.join(exports["float32"], "model.xml"))
+    assert ir.get_rt_info(["keras_bert", "precision"]).astype(str) == "float32"
 
 
 # ------------------------------------------------------------------------ the tokenizer
