@@ -132,7 +132,7 @@ def test_metadata_and_status(server):
     signature_map = get_model_metadata_pb2.SignatureDefMap()
     response.metadata["signature_def"].Unpack(signature_map)
     assert set(signature_map.signature_def) - {"__saved_model_init_op"} == {
-        "serving_default", "echo", "classify", "regress"}
+        "serving_default", "echo", "pair", "classify", "regress"}
     assert set(signature_map.signature_def["serving_default"].outputs) == {"y", "total"}
     status, body = server.rest("/v1/models/toy/metadata")
     assert status == 200 and body["model_spec"]["version"] == "1"
@@ -183,6 +183,21 @@ def test_bad_grpc_requests(server, case):
     request, expected = BAD_GRPC[case]
     code, details = server.grpc_error(server.prediction.Predict, request)
     assert code == expected, details
+    assert_still_serving(server)
+
+
+def test_inputs_of_different_row_counts_are_refused_in_tf_servings_words(server):
+    """Not broadcast, not cut: refused before the model runs, as TF Serving's batching refuses
+    them (what a question answerer gets for 3 questions and 1 context)."""
+    request = predict_request(x=np.array([1, 2, 3], np.float32), signature="pair", name="a")
+    request.inputs["b"].CopyFrom(tf.make_tensor_proto(np.array([1], np.float32)))
+    code, details = server.grpc_error(server.prediction.Predict, request)
+    assert code == grpc.StatusCode.INVALID_ARGUMENT, details
+    assert details == ("Batching session Run() input tensors must have equal 0th-dimension "
+                       "size; got a: 3, b: 1")
+    request.inputs["b"].CopyFrom(tf.make_tensor_proto(np.array([1, 1, 1], np.float32)))
+    response = server.prediction.Predict(request, timeout=30)
+    np.testing.assert_array_equal(tf.make_ndarray(response.outputs["sum"]), [2, 3, 4])
     assert_still_serving(server)
 
 

@@ -7,7 +7,8 @@ import tensorflow as tf
 
 class ToyModel(tf.Module):
     """Signatures: serving_default (x float32 [batch, 3] -> y = 2x + version, total = sum(x)),
-    echo (text [batch] -> length, upper), classify and regress over serialized tf.Examples."""
+    echo (text [batch] -> length, upper), pair (a, b float32 [batch] -> sum), classify and
+    regress over serialized tf.Examples."""
 
     def __init__(self, version: int):
         super().__init__()
@@ -20,6 +21,11 @@ class ToyModel(tf.Module):
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def echo(self, text):
         return {"length": tf.strings.length(text), "upper": tf.strings.upper(text)}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="a"),
+                                  tf.TensorSpec([None], tf.float32, name="b")])
+    def pair(self, a, b):
+        return {"sum": a + b}
 
     def _parse(self, serialized):
         features = tf.io.parse_example(serialized, {"x": tf.io.FixedLenFeature([], tf.float32)})
@@ -43,7 +49,7 @@ def write_toy_version(base_path: str, version: int) -> str:
     target = os.path.join(base_path, str(version))
     scratch = os.path.join(base_path, f".tmp-{version}")
     tf.saved_model.save(model, scratch, signatures={
-        "serving_default": model.predict, "echo": model.echo, "classify": model.classify,
-        "regress": model.regress})
+        "serving_default": model.predict, "echo": model.echo, "pair": model.pair,
+        "classify": model.classify, "regress": model.regress})
     os.replace(scratch, target)
     return target
