@@ -131,15 +131,15 @@ def test_bad_requests_are_invalid_argument(served):
 
 
 def test_long_texts_are_read_as_windows_and_beyond_max_windows_refused(served):
-    long_text = " ".join(TEXTS[:3]) * 8  # 120 WordPieces: 7 windows of 30, 15 apart (2x: 15)
+    long_text = " ".join(TEXTS[:3]) * 8  # 120 WordPieces: 7 windows of 30, 15 apart
     answers = {}
     for model in ("saved_model", "openvino"):
         response = served.prediction.Predict(text_request(model, [long_text, TEXTS[0]]),
                                              timeout=30)
         answers[model] = tf.make_ndarray(response.outputs["probabilities"])
     np.testing.assert_allclose(answers["openvino"], answers["saved_model"], atol=1e-5)
-    code, message = served.grpc_error(served.prediction.Predict,
-                                      text_request("openvino", [TEXTS[0], long_text * 2]))
+    code, message = served.grpc_error(  # twice as long: 15 windows, beyond MAX_WINDOWS
+        served.prediction.Predict, text_request("openvino", [TEXTS[0], long_text * 2]))
     assert code == grpc.StatusCode.INVALID_ARGUMENT, message
     assert message == (f"a text is longer than max_windows={MAX_WINDOWS} windows; send shorter "
                        "texts, or export with a larger --max_windows (0: no limit)")
