@@ -66,8 +66,8 @@ OWN_UNITS = (
 # Seconds each unit took in the slow tests (`pytest -m slow -n 2 --durations=0`, 2,151 s in all)
 # on the 2-core machine (2026-11-30, idle), in brackets (notebook 09 and the features test
 # since made shorter: their new time alone); then the longest files of the quick tests
-# (`-m "not slow"`, 475 s; export/test_int8.py above is one of them too), which start first
-# there.
+# (`-m "not slow" -n 2 --durations=0`, 622 s, the 2-core Intel Xeon, 2026-11-30, idle;
+# export/test_int8.py above is one of them too, 36 s), which start first there.
 LONGEST_FIRST = (
     "tests/test_gpu_check.py",  # [265: the GPU tests, notebook 02 and throughput on the CPU]
     "tests/test_docs.py::test_document_blocks_run[docs/distillation.md]",  # [205]
@@ -85,18 +85,20 @@ LONGEST_FIRST = (
     "tests/tasks/test_features_minilm.py",  # [187; 76 alone since]
     "tests/test_docs.py::test_document_blocks_run[README.md]",  # [87]
     "tests/pretraining/test_pretrain_runs.py",  # [83]
-    "tests/export/test_int8.py",  # [80]
+    "tests/export/test_int8.py",  # [80; more since: the fresh-process load, saved_model_cli]
     "tests/finetuning/test_finetune_resume.py",  # [80]
     "tests/test_quickstart.py",  # [61]
     "tests/test_docs.py::test_document_blocks_run[serving/README.md]",  # [61]
     "tests/export/test_tf_hub_int8.py",  # [38]
     "tests/export/test_tasks.py",  # [quick and slow]
-    "tests/finetuning/test_distillation.py",  # [quick: 60]
-    "tests/export/test_int8_calibrated.py",  # [quick: 55]
-    "tests/models/test_task_keras_idioms.py",  # [quick: 50]
-    "tests/export/test_openvino.py",  # [quick: 42]
-    "tests/test_layer_harness.py",  # [quick: 36]
-    "tests/export/test_transformers_signature.py",  # [quick: 30]
+    "tests/export/test_openvino.py",  # [quick: 111]
+    "tests/finetuning/test_distillation.py",  # [quick: 78]
+    "tests/models/test_task_keras_idioms.py",  # [quick: 75]
+    "tests/test_layer_harness.py",  # [quick: 60]
+    "tests/export/test_int8_calibrated.py",  # [quick: 52]
+    "tests/export/test_hf_heads.py",  # [quick: 39]
+    "tests/cli/test_predict.py",  # [quick: 34]
+    "tests/export/test_transformers_signature.py",  # [quick: 32]
 )
 
 

@@ -45,10 +45,13 @@ def wait_until(condition: Callable[[], object], timeout_s: float = 60.0,
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _MAIN_IN_FRESH_PROCESS = (
-    "import contextlib, io, json, sys\n"
+    "import contextlib, io, json, logging, sys\n"
     "from keras_bert.cli import main\n"
     "results = {}\n"
     "for name, argv in json.loads(sys.argv[1]).items():\n"
+    # main's logging.basicConfig binds its handler to the stderr of the first case: drop it,
+    # so that each case's log lines land in that case's stderr.
+    "    logging.root.handlers.clear()\n"
     "    err = io.StringIO()\n"
     "    with contextlib.redirect_stderr(err):\n"
     "        results[name] = [main(argv), err.getvalue()]\n"

@@ -5,7 +5,8 @@ and whatever the import form.
 "Keras is not loaded" means no keras module at all in sys.modules: `import keras_bert` only
 registers a post-import hook for "keras" (wrapt's), which registers our classes once Keras'
 own `__init__` has run. Every case runs in a fresh interpreter (three that only read what a
-whole import gives share one).
+whole import gives share one, and so do the pure-Python names while none of them loads
+TensorFlow or Keras); the saved model they load is written by the test process.
 """
 
 import ast
@@ -61,19 +62,25 @@ def test_the_pretraining_data_writer_runs_without_tensorflow(tmp_path):
 
 @pytest.fixture(scope="module")
 def saved_classifier(tmp_path_factory):
-    """A BertClassifier with its preprocessor, saved as .keras."""
+    """A BertClassifier with its preprocessor, saved as .keras (float32, whatever dtype policy
+    the tests before left: as a fresh process would write it)."""
+    import keras
+
+    from keras_bert import BertClassifier, BertEncoder
+    from keras_bert.tokenization.preprocessor import BertPreprocessor
     path = tmp_path_factory.mktemp("lazy") / "classifier.keras"
-    _run(f"""
-        from keras_bert import BertClassifier, BertEncoder
-        from keras_bert.tokenization.preprocessor import BertPreprocessor
-        vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad"]
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad"]
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("float32")
+    try:
         encoder = BertEncoder(vocab_size=7, hidden_size=16, num_hidden_layers=1,
                               num_attention_heads=2, intermediate_size=32,
                               max_position_embeddings=16)
         classifier = BertClassifier(encoder, num_classes=2, preprocessor=BertPreprocessor(
             vocabulary=vocabulary, seq_length=8))
-        classifier.save("{path}")
-    """)
+        classifier.save(str(path))
+    finally:
+        keras.config.set_dtype_policy(previous)
     return path
 
 
@@ -267,13 +274,42 @@ PURE_PYTHON = [
 ]
 
 
+# Imports each (module, name) of the JSON list in argv[1] in turn, in one process; prints the
+# Keras and TensorFlow modules loaded after each (so far), one JSON line per name.
+NAMES_IN_ONE_PROCESS = """
+import json
+for module, name in json.loads(sys.argv[1]):
+    exec(f"from {module} import {name}")
+    print(json.dumps(keras_modules()))
+"""
+
+
+def _loaded_after(names: list) -> list[tuple]:
+    """(the process's exit status, its stderr, what was loaded after the name) for each of
+    ``names``, imported in one fresh process."""
+    result = _python(["-c", KERAS_MODULES + NAMES_IN_ONE_PROCESS, json.dumps(names)])
+    lines = result.stdout.strip().splitlines()[-len(names):] if result.returncode == 0 else \
+        ["null"] * len(names)
+    return [(result.returncode, result.stderr, json.loads(line)) for line in lines]
+
+
+@pytest.fixture(scope="module")
+def pure_python_imports() -> dict:
+    """What each of PURE_PYTHON loads: all imported in one fresh process, one after the other;
+    if that failed or any Keras or TensorFlow module got loaded (after which the next names
+    cannot load it again), each name again in a process of its own, so that each test judges
+    its own name."""
+    loaded = _loaded_after(PURE_PYTHON)
+    if any(code or modules for code, _, modules in loaded):
+        loaded = [_loaded_after([pair])[0] for pair in PURE_PYTHON]
+    return dict(zip(PURE_PYTHON, loaded))
+
+
 @pytest.mark.parametrize("module, name", PURE_PYTHON, ids=lambda x: x)
-def test_pure_python_names_import_no_tensorflow_or_keras(module, name):
-    out = _run(f"""
-        from {module} import {name}
-        print(keras_modules())
-    """)
-    assert out.strip().splitlines()[-1] == "[]"
+def test_pure_python_names_import_no_tensorflow_or_keras(pure_python_imports, module, name):
+    code, stderr, loaded = pure_python_imports[module, name]
+    assert code == 0, stderr[-3000:]
+    assert loaded == []
 
 
 def test_the_tokenizer_works_with_keras_installed_but_no_tensorflow(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 
 from keras_bert import BertClassifier, BertEncoder, BertPreprocessor, save_checkpoint
 from keras_bert.cli import main
-from tests.helpers import cli_before_tensorflow
+from tests.helpers import cli_before_tensorflow, main_in_fresh_process
 from tests.tasks.tiny_checkpoint import VOCAB
 
 ROWS = [("the movie was good", "pos"), ("a terrible film", "neg"), ("good", "pos"),
@@ -112,7 +112,9 @@ def test_few_unlabelled_texts_without_copies_are_reported(files, tmp_path, capsy
     assert f"size: {report['size']}" in captured.err
 
 
-@pytest.mark.parametrize("flags, message", [
+# What the teacher's and student's files decide, refused before TensorFlow loads: the flags added
+# to `command`, and the start of the one-line error.
+BEFORE_TENSORFLOW = [
     (["--num_layers", "3"], "--num_layers 3: num_layers must be between 1 and 2 (the teacher "
                             "has 3 layers), got 3"),
     (["--num_layers", "5"], "--num_layers 5: num_layers must be between 1 and 2 (the teacher "
@@ -121,27 +123,48 @@ def test_few_unlabelled_texts_without_copies_are_reported(files, tmp_path, capsy
      "--teacher: {roberta}/config.json: model_type is 'roberta' (a roberta model), not 'bert'"),
     (["--student", "{roberta}"],
      "--student: {roberta}/config.json: model_type is 'roberta' (a roberta model), not 'bert'"),
-])
-def test_what_the_files_decide_fails_before_tensorflow(files, tmp_path, flags, message):
-    roberta = tmp_path / "roberta"
+]
+
+
+@pytest.fixture(scope="module")
+def before_tensorflow(files, tmp_path_factory):
+    """BEFORE_TENSORFLOW's cases and a dev file with a label the teacher does not know ("dev"),
+    each with its own output directory, run in one fresh process: {case: (exit code, stderr,
+    whether TensorFlow was loaded, the output directory, the roberta folder, the dev file)}.
+    If TensorFlow got loaded (after which the next cases cannot load it again), each case again
+    in a process of its own, so that each test judges its own case."""
+    root = tmp_path_factory.mktemp("before_tensorflow")
+    roberta = root / "roberta"
     roberta.mkdir()
     (roberta / "config.json").write_text('{"model_type": "roberta"}')
     (roberta / "pytorch_model.bin").write_text("")
-    output = tmp_path / "small"
-    flags = [flag.format(roberta=roberta) for flag in flags]
-    code, error, tensorflow = cli_before_tensorflow(command(files, output, *flags))
+    dev = root / "dev.csv"
+    dev.write_text("review,score\na good film,pos\na dull film,meh\n")
+    flags = {str(i): [flag.format(roberta=roberta) for flag in case_flags]
+             for i, (case_flags, _) in enumerate(BEFORE_TENSORFLOW)}
+    flags["dev"] = ["--num_layers", "1", "--dev_file", str(dev)]
+    for case in flags:
+        (root / case).mkdir()
+    argvs = {case: command(files, root / case / "small", *more) for case, more in flags.items()}
+    outcomes, tensorflow = main_in_fresh_process(argvs)
+    results = {case: (*outcome, False) for case, outcome in outcomes.items()}
+    if tensorflow:
+        results = {case: cli_before_tensorflow(argv) for case, argv in argvs.items()}
+    return {case: (*results[case], root / case / "small", roberta, dev) for case in argvs}
+
+
+@pytest.mark.parametrize("flags, message", BEFORE_TENSORFLOW)
+def test_what_the_files_decide_fails_before_tensorflow(before_tensorflow, flags, message):
+    case = str(BEFORE_TENSORFLOW.index((flags, message)))
+    code, error, tensorflow, output, roberta, _ = before_tensorflow[case]
     assert code == 2 and not tensorflow, error
     assert error.startswith(f"keras-bert distill: error: {message.format(roberta=roberta)}"), \
         error
     assert error.count("\n") == 1 and not output.exists()
 
 
-def test_a_dev_label_the_teacher_does_not_know_fails_before_tensorflow(files, tmp_path):
-    dev = tmp_path / "dev.csv"
-    dev.write_text("review,score\na good film,pos\na dull film,meh\n")
-    output = tmp_path / "small"
-    code, error, tensorflow = cli_before_tensorflow(
-        command(files, output, "--num_layers", "1", "--dev_file", str(dev)))
+def test_a_dev_label_the_teacher_does_not_know_fails_before_tensorflow(before_tensorflow):
+    code, error, tensorflow, output, _, dev = before_tensorflow["dev"]
     assert code == 2 and not tensorflow, error
     assert "label 'meh' is not one of the labels the model learns ('neg', 'pos')" in error
     assert f"{dev}" in error and error.count("\n") == 1 and not output.exists()

@@ -152,8 +152,12 @@ def test_evaluate_and_predict_offline_agree_with_the_run(finetuned, tmp_path, ca
     out, _, _, dev = finetuned
     model_dir = str(out / "best_model")
     columns = ["--text_column", "review", "--label_column", "stars"]
-    assert main(["evaluate", "--model", model_dir, "--input_file", dev, *columns,
-                 "--predictions_file", str(tmp_path / "dev.csv")]) == 0
+    # evaluate: the dev rows with an id column, which its predictions file keeps.
+    with_ids = write_csv(tmp_path / "with_ids.csv", [{"id": f"r{i}", **row}
+                                                     for i, row in enumerate(ROWS)],
+                         columns=("id", "review", "stars"))
+    assert main(["evaluate", "--model", model_dir, "--input_file", with_ids, *columns,
+                 "--keep_columns", "id", "--predictions_file", str(tmp_path / "dev.csv")]) == 0
     captured = capsys.readouterr()
     scores = json.loads(captured.out)
     best = json.loads((out / "eval_results.json").read_text())["best"]
@@ -162,8 +166,10 @@ def test_evaluate_and_predict_offline_agree_with_the_run(finetuned, tmp_path, ca
     assert "(always " in captured.err and "label  precision  recall" in captured.err
     with open(tmp_path / "dev.csv") as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0]) == ["text", "label", "probabilities_neg", "probabilities_pos",
+    assert list(rows[0]) == ["id", "text", "label", "probabilities_neg", "probabilities_pos",
                              "true_label"]
+    assert [r["id"] for r in rows] == [f"r{i}" for i in range(len(ROWS))]
+    assert [r["true_label"] for r in rows] == [row["stars"] for row in ROWS]
     kept = [json.loads(line) for line in (out / "dev_predictions.jsonl").read_text()
             .splitlines()]
     assert [r["label"] for r in rows] == [r["label"] for r in kept]
@@ -215,13 +221,7 @@ def test_predict_says_where_it_wrote_and_keeps_the_columns_named(finetuned, tmp_
             assert list(records[0])[:3] == ["id", "text", "label"], (source, suffix)
             assert [r["id"] for r in records] == ids, (source, suffix)
             assert [r["text"] for r in records] == [row["review"] for row in ROWS]
-    # evaluate's predictions file keeps them too.
-    assert main(["evaluate", "--model", model_dir, "--input_file", csv_input, "--text_column",
-                 "review", "--label_column", "stars", "--keep_columns", "id",
-                 "--predictions_file", str(tmp_path / "scored.jsonl")]) == 0
-    scored = [json.loads(line) for line in (tmp_path / "scored.jsonl").read_text().splitlines()]
-    assert [r["id"] for r in scored] == [f"r{i}" for i in range(len(ROWS))]
-    assert all("true_label" in r for r in scored)
+    # evaluate's predictions file keeps them too: the test above evaluates such an id CSV.
 
 
 def test_evaluate_warns_about_a_model_that_predicts_one_class(finetuned, tmp_path, capsys):

@@ -1,8 +1,9 @@
 """The flow users come for: a fine-tuned Hugging Face model (folders transformers saved,
 tests/fixtures/hf_heads) exported for TF Serving with raw text in, run through TF Serving's own
 graph-mode loader, gives what transformers computed: a classifier's probabilities are the
-softmax of its logits within 1e-4; a tagger's and a span model's outputs likewise. Keras' own
-``model.export`` writes the same raw-text SavedModel."""
+softmax of its logits within 1e-4 (a tagger's and a span model's outputs likewise:
+tests/export/test_transformers_signature.py, on its exports). Keras' own ``model.export``
+writes the same raw-text SavedModel."""
 
 import os
 import pathlib
@@ -57,22 +58,6 @@ def test_served_probabilities_are_transformers_softmax(exported):
     int8 = GraphModeModel(str(exported / "int8" / "1")).run(
         "serving_default", text=texts(reference["texts"]))
     np.testing.assert_allclose(int8["probabilities"], softmax(reference["logits"]), atol=0.02)
-
-
-def test_a_tagger_and_a_span_model_serve_transformers_outputs(tmp_path):
-    for folder, output, reference_of in (
-            ("token_cls", "probabilities", lambda r: softmax(r["logits"])),
-            ("qa", "start_logits", lambda r: r["start_logits"])):
-        reference = expected(folder)
-        assert main(["export", str(HF / folder), str(tmp_path), "--model_name", folder]) == 0
-        model = GraphModeModel(str(tmp_path / folder / "1"))
-        inputs = {"input_word_ids": reference["input_ids"].astype("int32"),
-                  "input_mask": reference["attention_mask"].astype("int32"),
-                  "input_type_ids": reference["token_type_ids"].astype("int32")}
-        served = model.run("serve_ids", **inputs)
-        mask = reference["attention_mask"].astype(bool)
-        np.testing.assert_allclose(served[output][mask], reference_of(reference)[mask],
-                                   atol=1e-4, err_msg=folder)
 
 
 def test_keras_export_writes_the_raw_text_savedmodel(tmp_path, caplog):

@@ -1,8 +1,9 @@
 """int8 exports (export/int8.py) and quantize("int8"): which layers it quantizes, the export as
-TF Serving loads it (graph-mode loader + Session.run, saved_model_cli run) for the encoder and
-every task model, its size and ops, the refusal on a TensorFlow without the int8 kernel; a
-quantized model's predict against its export, and its .keras file loaded in a fresh process.
-Real-weight accuracy: tests/tasks/test_int8_minilm.py."""
+TF Serving loads it (graph-mode loader + Session.run; saved_model_cli run on the CLI's export,
+slow) for the encoder and every task model, its size and ops, the refusal on a TensorFlow
+without the int8 kernel; a quantized model's predict against its export, and its .keras file
+loaded in a fresh process (slow; loaded in this process: test_int8_calibrated.py). Real-weight
+accuracy: tests/tasks/test_int8_minilm.py."""
 
 import logging
 import os
@@ -86,15 +87,23 @@ def test_int8_export_stores_int8_weights_at_under_a_third_of_the_size(encoder_ex
     assert len(int8_variables) == 2 * 6 + 1  # six kernels per block and the word embeddings
 
 
-def test_int8_export_runs_in_tf_servings_loader_and_saved_model_cli(encoder_exports,
-                                                                     preprocessor, tmp_path):
-    model, paths = encoder_exports
+@pytest.fixture(scope="module")
+def graph_mode_runs(encoder_exports, preprocessor):
+    """(the packed TEXTS, {quantize: the graph-mode loader's serve_ids outputs on them},
+    {quantize: its serving_default outputs on the raw TEXTS}) of both exports."""
+    _, paths = encoder_exports
     packed = {k: v.numpy() for k, v in preprocessor(tf.constant(TEXTS)).items()}
-    expected = model(packed)
-    served = {q: GraphModeModel(paths[q]) for q in paths}
-    ids = {q: served[q].run("serve_ids", **packed) for q in paths}
-    text = {q: served[q].run("serving_default", text=np.array([t.encode() for t in TEXTS], object))
+    models = {q: GraphModeModel(paths[q]) for q in paths}
+    ids = {q: models[q].run("serve_ids", **packed) for q in paths}
+    text = {q: models[q].run("serving_default", text=np.array([t.encode() for t in TEXTS], object))
             for q in paths}
+    return packed, ids, text
+
+
+def test_int8_export_runs_in_tf_servings_loader(encoder_exports, graph_mode_runs):
+    model, _ = encoder_exports
+    packed, ids, text = graph_mode_runs
+    expected = model(packed)
     np.testing.assert_allclose(ids[None]["pooled_output"], expected["pooled_output"], atol=2e-5)
     # int8 rounds each matmul's inputs to 8 bits; the outputs keep their direction.
     mask = packed["input_mask"].astype(bool)
@@ -108,17 +117,6 @@ def test_int8_export_runs_in_tf_servings_loader_and_saved_model_cli(encoder_expo
                                atol=1e-5)
     np.testing.assert_allclose(text["int8"]["pooled_output"], ids["int8"]["pooled_output"],
                                atol=1e-5)
-
-    np.savez(tmp_path / "ids.npz", **packed)
-    saved_model_cli_runs([
-        dict(path=paths["int8"], signature="serve_ids", outdir=str(tmp_path / "ids"),
-             inputs=";".join(f"{k}={tmp_path / 'ids.npz'}[{k}]" for k in packed)),
-        dict(path=paths["int8"], signature="serving_default", input_exprs="text=" + repr(TEXTS),
-             outdir=str(tmp_path / "text"))])
-    np.testing.assert_allclose(np.load(tmp_path / "ids" / "pooled_output.npy"),
-                               ids["int8"]["pooled_output"], atol=1e-5)
-    np.testing.assert_allclose(np.load(tmp_path / "text" / "pooled_output.npy"),
-                               text["int8"]["pooled_output"], atol=1e-5)
 
 
 def test_int8_export_uses_the_int8_matmul_and_otherwise_core_and_text_ops(encoder_exports):
@@ -134,14 +132,12 @@ def test_int8_export_uses_the_int8_matmul_and_otherwise_core_and_text_ops(encode
     assert check_ops(paths["int8"], int8=True) == op_types
 
 
-def test_tf_hub_call_of_an_int8_encoder(encoder_exports, preprocessor):
+def test_tf_hub_call_of_an_int8_encoder(encoder_exports, graph_mode_runs):
     _, paths = encoder_exports
-    packed = preprocessor(tf.constant(TEXTS))
+    packed, ids, _ = graph_mode_runs
     loaded = tf.saved_model.load(paths["int8"])
-    outputs = loaded(packed)
-    served = GraphModeModel(paths["int8"]).run("serve_ids", **{k: v.numpy()
-                                                               for k, v in packed.items()})
-    np.testing.assert_allclose(outputs["default"], served["pooled_output"], atol=1e-5)
+    outputs = loaded({k: tf.constant(v) for k, v in packed.items()})
+    np.testing.assert_allclose(outputs["default"], ids["int8"]["pooled_output"], atol=1e-5)
     assert len(outputs["encoder_outputs"]) == 2
 
 
@@ -234,9 +230,14 @@ print("int8 export:", "_QuantizedMatMul" in saved_model_op_types(path))
 """
 
 
-def test_a_saved_quantized_model_loads_in_a_fresh_process_on_the_int8_path(quantized_classifier,
+@pytest.mark.slow
+def test_a_saved_quantized_model_loads_in_a_fresh_process_on_the_int8_path(preprocessor,
                                                                            tmp_path):
-    model, *_ = quantized_classifier
+    """In an interpreter where nothing of the saved model lives yet (a .keras file loaded in
+    the process that saved it, its int8 matmuls counted: test_int8_calibrated.py's
+    test_quantize_with_calibration_texts_predicts_as_the_calibrated_export_and_saves)."""
+    model = BertClassifier(task_encoder(), 3, preprocessor=preprocessor)
+    model.quantize("int8")
     model.save(tmp_path / "quantized.keras")
     result = subprocess.run(
         [sys.executable, "-c", LOAD_IN_A_FRESH_PROCESS, str(tmp_path / "quantized.keras"),
@@ -300,5 +301,21 @@ def test_cli_exports_int8(minilm_dir, tmp_path, capsys):
     assert f"exported bert to {base}/bert/1" in capsys.readouterr().out
     path = os.path.join(base, "bert", "1")
     assert "_QuantizedMatMul" in saved_model_op_types(path)
-    served = GraphModeModel(path).run("serving_default", text=np.array([b"a short text"], object))
-    assert served["pooled_output"].shape == (1, 64)
+    loader = GraphModeModel(path)
+    assert loader.run("serving_default", text=np.array([b"a short text"], object))[
+        "pooled_output"].shape == (1, 64)
+    # saved_model_cli run (one process, both signatures) gives the graph-mode loader's outputs.
+    packed = {k: v.numpy() for k, v in BertPreprocessor(
+        os.path.join(minilm_dir, "vocab.txt"), seq_length=16)(tf.constant(TEXTS)).items()}
+    ids = loader.run("serve_ids", **packed)
+    text = loader.run("serving_default", text=np.array([t.encode() for t in TEXTS], object))
+    np.savez(tmp_path / "ids.npz", **packed)
+    saved_model_cli_runs([
+        dict(path=path, signature="serve_ids", outdir=str(tmp_path / "ids"),
+             inputs=";".join(f"{k}={tmp_path / 'ids.npz'}[{k}]" for k in packed)),
+        dict(path=path, signature="serving_default", input_exprs="text=" + repr(TEXTS),
+             outdir=str(tmp_path / "text"))])
+    np.testing.assert_allclose(np.load(tmp_path / "ids" / "pooled_output.npy"),
+                               ids["pooled_output"], atol=1e-5)
+    np.testing.assert_allclose(np.load(tmp_path / "text" / "pooled_output.npy"),
+                               text["pooled_output"], atol=1e-5)

@@ -2,10 +2,10 @@
 --calibration_file, and in place: quantize("int8", calibration_texts=...)): static per-channel
 input ranges for the int8 matmuls of query-key-value, attention output and intermediate, their
 bias and GELU fused into oneDNN's int8 matmul, Q/K/V's weights stored side by side in task
-exports; run as TF Serving runs them (graph-mode loader + Session.run, saved_model_cli run); a
-model calibrated in place predicts as the export, saves, loads and exports; bad calibration
-input refused before anything is written or changed. Real-weight accuracy:
-tests/tasks/test_int8_minilm.py."""
+exports; run as TF Serving runs them (graph-mode loader + Session.run; saved_model_cli run on
+the CLI's export, slow); a model calibrated in place predicts as the export, saves, loads on
+the int8 path and exports; bad calibration input refused before anything is written or
+changed. Real-weight accuracy: tests/tasks/test_int8_minilm.py."""
 
 import os
 
@@ -18,8 +18,9 @@ import keras
 from keras_bert import (BertClassifier, BertEncoder, BertPreprocessor, cli, save_checkpoint,
                         tf_internals)
 from keras_bert.export import export_model, int8
+from keras_bert.export.int8 import read_calibration_file
 from keras_bert.layers.int8 import is_int8
-from keras_bert.models.int8_calibration import calibrate
+from keras_bert.models.int8_calibration import calibrate, check_calibration_texts
 from tests.serving.exports import TEXTS, tiny_encoder
 from tests.serving.graph_mode import GraphModeModel, saved_model_cli_run
 from tests.tasks.docstring_sentences import docstring_sentences
@@ -114,8 +115,16 @@ def test_calibrated_export_fuses_bias_and_gelu_and_finds_fewer_row_ranges(export
         paths["classifier", None])
 
 
-def test_calibrated_export_runs_in_tf_servings_loader_and_saved_model_cli(exports, preprocessor,
-                                                                           tmp_path):
+@pytest.fixture(scope="module")
+def served_classifier(exports):
+    """The graph-mode loader's serving_default outputs of the calibrated classifier export on
+    TEXTS."""
+    _, _, paths = exports
+    return GraphModeModel(paths["classifier", "calibrated"]).run(
+        "serving_default", text=np.array([t.encode() for t in TEXTS], object))
+
+
+def test_calibrated_export_runs_in_tf_servings_loader(exports, served_classifier, preprocessor):
     encoder, classifier, paths = exports
     served = GraphModeModel(paths["encoder", "calibrated"])
     packed = {k: v.numpy() for k, v in preprocessor(tf.constant(TEXTS)).items()}
@@ -131,15 +140,9 @@ def test_calibrated_export_runs_in_tf_servings_loader_and_saved_model_cli(export
         alone = served.run("serving_default", text=np.array([text.encode()], object))
         np.testing.assert_allclose(alone["pooled_output"][0], batch["pooled_output"][row],
                                    atol=1e-5)
-    saved_model_cli_run(paths["encoder", "calibrated"], "serving_default",
-                        input_exprs="text=" + repr(TEXTS), outdir=str(tmp_path / "text"))
-    np.testing.assert_allclose(np.load(tmp_path / "text" / "pooled_output.npy"),
-                               batch["pooled_output"], atol=1e-5)
 
-    probabilities = GraphModeModel(paths["classifier", "calibrated"]).run(
-        "serving_default", text=np.array([t.encode() for t in TEXTS], object))["probabilities"]
     reference = classifier.predict(TEXTS, verbose=0)
-    assert 0 < np.abs(probabilities - reference).max() < 0.05
+    assert 0 < np.abs(served_classifier["probabilities"] - reference).max() < 0.05
 
 
 def test_task_exports_store_query_key_and_value_side_by_side_once(exports):
@@ -234,14 +237,25 @@ def test_bad_calibration_in_place_is_refused_and_changes_nothing(preprocessor,
         int8.quantized_copy(half)
 
 
-def test_cli_export_with_a_calibration_file(preprocessor, calibration_texts, tmp_path, capsys):
+def saved_classifier(preprocessor, calibration_texts, tmp_path):
+    """A tiny classifier saved to tmp_path/classifier.keras, and calibration_texts written to
+    tmp_path/calibration.txt one a line (blank lines at the end, which are skipped): (the
+    classifier, the .keras path, the calibration file, where exports go)."""
     classifier = BertClassifier(tiny_encoder(len(preprocessor.vocabulary)), num_classes=2,
                                 preprocessor=preprocessor)
     checkpoint = str(tmp_path / "classifier.keras")
     classifier.save(checkpoint)
     texts = tmp_path / "calibration.txt"
     texts.write_text("\n".join(calibration_texts) + "\n\n", encoding="utf-8")
-    base = str(tmp_path / "models")
+    return classifier, checkpoint, texts, str(tmp_path / "models")
+
+
+def test_cli_export_refuses_a_bad_calibration_file_and_reads_a_good_one(
+        preprocessor, calibration_texts, tmp_path, capsys):
+    """keras-bert export's refusals, before anything is written, and the texts it reads from a
+    calibration file (its export on them, end to end:
+    test_cli_export_with_a_calibration_file_runs_in_saved_model_cli, slow)."""
+    _, checkpoint, texts, base = saved_classifier(preprocessor, calibration_texts, tmp_path)
     export = ["export", checkpoint, base, "--model_name", "topics"]
 
     (tmp_path / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1") * 10)
@@ -258,31 +272,52 @@ def test_cli_export_with_a_calibration_file(preprocessor, calibration_texts, tmp
                      "--calibration_file", str(texts)]) == 2
     assert "--calibration_file does not apply to --tf_hub" in capsys.readouterr().err
     assert not os.path.exists(base)
+    # What the CLI calibrates on: the file's texts, as export_model is given them above.
+    assert check_calibration_texts(read_calibration_file(texts), str(texts)) == calibration_texts
 
-    assert cli.main(export + ["--quantize", "int8", "--calibration_file", str(texts)]) == 0
+
+@pytest.mark.slow
+def test_cli_export_with_a_calibration_file_runs_in_saved_model_cli(
+        preprocessor, calibration_texts, tmp_path, capsys):
+    """keras-bert export --quantize int8 --calibration_file end to end, and saved_model_cli run
+    on its export gives the graph-mode loader's outputs."""
+    classifier, checkpoint, texts, base = saved_classifier(preprocessor, calibration_texts,
+                                                           tmp_path)
+    assert cli.main(["export", checkpoint, base, "--model_name", "topics", "--quantize", "int8",
+                     "--calibration_file", str(texts)]) == 0
+    assert f"calibrated on {len(calibration_texts)} texts" in capsys.readouterr().out
     path = os.path.join(base, "topics", "1")
     assert ("BiasAdd", "GeluApproximate", "Dequantize") in quantized_matmuls(path)
     probabilities = GraphModeModel(path).run(
         "serving_default", text=np.array([t.encode() for t in TEXTS], object))["probabilities"]
     assert np.abs(probabilities - classifier.predict(TEXTS, verbose=0)).max() < 0.05
+    saved_model_cli_run(path, "serving_default", input_exprs="text=" + repr(TEXTS),
+                        outdir=str(tmp_path / "text"))
+    np.testing.assert_allclose(np.load(tmp_path / "text" / "probabilities.npy"), probabilities,
+                               atol=1e-5)
 
 
 def test_quantize_with_calibration_texts_predicts_as_the_calibrated_export_and_saves(
-        exports, preprocessor, calibration_texts, tmp_path):
-    _, classifier, paths = exports
-    served = GraphModeModel(paths["classifier", "calibrated"]).run(
-        "serving_default", text=np.array([t.encode() for t in TEXTS], object))
+        exports, served_classifier, calibration_texts, tmp_path):
+    _, classifier, _ = exports
+    served = served_classifier
     model = BertClassifier.from_config(classifier.get_config())
     model.set_weights(classifier.get_weights())
     model.quantize("int8", calibration_texts=calibration_texts)
     assert is_int8(model) and model.encoder.static_int8_ranges
     probabilities = model.predict(TEXTS, verbose=0)
     np.testing.assert_allclose(probabilities, served["probabilities"], atol=1e-5)
-    # The static ranges are weights: a .keras file and a keras-bert checkpoint keep them.
+    # The static ranges are weights: a .keras file and a keras-bert checkpoint keep them, and
+    # the loaded model runs on the int8 path (in a fresh process: test_int8.py's
+    # test_a_saved_quantized_model_loads_in_a_fresh_process_on_the_int8_path, slow).
     model.save(str(tmp_path / "calibrated.keras"))
     loaded = keras.saving.load_model(str(tmp_path / "calibrated.keras"))
     assert loaded.encoder.static_int8_ranges
     np.testing.assert_array_equal(loaded.predict(TEXTS, verbose=0), probabilities)
+    packed = loaded.preprocessor(tf.constant(TEXTS))
+    graph = tf.function(lambda x: loaded(x, training=False)).get_concrete_function(packed).graph
+    # Four per block (query, key and value as one, attention output, intermediate, output).
+    assert sum(op.type == "_QuantizedMatMul" for op in graph.get_operations()) == 2 * 4
     save_checkpoint(model, str(tmp_path / "checkpoint"))
     again = BertClassifier.from_pretrained(str(tmp_path / "checkpoint"))
     np.testing.assert_array_equal(again.predict(TEXTS, verbose=0), probabilities)

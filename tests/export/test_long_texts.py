@@ -33,15 +33,20 @@ def example(text):
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    model = classifier(label_names=["neg", "neu", "pos"])
+def model():
+    """The classifier of the text and the pair exports below."""
+    return classifier(label_names=["neg", "neu", "pos"])
+
+
+@pytest.fixture(scope="module")
+def served(model, tmp_path_factory):
+    """The model, its export loaded as TF Serving loads it, and its ``predict`` on TEXTS."""
     path = export_model(model, str(tmp_path_factory.mktemp("long")), "clf", max_windows=8)
-    return model, GraphModeModel(path)
+    return model, GraphModeModel(path), model.predict(TEXTS, verbose=0)
 
 
 def test_serving_default_answers_one_row_per_text_as_predict(served):
-    model, graph = served
-    expected = model.predict(TEXTS, verbose=0)
+    model, graph, expected = served
     outputs = graph.run("serving_default", text=np.array(TEXTS, object))
     assert outputs["probabilities"].shape == (len(TEXTS), 3)
     np.testing.assert_allclose(outputs["probabilities"], expected, atol=1e-5)
@@ -52,13 +57,13 @@ def test_serving_default_answers_one_row_per_text_as_predict(served):
 
 
 def test_classify_reads_long_texts_as_windows_too(served):
-    model, graph = served
+    _, graph, expected = served
     outputs = graph.run("classify", inputs=np.array([example(t) for t in TEXTS], object))
-    np.testing.assert_allclose(outputs["scores"], model.predict(TEXTS, verbose=0), atol=1e-5)
+    np.testing.assert_allclose(outputs["scores"], expected, atol=1e-5)
 
 
 def test_a_text_past_max_windows_is_refused_naming_the_limit(served):
-    _, graph = served
+    _, graph, _ = served
     too_long = " ".join(WORDS[:30])  # 30 pieces: 9 windows of 6 at stride 3
     with pytest.raises(tf.errors.InvalidArgumentError, match="max_windows=8"):
         graph.run("serving_default", text=np.array(["the cat", too_long], object))
@@ -83,12 +88,12 @@ def test_bad_max_windows_is_refused_before_writing(tmp_path, kwargs, message):
     assert not os.listdir(tmp_path) or not os.listdir(tmp_path / "clf")
 
 
-def test_the_window_limit_defaults_to_the_config_and_0_lifts_it():
+def test_the_window_limit_defaults_to_the_config_and_0_lifts_it(model):
     from keras_bert.config import DEFAULT_MAX_WINDOWS
     from keras_bert.export.signatures import resolve_max_windows
-    assert resolve_max_windows(classifier(), None) == DEFAULT_MAX_WINDOWS
-    assert resolve_max_windows(classifier(), 5) == 5
-    assert resolve_max_windows(classifier(), 0) is None
+    assert resolve_max_windows(model, None) == DEFAULT_MAX_WINDOWS
+    assert resolve_max_windows(model, 5) == 5
+    assert resolve_max_windows(model, 0) is None
     # A model that reads one window per text takes no limit, and needs none by default.
     assert resolve_max_windows(classifier(window_combination="first"), None) is None
 
@@ -106,8 +111,7 @@ def pair_example(text, text_pair):
 
 
 @pytest.fixture(scope="module")
-def served_pairs(tmp_path_factory):
-    model = classifier(label_names=["neg", "neu", "pos"])
+def served_pairs(model, tmp_path_factory):
     path = export_model(model, str(tmp_path_factory.mktemp("pairs")), "nli", text_pair=True,
                         max_windows=30)
     return model, GraphModeModel(path)

@@ -113,8 +113,10 @@ def exports(classifier, preprocessor, tmp_path_factory):
         int8 = export_model(classifier, base, "classifier", format="openvino", quantize="int8")
     finally:
         classifier.calibration_texts = None
-    return {"base": base, "embedder": embedder, "float32": float32, "int8": int8,
-            "embedding": export_model(embedder, base, "embedder", format="openvino")}
+    paths = {"float32": float32, "int8": int8,
+             "embedding": export_model(embedder, base, "embedder", format="openvino")}
+    return {"base": base, "embedder": embedder, **paths,
+            "compiled": {key: compiled(path) for key, path in paths.items()}}
 
 
 def test_version_directories_are_openvino_model_servers_layout(exports):
@@ -155,7 +157,7 @@ def test_the_ir_is_in_the_forms_openvino_fuses(exports):
 
 
 def test_float32_gives_the_keras_models_outputs(exports, classifier):
-    got = run(compiled(exports["float32"]), text=SENTENCES)
+    got = run(exports["compiled"]["float32"], text=SENTENCES)
     want = classifier.predict(SENTENCES, verbose=0)  # a long text read as windows, as here
     np.testing.assert_allclose(got["probabilities"], want, atol=1e-5)
     assert len(set(got["class_ids"].tolist())) > 1, "every sentence got the same class"
@@ -170,7 +172,7 @@ def test_a_long_text_is_read_as_windows_one_answer_each(exports, classifier, pre
     words = " ".join([SENTENCES[1]] * 330)  # ~3,000 words
     texts = [long_text, SENTENCES[4], words]
     for key, bound in (("float32", 1e-5), ("int8", INT8_PROBABILITY_BOUND)):
-        got = run(compiled(exports[key]), text=texts)
+        got = run(exports["compiled"][key], text=texts)
         assert got["probabilities"].shape == (3, 3)
         want = classifier.predict(texts, verbose=0)
         np.testing.assert_allclose(got["probabilities"], want, atol=bound)
@@ -182,7 +184,8 @@ def test_a_long_text_is_read_as_windows_one_answer_each(exports, classifier, pre
     assert np.abs(first[0] - got["probabilities"][0]).max() > 1e-3, "read as its first window"
 
 
-def test_a_text_beyond_max_windows_fails_the_request_naming_the_limit(classifier, tmp_path):
+def test_a_text_beyond_max_windows_fails_the_request_naming_the_limit(classifier, exports,
+                                                                       tmp_path):
     path = export_model(classifier, str(tmp_path), "capped", format="openvino", max_windows=2)
     model = compiled(path)
     # Windows of 30 WordPieces, 15 apart: 39 pieces are two windows, 50 three.
@@ -194,15 +197,10 @@ def test_a_text_beyond_max_windows_fails_the_request_naming_the_limit(classifier
     np.testing.assert_allclose(got["probabilities"],
                                classifier.predict([two_windows, SENTENCES[0]], verbose=0),
                                atol=1e-5)
-    embedder = BertEmbedder(tiny_encoder(len(preprocessor_of(classifier).vocabulary)),
-                            preprocessor=preprocessor_of(classifier))
     with pytest.raises(ValueError, match="reads every text as one window"):
-        export_model(embedder, str(tmp_path), "embedder", format="openvino", max_windows=4)
+        export_model(exports["embedder"], str(tmp_path), "embedder", format="openvino",
+                     max_windows=4)
     assert not os.path.exists(tmp_path / "embedder")
-
-
-def preprocessor_of(model):
-    return model.preprocessor
 
 
 def test_a_pair_ir_reads_a_long_second_text_as_windows_as_predict(classifier, tmp_path,
@@ -246,15 +244,15 @@ def test_the_tokenizer_cuts_predicts_windows(preprocessor, pairs, stride):
 
 
 def test_float32_embedder_gives_the_keras_models_embeddings(exports):
-    got = run(compiled(exports["embedding"]), text=SENTENCES)["embedding"]
+    got = run(exports["compiled"]["embedding"], text=SENTENCES)["embedding"]
     want = exports["embedder"].predict(SENTENCES, verbose=0)
     want = want["embedding"] if isinstance(want, dict) else want
     np.testing.assert_allclose(got, want, atol=1e-4)
 
 
 def test_int8_stays_within_its_bound(exports):
-    float32 = run(compiled(exports["float32"]), text=SENTENCES)
-    int8 = run(compiled(exports["int8"]), text=SENTENCES)
+    float32 = run(exports["compiled"]["float32"], text=SENTENCES)
+    int8 = run(exports["compiled"]["int8"], text=SENTENCES)
     assert np.abs(int8["probabilities"] - float32["probabilities"]).max() < \
         INT8_PROBABILITY_BOUND
     assert (int8["class_ids"] == float32["class_ids"]).sum() >= 8
@@ -314,10 +312,10 @@ def test_a_tagger_reads_long_texts_as_its_saved_model(long_tagger):
     from tests.export.test_long_tagging import TEXTS as LONG_TEXTS
     tagger, ir = long_tagger
     assert [len(w) for w in tagger.align_windows(LONG_TEXTS)] == [5, 1, 1, 5]
+    saved = build_signatures(tagger, tagger.preprocessor)[TEXT_SIGNATURE]
     for texts in (LONG_TEXTS, LONG_TEXTS[::-1], ["", ""]):
         got = run(ir, text=texts)
-        want = {name: value.numpy() for name, value in build_signatures(
-            tagger, tagger.preprocessor)[TEXT_SIGNATURE](text=tf.constant(texts)).items()}
+        want = {name: value.numpy() for name, value in saved(text=tf.constant(texts)).items()}
         assert_tagged_as(got, want, tagger.label_names)
     with pytest.raises(RuntimeError, match=max_windows_node_name(5)):
         run(ir, text=[LONG_TEXTS[1], LONG_TEXTS[0] + " " + LONG_TEXTS[3]])
@@ -358,24 +356,24 @@ CAPPED_CONTEXT = f"{CONTEXTS[4][0]} {LATE}"
 
 @pytest.fixture(scope="module")
 def answerer(tmp_path_factory):
-    """(an uncased pointing answerer, its compiled IR with max_windows=QA_MAX_WINDOWS)."""
+    """(an uncased pointing answerer's serving_default as its SavedModel runs it, one
+    tf.function the tests share, its compiled IR with max_windows=QA_MAX_WINDOWS)."""
     model = pointing_answerer("uncased")
     path = export_model(model, str(tmp_path_factory.mktemp("qa")), "qa", format="openvino",
                         max_windows=QA_MAX_WINDOWS)
-    return model, compiled(path)
+    return build_signatures(model, model.preprocessor)[TEXT_SIGNATURE], compiled(path)
 
 
 def test_a_question_answerer_answers_as_its_saved_model(answerer):
     """Every output of serving_default, a late window's answer and an empty context's
     included; answer_text is the context's own characters, as predict_answers cuts them
     (cased offsets: ``test_context_pieces_and_bytes_equal_the_saved_models``)."""
-    model, ir = answerer
+    saved, ir = answerer
     questions = [QUESTION_TEXT] * len(CONTEXTS)
     contexts = [context for context, _ in CONTEXTS]
     got = run(ir, text=questions, text_pair=contexts)
-    want = {name: value.numpy() for name, value in build_signatures(
-        model, model.preprocessor)[TEXT_SIGNATURE](text=tf.constant(questions),
-                                                   text_pair=tf.constant(contexts)).items()}
+    want = {name: value.numpy() for name, value in saved(
+        text=tf.constant(questions), text_pair=tf.constant(contexts)).items()}
     assert sorted(got) == sorted(want)
     assert got["answer_text"].tolist() == [answer for _, answer in CONTEXTS]
     assert got["answer_text"].tolist() == [answer.decode() for answer in want["answer_text"]]
@@ -413,13 +411,12 @@ def test_questions_and_contexts_of_different_counts_fail_the_request(answerer):
 def test_a_context_with_invalid_utf8_answers_as_the_saved_model(answerer):
     """The answer holds the invalid byte, which OpenVINO's Python API (and so keras-bert
     serve) reads as U+FFFD, as the SavedModel writes it."""
-    model, ir = answerer
+    saved, ir = answerer
     contexts = [b"the firm is New York-\xffbased and old", b"\xff\xfe", "Café".encode()]
     request = {"text": np.array([QUESTION_TEXT.encode()] * 3, np.bytes_),
                "text_pair": np.array(contexts, np.bytes_)}
     got = {port.get_any_name(): value for port, value in ir(request).items()}
-    want = build_signatures(model, model.preprocessor)[TEXT_SIGNATURE](
-        text=tf.constant(request["text"]), text_pair=tf.constant(contexts))
+    want = saved(text=tf.constant(request["text"]), text_pair=tf.constant(contexts))
     assert got["answer_text"].tolist() == [
         answer.decode() for answer in want["answer_text"].numpy()] == [
         "New York-\ufffdbased", "", "Café"]

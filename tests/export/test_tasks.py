@@ -1,20 +1,23 @@
 """Task model exports: each serving_default takes raw text and returns the task's named outputs,
 equal to the Keras model's; the classifier's classify/regress signatures serve TF Serving's
-Classify and Regress APIs."""
+Classify and Regress APIs (checked in graph mode, and through the local server in slow tests)."""
 
 import os
+import pathlib
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow.core.example import example_pb2
+from tensorflow.core.framework import types_pb2
 from tensorflow_serving.apis import classification_pb2, regression_pb2
 
 from keras_bert import BertEncoder, BertPreprocessor
 from keras_bert.export import export_model
 from keras_bert import (BertClassifier, BertEmbedder, BertMultipleChoice,
                                BertQuestionAnswerer, BertTokenClassifier)
+from keras_bert.serving.tensors import serialized_examples
 from tests.serving.graph_mode import GraphModeModel
 from tests.serving.server_helpers import running_server, write_model_config
 
@@ -50,16 +53,40 @@ def text_example(text, text_pair=None):
 
 @pytest.fixture(scope="module")
 def classifiers(preprocessor, tmp_path_factory):
-    """A text-pair classifier (NLI-like) and a regression model, exported and served."""
+    """A text-pair classifier (NLI-like) and a regression model, and their exports."""
     base = tmp_path_factory.mktemp("classifiers")
     nli = BertClassifier(encoder(), 3, preprocessor=preprocessor,
                          label_names=["contradiction", "entailment", "neutral"])
     sts = BertClassifier(encoder(), 1, preprocessor=preprocessor)
     paths = {"nli": export_model(nli, str(base), "nli", text_pair=True),
              "sts": export_model(sts, str(base), "sts")}
-    config = write_model_config(base, paths)
-    with running_server("--model_config_file", config) as (_, stubs):
-        yield {"nli": nli, "sts": sts}, paths, stubs
+    return {"nli": nli, "sts": sts}, paths
+
+
+@pytest.fixture(scope="module")
+def loaded(classifiers):
+    """Each of the classifiers' exports, loaded once as TF Serving loads it."""
+    _, paths = classifiers
+    return {name: GraphModeModel(path) for name, path in paths.items()}
+
+
+@pytest.fixture(scope="module")
+def stubs(classifiers):
+    """The classifiers' exports served by the local server, for the slow tests of its Classify
+    and Regress APIs."""
+    _, paths = classifiers
+    base = pathlib.Path(paths["nli"]).parent.parent
+    with running_server("--model_config_file", write_model_config(base, paths)) as (_, stubs):
+        yield stubs
+
+
+def regress_request(texts):
+    """A Regress request for ``texts`` on the sts model's regress signature."""
+    request = regression_pb2.RegressionRequest()
+    request.model_spec.name = "sts"
+    request.model_spec.signature_name = "regress"
+    request.input.example_list.examples.extend(text_example(t) for t in texts)
+    return request
 
 
 def packed(preprocessor, *texts):
@@ -68,13 +95,13 @@ def packed(preprocessor, *texts):
 
 
 @pytest.mark.slow
-def test_pair_classifier_and_tf_serving_classify(preprocessor, classifiers):
-    models, paths, stubs = classifiers
-    model, loaded = models["nli"], GraphModeModel(paths["nli"])
-    assert set(loaded.signatures) == {"serving_default", "serve_ids", "classify"}
+def test_pair_classifier_and_tf_serving_classify(preprocessor, classifiers, loaded, stubs):
+    models, _ = classifiers
+    model, graph = models["nli"], loaded["nli"]
+    assert set(graph.signatures) == {"serving_default", "serve_ids", "classify"}
     texts, pairs = [p[0] for p in PAIRS], [p[1] for p in PAIRS]
-    out = loaded.signatures["serving_default"](text=tf.constant(texts),
-                                               text_pair=tf.constant(pairs))
+    out = graph.signatures["serving_default"](text=tf.constant(texts),
+                                              text_pair=tf.constant(pairs))
     expected = np.asarray(model(packed(preprocessor, texts, pairs)))
     np.testing.assert_allclose(out["probabilities"], expected, atol=ATOL)
     best = expected.argmax(-1)
@@ -98,38 +125,51 @@ def test_pair_classifier_and_tf_serving_classify(preprocessor, classifiers):
                                atol=ATOL)
 
 
-def test_an_empty_text_pair_is_a_single_text_and_empty_text_is_valid(preprocessor, classifiers):
+def test_an_empty_text_pair_is_a_single_text_and_empty_text_is_valid(preprocessor, classifiers,
+                                                                      loaded):
     """Served and in-process agree: text_pair "" packs as a single text (Google's
     run_classifier.py), and "" itself is a valid text ([CLS] [SEP]) for predict as when served."""
-    models, paths, stubs = classifiers
-    model, loaded = models["nli"], GraphModeModel(paths["nli"])
+    models, _ = classifiers
+    model = models["nli"]
     texts = ["The cat sleeps.", "", "A man is playing a guitar."]
-    served = loaded.signatures["serving_default"](text=tf.constant(texts),
-                                                  text_pair=tf.constant(["", "", ""]))
+    served = loaded["nli"].signatures["serving_default"](text=tf.constant(texts),
+                                                         text_pair=tf.constant(["", "", ""]))
     single = np.asarray(model(packed(preprocessor, texts)))
     np.testing.assert_allclose(served["probabilities"], single, atol=ATOL)
     np.testing.assert_allclose(model.predict(list(zip(texts, ["", "", ""])), verbose=0),
                                single, atol=ATOL)
-    sts, served_sts = models["sts"], GraphModeModel(paths["sts"])
-    out = served_sts.signatures["serving_default"](text=tf.constant([""]))
-    np.testing.assert_allclose(sts.predict([""], verbose=0), np.asarray(out["score"])
+    out = loaded["sts"].signatures["serving_default"](text=tf.constant([""]))
+    np.testing.assert_allclose(models["sts"].predict([""], verbose=0), np.asarray(out["score"])
                                .reshape(1, -1), atol=ATOL)
 
 
-def test_regression_and_tf_serving_regress(preprocessor, classifiers):
-    models, paths, stubs = classifiers
+def test_regression_and_the_regress_signature(preprocessor, classifiers, loaded):
+    """serving_default's score is the model's; the regress signature answers a Regress request's
+    tf.Examples (serialized as the server passes them) with the same values, in the layout TF
+    Serving's Regress API needs (test_tf_serving_regress sends the request to the server)."""
+    models, _ = classifiers
     texts = [p[0] for p in PAIRS]
     expected = np.asarray(models["sts"](packed(preprocessor, texts)))[:, 0]
-    out = GraphModeModel(paths["sts"]).signatures["serving_default"](
-        text=tf.constant(texts))
+    out = loaded["sts"].signatures["serving_default"](text=tf.constant(texts))
     assert set(out) == {"score"}
     np.testing.assert_allclose(out["score"], expected, atol=ATOL)
-    request = regression_pb2.RegressionRequest()
-    request.model_spec.name = "sts"
-    request.model_spec.signature_name = "regress"
-    request.input.example_list.examples.extend(text_example(t) for t in texts)
-    values = [r.value for r in stubs.prediction.Regress(request, timeout=60).result.regressions]
+    regress = loaded["sts"].signature_defs["regress"]
+    assert set(regress.inputs) == {"inputs"} and set(regress.outputs) == {"outputs"}
+    assert regress.inputs["inputs"].dtype == types_pb2.DT_STRING
+    examples = serialized_examples(regress_request(texts).input)
+    values = loaded["sts"].run("regress", inputs=np.array(examples, object))["outputs"]
+    assert values.dtype == np.float32 and values.shape == (len(texts),)
     np.testing.assert_allclose(values, expected, atol=ATOL)
+
+
+@pytest.mark.slow
+def test_tf_serving_regress(preprocessor, classifiers, stubs):
+    models, _ = classifiers
+    texts = [p[0] for p in PAIRS]
+    expected = np.asarray(models["sts"](packed(preprocessor, texts)))[:, 0]
+    response = stubs.prediction.Regress(regress_request(texts), timeout=60)
+    np.testing.assert_allclose([r.value for r in response.result.regressions], expected,
+                               atol=ATOL)
 
 
 def test_token_classifier_gives_per_token_labels(preprocessor, tmp_path):

@@ -152,11 +152,17 @@ def test_distill_runs_the_teacher_once_and_the_student_learns_its_outputs(teache
     assert set(scores) == {"loss", "accuracy"}
 
 
-def test_labelled_and_unlabelled_texts_mix_and_dev_scores_sit_beside_the_teachers(teacher):
+@pytest.fixture(scope="module")
+def mixed_student(teacher):
+    """A 2-layer student of TEXTS twice, every third one unlabelled, scored on TEXTS."""
     labels = [label if i % 3 else None for i, label in enumerate(LABELS * 2)]
-    student = distill(teacher, TEXTS * 2, labels, num_layers=2, epochs=1, batch_size=8, seed=0,
-                      validation_data=(TEXTS, LABELS), verbose=0)
-    scores = student.dev_scores
+    return distill(teacher, TEXTS * 2, labels, num_layers=2, epochs=1, batch_size=8, seed=0,
+                   validation_data=(TEXTS, LABELS), verbose=0)
+
+
+def test_labelled_and_unlabelled_texts_mix_and_dev_scores_sit_beside_the_teachers(
+        teacher, mixed_student):
+    scores = mixed_student.dev_scores
     assert set(scores) == {"teacher", "student", "majority"}
     assert scores["majority"]["accuracy"] == 0.5
     teacher_accuracy = np.mean(np.array(teacher.predict_labels(TEXTS)) == np.array(LABELS))
@@ -164,9 +170,8 @@ def test_labelled_and_unlabelled_texts_mix_and_dev_scores_sit_beside_the_teacher
     assert 0.0 <= scores["student"]["agreement"] <= 1.0
 
 
-def test_the_student_saves_loads_and_converts_like_any_model(teacher, tmp_path):
-    student = distill(teacher, TEXTS, LABELS, num_layers=2, epochs=1, batch_size=8, seed=0,
-                      verbose=0)
+def test_the_student_saves_loads_and_converts_like_any_model(mixed_student, tmp_path):
+    student = mixed_student
     save_checkpoint(student, tmp_path / "keras")
     loaded = BertClassifier.from_pretrained(tmp_path / "keras")
     assert loaded.distillation == student.distillation

@@ -4,6 +4,7 @@ windows, keeps the teacher's window settings and answers one row per text."""
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from keras_bert import BertClassifier, BertEncoder, BertPreprocessor, distill
@@ -17,17 +18,19 @@ TEXTS = [" ".join(WORDS[:30]), "the movie was good", " ".join(WORDS[38:73]), "a 
 LABELS = ["pos", None, "neg", "neg"]
 
 
-def teacher(layers=2):
+@pytest.fixture(scope="module")
+def teacher():
+    """A random 2-layer classifier that reads texts as windows of 14 WordPieces, STRIDE apart."""
     keras.utils.set_random_seed(0)
-    encoder = BertEncoder(vocab_size=len(VOCAB), hidden_size=64, num_hidden_layers=layers,
+    encoder = BertEncoder(vocab_size=len(VOCAB), hidden_size=64, num_hidden_layers=2,
                           num_attention_heads=4, intermediate_size=128,
                           max_position_embeddings=64)
     return BertClassifier(encoder, 2, label_names=["neg", "pos"], window_stride=STRIDE,
                           preprocessor=BertPreprocessor(vocabulary=VOCAB, seq_length=16))
 
 
-def test_each_window_is_a_row_whose_target_is_the_teachers_output_on_it():
-    model = teacher()
+def test_each_window_is_a_row_whose_target_is_the_teachers_output_on_it(teacher):
+    model = teacher
     data = distillation_data(model, TEXTS, LABELS)
     packed, text_index = pack_windows(model.preprocessor, tf.constant(TEXTS), STRIDE)
     assert data.rows == len(text_index) == 5 + 1 + 6 + 1  # 30 and 35 pieces: 5 and 6 windows
@@ -46,8 +49,8 @@ def test_each_window_is_a_row_whose_target_is_the_teachers_output_on_it():
                                           STRIDE, text_pairs=tf.constant(TEXTS[:2]))[1]) > 2
 
 
-def test_a_student_of_a_windowing_teacher_keeps_its_windows_and_answers_per_text():
-    model = teacher(layers=2)
+def test_a_student_of_a_windowing_teacher_keeps_its_windows_and_answers_per_text(teacher):
+    model = teacher
     student = distill(model, TEXTS * 2, LABELS * 2, num_layers=1, epochs=1, batch_size=4,
                       seed=0, verbose=0, validation_data=(TEXTS, ["pos", "pos", "neg", "neg"]))
     assert (student.window_combination, student.window_stride) == ("mean", STRIDE)

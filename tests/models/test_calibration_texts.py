@@ -56,9 +56,17 @@ def test_the_sample_is_at_most_its_size_and_reads_packed_ids_back_as_text():
     assert all(decoded) and "[CLS]" not in " ".join(decoded)
 
 
-def test_int8_of_a_trained_model_is_calibrated_without_asking_for_texts(trained_model):
+@pytest.fixture(scope="module")
+def int8_variant(trained_model):
+    """(the trained model's int8 export variant, given no texts, whether it is int8)."""
     model, _ = trained_model
-    copy, is_int8 = export_variant(model, "int8", None, model.preprocessor)
+    return export_variant(model, "int8", None, model.preprocessor)
+
+
+def test_int8_of_a_trained_model_is_calibrated_without_asking_for_texts(trained_model,
+                                                                        int8_variant):
+    model, _ = trained_model
+    copy, is_int8 = int8_variant
     assert is_int8 and encoder_of(copy).static_int8_ranges
     untrained = classifier()
     copy, _ = export_variant(untrained, "int8", None, untrained.preprocessor)
@@ -70,11 +78,11 @@ def test_int8_of_a_trained_model_is_calibrated_without_asking_for_texts(trained_
 
 
 def test_a_calibrated_int8_export_of_a_trained_model_answers_as_its_calibrated_copy(
-        tmp_path, trained_model):
+        tmp_path, trained_model, int8_variant):
     model, texts = trained_model
     path = export_model(model, tmp_path, "m", quantize="int8")
     served = GraphModeModel(path).run("serving_default", text=np.array(texts[:4], dtype=object))
-    copy, _ = export_variant(model, "int8", None, model.preprocessor)
+    copy, _ = int8_variant
     np.testing.assert_allclose(served["probabilities"], copy.predict(texts[:4], verbose=0),
                                atol=1e-4)
 

@@ -87,6 +87,11 @@ def test_an_optimizer_the_user_compiled_with_is_left_as_made():
     assert model.optimizer is adam and int(adam.iterations) == 6
     assert rates.rates == pytest.approx([1e-3] * 6)
     assert changed(before, model) == len(before)
+    # Callbacks that set the rate need a rate that can be set: the user's own optimizer.
+    model.fit(texts, labels, batch_size=8, epochs=2, verbose=0,
+              callbacks=[keras.callbacks.LearningRateScheduler(lambda epoch, lr: lr / 2),
+                         keras.callbacks.ReduceLROnPlateau(monitor="loss", patience=0)])
+    assert float(model.optimizer.learning_rate) <= 2.5e-4 + 1e-9
 
 
 def test_initial_epoch_starts_where_an_uninterrupted_fit_was():
@@ -120,18 +125,27 @@ def test_a_loaded_model_trains_on_with_its_optimizer(tmp_path):
     np.testing.assert_allclose(rates.rates, first.rates, rtol=1e-6)
 
 
-@pytest.mark.parametrize("dtype", [np.int64, np.int16, np.uint16])
-def test_ids_of_any_integer_dtype_predict_evaluate_and_fit(dtype):
+@pytest.fixture(scope="module")
+def int32_model():
+    """(a compiled classifier, the int32 ids its preprocessor packs 40 texts into, their 0/1
+    labels), shared by the dtype tests below: each trains it on, and compares what it gives for
+    its own dtype's ids with what it gives for the int32 ids, at the same weights."""
     texts, labels = texts_and_labels(40)
     model = classifier()
+    model.compile(learning_rate=1e-3)
     packed = {name: value.numpy() for name, value in model.preprocessor(tf.constant(texts))
               .items()}
+    return model, packed, labels
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int16, np.uint16])
+def test_ids_of_any_integer_dtype_predict_evaluate_and_fit(int32_model, dtype):
+    model, packed, labels = int32_model
     ids = {name: value.astype(dtype) for name, value in packed.items()}
     for rows in (1, 3, 40):  # one traced call (at most a batch) and batches
         expected = model.predict({k: v[:rows] for k, v in packed.items()}, verbose=0)
         got = model.predict({k: v[:rows] for k, v in ids.items()}, verbose=0)
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
-    model.compile(learning_rate=1e-3)
     expected = model.evaluate(packed, labels, verbose=0, return_dict=True)
     assert model.evaluate(ids, labels, verbose=0, return_dict=True) == pytest.approx(expected)
     dataset = tf.data.Dataset.from_tensor_slices((ids, labels)).batch(8)
@@ -171,12 +185,7 @@ def test_tf_data_steps_per_epoch_and_callbacks_as_in_keras(tmp_path):
     assert predictions.shape == (32, 2)
     np.testing.assert_allclose(predictions, model.predict(texts, verbose=0), rtol=1e-4,
                                atol=1e-6)
-    # Callbacks that set the rate need a rate that can be set: the user's own optimizer.
-    model.compile(optimizer=keras.optimizers.Adam(1e-3))
-    model.fit(texts, labels, batch_size=8, epochs=2, verbose=0,
-              callbacks=[keras.callbacks.LearningRateScheduler(lambda epoch, lr: lr / 2),
-                         keras.callbacks.ReduceLROnPlateau(monitor="loss", patience=0)])
-    assert float(model.optimizer.learning_rate) <= 2.5e-4 + 1e-9
+    # (Callbacks that set the rate: test_an_optimizer_the_user_compiled_with_is_left_as_made.)
 
 
 def test_class_and_sample_weights_change_the_loss():
@@ -222,13 +231,19 @@ def test_the_encoder_inside_a_users_functional_model_trains():
                for a, v in zip(before, model.encoder.trainable_variables))
 
 
-def test_get_config_from_config_gives_the_same_model():
+@pytest.fixture(scope="module")
+def untrained():
+    """(a classifier, 4 texts, its predictions for them), for the tests that only read it."""
     model = classifier()
+    texts, _ = texts_and_labels(4)
+    return model, texts, model.predict(texts, verbose=0)
+
+
+def test_get_config_from_config_gives_the_same_model(untrained):
+    model, texts, predictions = untrained
     copy = BertClassifier.from_config(model.get_config())
     copy.set_weights(model.get_weights())
-    texts, _ = texts_and_labels(4)
-    np.testing.assert_allclose(copy.predict(texts, verbose=0), model.predict(texts, verbose=0),
-                               rtol=1e-6)
+    np.testing.assert_allclose(copy.predict(texts, verbose=0), predictions, rtol=1e-6)
 
 
 def test_a_second_fit_under_the_global_mixed_bfloat16_policy_trains():
@@ -246,10 +261,8 @@ def test_a_second_fit_under_the_global_mixed_bfloat16_policy_trains():
         assert np.isfinite(model.predict(texts, verbose=0)).all()
 
 
-def test_keras_export_serves_raw_text_through_the_graph_mode_loader(tmp_path):
-    model = classifier()
-    texts, _ = texts_and_labels(4)
-    expected = model.predict(texts, verbose=0)
+def test_keras_export_serves_raw_text_through_the_graph_mode_loader(untrained, tmp_path):
+    model, texts, expected = untrained
     path = str(tmp_path / "exported")
     model.export(path)
     with tf.Graph().as_default(), tf.compat.v1.Session() as session:

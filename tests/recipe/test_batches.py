@@ -138,7 +138,12 @@ def test_passes_over_the_dataset_are_epochs_0_1_2_or_a_fixed_one():
     assert x["input_word_ids"].shape == (40, WIDTH) and y.numpy().tolist() == labels.tolist()
 
 
-def test_fit_traces_the_train_step_once_and_sizes_the_schedule_exactly():
+@pytest.fixture(scope="module")
+def fitted():
+    """A classifier compiled and fitted for 2 epochs on 90 texts of many lengths, counting the
+    traces of its train step; and what test_fit_traces_... reads of the run, taken as the fit
+    returns (the tests after it use the trained model: evaluate, and fit on with
+    validation_split)."""
     texts, labels = texts_of_many_lengths(90)
     model = classifier()
     traces = []
@@ -149,20 +154,27 @@ def test_fit_traces_the_train_step_once_and_sizes_the_schedule_exactly():
     dataset = model.make_dataset(texts, labels, batch_size=8, shuffle=True, seed=0,
                                  bucket_lengths="auto")
     shapes = {tuple(x["input_word_ids"].shape) for x, _ in dataset}
-    assert len({s[1] for s in shapes}) >= 3  # the batches come in several lengths
     history = model.fit(texts, labels, batch_size=8, epochs=2, verbose=0, seed=0)
-    assert len(history.history["loss"]) == 2
+    return model, {"shapes": shapes, "losses": history.history["loss"],
+                   "traces": [shape.as_list() for shape in traces],
+                   "iterations": int(model.optimizer.iterations),
+                   "learning_rate": float(model.optimizer.learning_rate.numpy())}
+
+
+def test_fit_traces_the_train_step_once_and_sizes_the_schedule_exactly(fitted):
+    _, run = fitted
+    assert len({s[1] for s in run["shapes"]}) >= 3  # the batches come in several lengths
+    assert len(run["losses"]) == 2
     # One trace for every length (the sequence axis is dynamic), AdamW's apply included.
-    assert len(traces) == 1 and traces[0].as_list() == [None, None]
+    assert run["traces"] == [[None, None]]
     # ceil(90 / 8) = 12 steps per epoch: the schedule decays to 0 at the last step.
-    assert int(model.optimizer.iterations) == 24
-    assert model.optimizer.learning_rate.numpy() == pytest.approx(0.0, abs=1e-12)
+    assert run["iterations"] == 24
+    assert run["learning_rate"] == pytest.approx(0.0, abs=1e-12)
 
 
-def test_evaluate_grouped_by_length_scores_as_fixed_padding():
+def test_evaluate_grouped_by_length_scores_as_fixed_padding(fitted):
+    model, _ = fitted  # trained: its scores are not a random model's
     texts, labels = texts_of_many_lengths(30)
-    model = classifier()
-    model.compile()
     grouped = model.evaluate(texts, labels, batch_size=8, verbose=0, return_dict=True)
     fixed = model.evaluate(texts, labels, batch_size=8, verbose=0, return_dict=True,
                            bucket_lengths=None)
@@ -309,15 +321,15 @@ def test_finetune_and_fit_share_the_default():
             flag("--bucket_lengths", bad)
 
 
-def test_validation_split_holds_out_the_last_rows_as_keras_does():
+def test_validation_split_holds_out_the_last_rows_as_keras_does(fitted):
+    model, _ = fitted  # already compiled and trained: this fit's steps are counted from here
     texts, labels = texts_of_many_lengths(40)
-    model = classifier()
-    model.compile(learning_rate=1e-3)
+    steps_before = int(model.optimizer.iterations)
     history = model.fit(texts, labels, batch_size=8, epochs=1, verbose=0, seed=0,
                         validation_split=0.25)
     assert "val_loss" in history.history
     # 30 training rows: ceil(30 / 8) = 4 steps; the last 10 rows were held out.
-    assert int(model.optimizer.iterations) == 4
+    assert int(model.optimizer.iterations) - steps_before == 4
     expected = model.evaluate(texts[30:], labels[30:], batch_size=8, verbose=0,
                               return_dict=True)["loss"]
     assert history.history["val_loss"][0] == pytest.approx(expected, rel=1e-5)

@@ -1,7 +1,10 @@
 """`keras-bert predict --server` finds the signature that takes raw text from the model's
 metadata: serving_default in a default export, serve_text in one made with
 serving_default="transformers" (whose serving_default takes ids); a --signature that takes no
-text, or a model without one, fails in one line naming the signatures."""
+text, or a model without one, fails in one line naming the signatures.
+
+The quick lane checks the same choice in tests/export/test_transformers_signature.py, on a
+transformers-mode export's signatures as the metadata gives them, without a server."""
 
 import json
 import os
@@ -9,23 +12,16 @@ import os
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from keras_bert import BertClassifier, BertEncoder, BertPreprocessor
 from keras_bert.cli import main
 from keras_bert.export import export_model
+from tests.export.test_transformers_signature import ids_only_model
 from tests.serving.server_helpers import running_server, write_model_config
 
+pytestmark = pytest.mark.slow  # an in-process server with three exports
+
 TEXTS = ["What a great film!", "Angela Merkel visited Paris."]
-
-
-def ids_only_model(path: str) -> None:
-    """A SavedModel version whose one signature takes int32 ids, no text."""
-    module = tf.Module()
-    module.serve = tf.function(lambda input_ids: {"doubled": input_ids * 2},
-                               input_signature=[tf.TensorSpec([None, None], tf.int32,
-                                                              name="input_ids")])
-    tf.saved_model.save(module, path, signatures={"serving_default": module.serve})
 
 
 @pytest.fixture(scope="module")

@@ -72,6 +72,11 @@ def chooser():
     return BertMultipleChoice(tiny_encoder(), num_choices=3, preprocessor=preprocessor())
 
 
+@pytest.fixture(scope="module")
+def question_answerer():
+    return BertQuestionAnswerer(tiny_encoder(), preprocessor=preprocessor())
+
+
 @pytest.mark.parametrize("count", [1, 2, 32, 100])
 def test_texts_and_pairs_match_the_padded_pipeline(classifier, count):
     texts = sentences(count)
@@ -95,10 +100,10 @@ def test_embedder_sequence_outputs_match_the_padded_pipeline(embedder, count):
 
 
 @pytest.mark.parametrize("count", [2, 40])
-def test_span_logits_score_padding_as_the_head_does_past_each_chunk(count):
+def test_span_logits_score_padding_as_the_head_does_past_each_chunk(question_answerer, count):
     # SpanHead scores padding PADDING_LOGIT; predict pads a chunk's logits back to seq_length
     # with the same score (BertTask.sequence_padding), not 0, which could outscore the text.
-    qa = BertQuestionAnswerer(tiny_encoder(), preprocessor=preprocessor())
+    qa = question_answerer
     short = [" ".join(text.split()[:6]) for text in sentences(2 * count, seed=4)]
     ids = preprocessor()([np.array(short[:count]), np.array(short[count:])])
     ids = {name: value.numpy() for name, value in ids.items()}
@@ -125,9 +130,10 @@ def test_features_and_choices_match_the_padded_pipeline(featured_classifier, cho
                         None)
 
 
-def test_rows_run_sorted_in_chunks_then_in_batches_of_batch_size():
-    classifier = BertClassifier(tiny_encoder(), 2, preprocessor=preprocessor(),
-                                window_combination="first")
+def test_rows_run_sorted_in_chunks_then_in_batches_of_batch_size(classifier, chooser,
+                                                                   monkeypatch):
+    # The module's models, after the tests above ran them; predict_on_batch is recorded (and
+    # run_eagerly set) for this test only.
     calls = []
     predict_on_batch = classifier.predict_on_batch
 
@@ -135,11 +141,12 @@ def test_rows_run_sorted_in_chunks_then_in_batches_of_batch_size():
         calls.append(batch["input_mask"].sum(axis=-1))
         return predict_on_batch(batch)
 
-    classifier.predict_on_batch = recording
+    monkeypatch.setattr(classifier, "predict_on_batch", recording)
     classifier.predict(sentences(20), verbose=0)  # one batch: one traced call of its chunks
     assert calls == []
     assert len(classifier._pack_functions.chunked) == 1
-    classifier.run_eagerly = True  # debugging: Keras' own call for each chunk of 8 rows
+    # Debugging: Keras' own call for each chunk of 8 rows.
+    monkeypatch.setattr(classifier, "run_eagerly", True)
     classifier.predict(sentences(20), verbose=0)
     assert [len(lengths) for lengths in calls] == [8, 8, 4]
     classifier.run_eagerly = False
@@ -152,7 +159,6 @@ def test_rows_run_sorted_in_chunks_then_in_batches_of_batch_size():
         classifier.predict([], verbose=0)
 
     # Choices have an axis more than the traced call takes: predict_on_batch runs each chunk.
-    chooser = BertMultipleChoice(tiny_encoder(), num_choices=3, preprocessor=preprocessor())
     calls.clear()
     chooser_predict_on_batch = chooser.predict_on_batch
 
@@ -160,7 +166,7 @@ def test_rows_run_sorted_in_chunks_then_in_batches_of_batch_size():
         calls.append(batch["input_mask"])
         return chooser_predict_on_batch(batch)
 
-    chooser.predict_on_batch = recording_choices
+    monkeypatch.setattr(chooser, "predict_on_batch", recording_choices)
     chooser.predict([(context, sentences(3, seed=1)) for context in sentences(20)], verbose=0)
     assert [len(mask) for mask in calls] == [8, 8, 4]
 

@@ -26,6 +26,21 @@ def classifier(**kwargs):
                           **{"window_stride": STRIDE, **kwargs})
 
 
+# The tests that only predict share these (built as ``classifier()`` builds them, so each is the
+# model the test would build); the fit tests build their own.
+@pytest.fixture(scope="module")
+def model():
+    return classifier()
+
+
+@pytest.fixture(scope="module")
+def cut(model):
+    """``model``'s weights, reading a long text as its first window (cut at seq_length)."""
+    first = classifier(window_combination="first")
+    first.set_weights(model.get_weights())
+    return first
+
+
 def packed(words):
     """One window packed by hand: [CLS] words [SEP], padded to SEQ_LENGTH."""
     ids = [VOCAB.index("[CLS]"), *(VOCAB.index(w) for w in words), VOCAB.index("[SEP]")]
@@ -35,8 +50,7 @@ def packed(words):
             "input_type_ids": np.zeros((1, SEQ_LENGTH), np.int32)}
 
 
-def test_a_long_text_is_the_softmax_of_its_windows_mean_logits():
-    model = classifier()
+def test_a_long_text_is_the_softmax_of_its_windows_mean_logits(model):
     logits = logits_model(model)
     words = WORDS[:12]
     windows = [words[0:6], words[3:9], words[6:12]]
@@ -53,17 +67,13 @@ def test_a_long_text_is_the_softmax_of_its_windows_mean_logits():
                                atol=1e-6)
 
 
-def test_short_texts_go_through_as_without_windows_and_first_is_the_cut():
-    model = classifier()
-    cut = classifier(window_combination="first")
-    cut.set_weights(model.get_weights())
+def test_short_texts_go_through_as_without_windows_and_first_is_the_cut(model, cut):
     np.testing.assert_array_equal(model.predict(SHORT, verbose=0), cut.predict(SHORT, verbose=0))
     np.testing.assert_allclose(cut.predict([LONG], verbose=0)[0],
                                cut(packed(WORDS[:6]), training=False).numpy()[0], atol=1e-6)
 
 
-def test_empty_and_whitespace_texts_are_cls_sep():
-    model = classifier()
+def test_empty_and_whitespace_texts_are_cls_sep(model):
     outputs = model.predict(["", "  \t\n ", "\u200b\x00"], verbose=0)
     expected = model(packed([]), training=False).numpy()[0]
     for row in outputs:
@@ -87,23 +97,21 @@ def test_fit_trains_on_every_window_and_evaluate_scores_texts():
     assert model.predict_labels(texts) == [int(i) for i in np.argmax(probabilities, -1)]
 
 
-def test_a_dataset_of_long_texts_gives_each_window_its_label():
-    model = classifier()
+def test_a_dataset_of_long_texts_gives_each_window_its_label(model):
     dataset = tf.data.Dataset.from_tensor_slices(([LONG, "the cat"], [2, 1])).batch(2)
     x, y = next(iter(model.make_dataset(dataset)))
     assert x["input_word_ids"].shape[0] == 4 and y.numpy().tolist() == [2, 2, 2, 1]
     assert "example_index" not in x
 
 
-def test_settings_are_in_the_config_and_the_keras_file(tmp_path):
-    model = classifier(window_combination="first")
-    config = model.get_config()
+def test_settings_are_in_the_config_and_the_keras_file(cut, tmp_path):
+    config = cut.get_config()
     assert (config["window_combination"], config["window_stride"]) == ("first", STRIDE)
     path = str(tmp_path / "model.keras")
-    model.save(path)
+    cut.save(path)
     loaded = keras.saving.load_model(path)
     assert (loaded.window_combination, loaded.window_stride) == ("first", STRIDE)
-    np.testing.assert_allclose(loaded.predict([LONG], verbose=0), model.predict([LONG], verbose=0),
+    np.testing.assert_allclose(loaded.predict([LONG], verbose=0), cut.predict([LONG], verbose=0),
                                atol=1e-6)
 
 
@@ -145,10 +153,7 @@ def packed_pair(first, second):
             "input_type_ids": np.array([types + [0] * padding], np.int32)}
 
 
-def test_pairs_that_fit_are_packed_as_before_and_first_is_googles_cut():
-    model = classifier()
-    cut = classifier(window_combination="first")
-    cut.set_weights(model.get_weights())
+def test_pairs_that_fit_are_packed_as_before_and_first_is_googles_cut(model, cut):
     texts, pairs = (np.array(column, object) for column in zip(*SHORT_PAIRS))
     as_before = model.predict(dict(model.preprocessor((texts, pairs))), verbose=0)
     np.testing.assert_array_equal(model.predict(SHORT_PAIRS, verbose=0), as_before)
@@ -159,8 +164,7 @@ def test_pairs_that_fit_are_packed_as_before_and_first_is_googles_cut():
         packed_pair(WORDS[:3], WORDS[20:22]), training=False).numpy()[0], atol=1e-6)
 
 
-def test_a_long_pair_keeps_its_first_text_in_every_window_of_its_second():
-    model = classifier()
+def test_a_long_pair_keeps_its_first_text_in_every_window_of_its_second(model):
     logits = logits_model(model)
     second = WORDS[20:27]  # windows of 5 - 2 = 3 pieces at stride 2: 0-2, 2-4, 4-6
     windows = [second[0:3], second[2:5], second[4:7]]
