@@ -122,7 +122,28 @@ def pytest_collection_finish(session):
     gc.set_threshold(100_000, 50, 100)
 
 
+# (tests collected, what unresolved_fixtures found in them) (tests/test_fixtures_resolve.py).
+UNRESOLVED_FIXTURES = pytest.StashKey[tuple]()
+
+
+def unresolved_fixtures(items) -> dict[str, list[str]]:
+    """{test id: the fixtures it asks for that neither its module nor a conftest.py above it
+    defines}: what pytest says only when the test runs, found in the resolution pytest made when
+    it collected the test."""
+    unresolved = {}
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        missing = [name for name in info.names_closure if name != "request"
+                   and name not in info.name2fixturedefs] if info else []
+        if missing:
+            unresolved[item.nodeid] = missing
+    return unresolved
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    # Every test collected, before -m, -k and --deselect leave some out.
+    config.stash[UNRESOLVED_FIXTURES] = len(items), unresolved_fixtures(items)
     items.sort(key=_start_rank)  # stable: collection order within a rank
 
 

@@ -1,10 +1,11 @@
 """The flow users come for: a fine-tuned Hugging Face model (folders transformers saved,
-tests/fixtures/hf_heads) exported for TF Serving with raw text in, run through TF Serving's own
-graph-mode loader, gives what transformers computed: a classifier's probabilities are the
-softmax of its logits within 1e-4 (a tagger's and a span model's outputs likewise:
-tests/export/test_transformers_signature.py, on its exports). Keras' own ``model.export``
-writes the same raw-text SavedModel."""
+tests/fixtures/hf_heads) exported for TF Serving with raw text in, by Keras' own
+``model.export`` and by the command line, run through TF Serving's own graph-mode loader, gives
+what transformers computed: a classifier's probabilities are the softmax of its logits within
+1e-4 (a tagger's and a span model's outputs likewise: tests/export/test_transformers_signature.py,
+on its exports)."""
 
+import logging
 import os
 import pathlib
 
@@ -35,18 +36,42 @@ def texts(values) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
+    """The command line's exports of the checkpoint: int8, and pairs of texts."""
     base = tmp_path_factory.mktemp("models")
-    for name, flags in (("fp32", []), ("int8", ["--quantize", "int8"]),
-                        ("pairs", ["--text_pair"])):
+    for name, flags in (("int8", ["--quantize", "int8"]), ("pairs", ["--text_pair"])):
         assert main(["export", str(HF / "seq_cls"), str(base), "--model_name", name,
                      *flags]) == 0
     return base
 
 
-def test_served_probabilities_are_transformers_softmax(exported):
+class Records(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture(scope="module")
+def keras_exported(tmp_path_factory):
+    """Keras' own ``model.export`` of the checkpoint's classifier: (the classifier, what export
+    returned, the folder asked for, what was logged meanwhile)."""
+    classifier = model_of_checkpoint(HF / "seq_cls")
+    folder = tmp_path_factory.mktemp("keras") / "exported"
+    records = Records()
+    logging.getLogger().addHandler(records)
+    try:
+        path = classifier.export(folder)
+    finally:
+        logging.getLogger().removeHandler(records)
+    return classifier, path, folder, records.messages
+
+
+def test_served_probabilities_are_transformers_softmax(exported, keras_exported):
     reference = expected("seq_cls")
-    served = GraphModeModel(str(exported / "fp32" / "1")).run(
-        "serving_default", text=texts(reference["texts"]))
+    _, path, _, _ = keras_exported
+    served = GraphModeModel(str(path)).run("serving_default", text=texts(reference["texts"]))
     np.testing.assert_allclose(served["probabilities"], softmax(reference["logits"]), atol=1e-4)
     assert [n.decode() for n in served["class_names"]] == [
         ["neg", "neu", "pos"][i] for i in reference["logits"].argmax(-1)]
@@ -60,14 +85,10 @@ def test_served_probabilities_are_transformers_softmax(exported):
     np.testing.assert_allclose(int8["probabilities"], softmax(reference["logits"]), atol=0.02)
 
 
-def test_keras_export_writes_the_raw_text_savedmodel(tmp_path, caplog):
-    classifier = model_of_checkpoint(HF / "seq_cls")
-    reference = expected("seq_cls")
-    path = classifier.export(tmp_path / "exported")
-    assert os.fspath(path) == str(tmp_path / "exported")
-    served = GraphModeModel(str(path)).run("serving_default", text=texts(reference["texts"]))
-    np.testing.assert_allclose(served["probabilities"], softmax(reference["logits"]), atol=1e-4)
-    assert "Captures" not in caplog.text
+def test_keras_export_writes_the_raw_text_savedmodel(keras_exported, tmp_path):
+    classifier, path, folder, messages = keras_exported
+    assert os.fspath(path) == str(folder)
+    assert not [m for m in messages if "Captures" in m], messages
     with pytest.raises(ValueError, match="writes the raw-text serving SavedModel.*"
                                          "keras_bert.export_model"):
         classifier.export(tmp_path / "onnx", format="onnx")

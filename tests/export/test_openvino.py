@@ -472,6 +472,15 @@ def tokenizers(request, minilm_dir):
     return tokenizer, preprocessor, core.compile_model(model), core.compile_model(pairs)
 
 
+@pytest.fixture(scope="module")
+def packed_pairs(tokenizers):
+    """The preprocessor's packing of a batch of pairs, padded to the longest, traced once."""
+    _, preprocessor, _, _ = tokenizers
+    return tf.function(lambda first, second: trim_to_longest(preprocessor([first, second]),
+                                                             multiple_of=1),
+                       input_signature=[tf.TensorSpec([None], tf.string)] * 2)
+
+
 @SETTINGS
 @given(batch=st.lists(texts, min_size=1, max_size=8))
 def test_tokenizer_ids_equal_the_python_tokenizers(tokenizers, batch):
@@ -489,12 +498,12 @@ def test_tokenizer_ids_equal_the_python_tokenizers(tokenizers, batch):
 
 @SETTINGS
 @given(batch=st.lists(st.tuples(texts, texts), min_size=1, max_size=8))
-def test_pairs_are_packed_and_truncated_as_the_preprocessor_packs_them(tokenizers, batch):
-    _, preprocessor, _, pairs = tokenizers
+def test_pairs_are_packed_and_truncated_as_the_preprocessor_packs_them(tokenizers, packed_pairs,
+                                                                      batch):
+    _, _, _, pairs = tokenizers
     first, second = [list(column) for column in zip(*batch)]
     got = run(pairs, text=first, text_pair=second)
-    want = trim_to_longest(preprocessor([tf.constant(first), tf.constant(second)]),
-                           multiple_of=1)
+    want = packed_pairs(tf.constant(first), tf.constant(second))
     for name, value in want.items():
         np.testing.assert_array_equal(got[name], value.numpy(), err_msg=name)
 
@@ -508,23 +517,26 @@ def test_pairs_of_different_counts_fail_the_request(tokenizers):
 
 @pytest.fixture(scope="module", params=[True, False], ids=["uncased", "cased"])
 def offsets(request, minilm_dir):
-    """(the in-graph tokenizer of the SavedModel, the compiled OpenVINO context_pieces)."""
+    """(the SavedModel's in-graph tokenizer's tokenize_with_offsets, traced once, the compiled
+    OpenVINO context_pieces)."""
     vocabulary = list(BertPreprocessor.from_pretrained(minilm_dir).vocabulary)
     text = ov.op.Parameter(ov.Type.string, ov.PartialShape([-1]))
     text.output(0).set_names({"text"})
     pieces = context_pieces(text.output(0), vocabulary, request.param)
     model = ov.Model([ov.opset15.result(node) for node in pieces], [text])
-    return (BertTokenizerLayer(vocabulary=vocabulary, lower_case=request.param),
+    layer = BertTokenizerLayer(vocabulary=vocabulary, lower_case=request.param)
+    return (tf.function(layer.tokenize_with_offsets,
+                        input_signature=[tf.TensorSpec([None], tf.string)]),
             ov.Core().compile_model(model))
 
 
 @settings(SETTINGS, max_examples=50)
 @given(batch=st.lists(texts, min_size=1, max_size=6))
 def test_context_pieces_and_bytes_equal_the_saved_models(offsets, batch):
-    layer, model = offsets
+    tokenize_with_offsets, model = offsets
     begins, ends, ids, starts, limits, _ = model(
         {"text": np.array([t.encode("utf-8") for t in batch], np.bytes_)}).values()
-    want_ids, want_starts, want_limits = layer.tokenize_with_offsets(tf.constant(batch))
+    want_ids, want_starts, want_limits = tokenize_with_offsets(tf.constant(batch))
     text_start = 0
     for row, text in enumerate(batch):
         pieces = slice(begins[row], ends[row])
