@@ -66,8 +66,8 @@ OWN_UNITS = (
 # Seconds each unit took in the slow tests (`pytest -m slow -n 2 --durations=0`, 2,151 s in all)
 # on the 2-core machine (2026-11-30, idle), in brackets (notebook 09 and the features test
 # since made shorter: their new time alone); then the longest files of the quick tests
-# (`-m "not slow" -n 2 --durations=0`, 622 s, the 2-core Intel Xeon, 2026-11-30, idle;
-# export/test_int8.py above is one of them too, 36 s), which start first there.
+# (`-m "not slow" -n 2 --durations=0`, 579 s, the 2-core Intel Xeon, 2026-11-30, idle;
+# export/test_int8.py above is one of them too, 31 s), which start first there.
 LONGEST_FIRST = (
     "tests/test_gpu_check.py",  # [265: the GPU tests, notebook 02 and throughput on the CPU]
     "tests/test_docs.py::test_document_blocks_run[docs/distillation.md]",  # [205]
@@ -91,14 +91,18 @@ LONGEST_FIRST = (
     "tests/test_docs.py::test_document_blocks_run[serving/README.md]",  # [61]
     "tests/export/test_tf_hub_int8.py",  # [38]
     "tests/export/test_tasks.py",  # [quick and slow]
-    "tests/export/test_openvino.py",  # [quick: 111]
-    "tests/finetuning/test_distillation.py",  # [quick: 78]
-    "tests/models/test_task_keras_idioms.py",  # [quick: 75]
-    "tests/test_layer_harness.py",  # [quick: 60]
-    "tests/export/test_int8_calibrated.py",  # [quick: 52]
-    "tests/export/test_hf_heads.py",  # [quick: 39]
-    "tests/cli/test_predict.py",  # [quick: 34]
-    "tests/export/test_transformers_signature.py",  # [quick: 32]
+    "tests/finetuning/test_distillation.py",  # [quick: 98]
+    "tests/export/test_openvino.py",  # [quick: 81]
+    "tests/models/test_task_keras_idioms.py",  # [quick: 54]
+    "tests/export/test_int8_calibrated.py",  # [quick: 50]
+    "tests/test_layer_harness.py",  # [quick: 43]
+    "tests/tasks/test_predict_small.py",  # [quick: 40]
+    "tests/recipe/test_batches.py",  # [quick: 36]
+    "tests/tokenization/test_properties.py",  # [quick: 30]
+    "tests/checkpoints/test_task_heads.py",  # [quick: 29]
+    "tests/export/test_transformers_signature.py",  # [quick: 29]
+    "tests/tasks/test_windows.py",  # [quick: 28]
+    "tests/cli/test_predict.py",  # [quick: 26]
 )
 
 

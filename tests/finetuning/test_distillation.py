@@ -183,17 +183,23 @@ def test_the_student_saves_loads_and_converts_like_any_model(mixed_student, tmp_
     assert config["id2label"] == {"0": "neg", "1": "pos"}
 
 
-def test_multi_label_regression_and_multiple_choice_teachers():
+def test_a_multi_label_teacher():
     multi = BertClassifier(encoder(layers=2), 3, preprocessor=preprocessor(),
                            activation="sigmoid", label_names=["a", "b", "c"])
     student = distill(multi, TEXTS, [["a"], ["b", "c"], None, [], ["c"], ["a", "b"], None, ["b"]],
                       num_layers=1, epochs=1, batch_size=4, seed=0, verbose=0)
     assert student.is_multi_label and student.label_names == ["a", "b", "c"]
+
+
+def test_a_regression_teacher():
     regression = BertClassifier(encoder(layers=2), 1, preprocessor=preprocessor())
     student = distill(regression, TEXTS, [0.5, None, 1.0, 2.0, None, 0.0, 1.5, 3.0],
                       num_layers=1, epochs=1, batch_size=4, seed=0, verbose=0,
                       validation_data=(TEXTS, [0.5, 1, 1, 2, 0, 0, 1.5, 3]))
     assert student.is_regression and set(student.dev_scores["student"]) >= {"mse"}
+
+
+def test_a_multiple_choice_teacher():
     choice = BertMultipleChoice(encoder(layers=2), 2, preprocessor=preprocessor())
     examples = [("the movie was", ["good", "a city"]), ("john visited", ["paris", "good"])] * 2
     student = distill(choice, examples, [0, 0, None, 0], num_layers=1, epochs=1, batch_size=2,
